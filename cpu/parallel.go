@@ -1,0 +1,27 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Parallel splits [0, n) into at most GOMAXPROCS contiguous ranges of at least grain elements and
+// runs f on each, concurrently; it returns when all are done. Kernels are independent per index
+// (or per chunk), so the split never changes a result.
+func Parallel(n, grain int, f func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	parts := min(workers, n/max(grain, 1))
+	if parts <= 1 {
+		if n > 0 {
+			f(0, n)
+		}
+		return
+	}
+	step := (n + parts - 1) / parts
+	var wg sync.WaitGroup
+	for lo := step; lo < n; lo += step {
+		wg.Go(func() { f(lo, min(n, lo+step)) })
+	}
+	f(0, step)
+	wg.Wait()
+}

@@ -1,0 +1,5 @@
+//go:build nocuda
+
+package driver
+
+const stubReason = "driver: built with nocuda"

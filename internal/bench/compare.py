@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Compare the Go benchmarks with the PyTorch and C baselines of the same run; print a table.
+
+  python3 internal/bench/compare.py --go $OUT/gpu-tests.log --torch torch.json \
+      --c launch.json [--c launch_cold.json] [--coldstart coldstart.out]
+
+--go      go test -bench output (a .gpu/<pkg>.out or the runner's whole gpu-tests.log)
+--torch   JSON from torch_bench.py: {op: {"ms", "gbps"}, "dispatch": {"ns"}, "_meta": {...}}
+--c       JSON from launch.c (may repeat; a run with jit_cache "disabled" is the cold start)
+--coldstart  output of the TestFirstKernelLatency run (lines mentioning first/ms are echoed)
+
+Ratios are ours/theirs (> 1 = we are faster). Missing rows print n/a. Always exits 0.
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+
+ELEMENTWISE = ["add", "mul", "axpy", "scale", "relu", "relu_bwd", "exp", "tanh", "sigmoid",
+               "gelu", "gelu_bwd", "sqrt"]
+REDUCE = ["sum", "mean"]
+EW_TARGET = 0.95       # elementwise >= 0.95x PyTorch
+EW_COPY_TARGET = 0.85  # elementwise >= 85% of the copy bandwidth (PyTorch clone, same run)
+RED_TARGET = 1.0       # sum/mean >= 1.0x PyTorch
+DISPATCH_TARGET = 1.25  # Go <= 1.25x C
+CPU_MEMCPY_TARGET = 0.8  # CPU elementwise >= 0.8x memcpy bandwidth
+
+# BenchmarkName[-P]  iterations  value ns/op  [value unit]...
+RESULT = re.compile(r"^\s*(\d+)\s+([0-9.eE+-]+) ns/op(.*)$")
+NAME_RESULT = re.compile(r"^(Benchmark\S+)\s+(\d+)\s+([0-9.eE+-]+) ns/op(.*)$")
+BARE_NAME = re.compile(r"^(Benchmark\S+)\s*$")
+PROCS = re.compile(r"-\d+$")
+
+
+def strip_procs(name):
+    # the -P suffix go test appends (absent when GOMAXPROCS=1); n=123 has no dash, so it stays
+    return PROCS.sub("", name)
+
+
+def parse_metrics(rest):
+    out = {}
+    toks = rest.split()
+    for i in range(0, len(toks) - 1, 2):
+        try:
+            out[toks[i + 1]] = float(toks[i])
+        except ValueError:
+            pass
+    return out
+
+
+def parse_go(path):
+    """name (without -P) -> {"ns": median ns/op, metric: median value, "count": runs}."""
+    runs = {}
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError as ex:
+        print("compare: cannot read Go output %s: %s" % (path, ex.strerror), file=sys.stderr)
+        return {}
+    pending = None  # a bare name line whose results follow on a later line (-test.v + logging)
+    for line in lines:
+        m = NAME_RESULT.match(line)
+        if m:
+            name, rest = m.group(1), m.group(4)
+            ns = float(m.group(3))
+        else:
+            b = BARE_NAME.match(line)
+            if b:
+                pending = b.group(1)
+                continue
+            r = RESULT.match(line)
+            if not (r and pending):
+                continue
+            name, ns, rest = pending, float(r.group(2)), r.group(3)
+        pending = None
+        rec = {"ns": ns}
+        rec.update(parse_metrics(rest))
+        runs.setdefault(strip_procs(name), []).append(rec)
+    res = {}
+    for name, recs in runs.items():
+        keys = set().union(*recs)
+        res[name] = {k: statistics.median(r[k] for r in recs if k in r) for k in keys}
+        res[name]["count"] = len(recs)
+    return res
+
+
+def load_json(path):
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        # tolerate extra lines: take the last line that parses as a JSON object
+        for line in [text] + text.splitlines()[::-1]:
+            try:
+                v = json.loads(line)
+                if isinstance(v, dict):
+                    return v
+            except ValueError:
+                continue
+    except OSError as ex:
+        print("compare: cannot read %s: %s" % (path, ex.strerror), file=sys.stderr)
+    return {}
+
+
+def fmt(v, spec="%.1f"):
+    return "n/a" if v is None else spec % v
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def verdict(r, target, higher_better=True):
+    if r is None:
+        return "n/a"
+    ok = r >= target if higher_better else r <= target
+    return "PASS" if ok else "MISS"
+
+
+def gbps_of(rec, bytes_per_op=None):
+    """GB/s from the custom metric, or from ns/op when bytes_per_op is known."""
+    if not rec:
+        return None
+    if "GB/s" in rec:
+        return rec["GB/s"]
+    if bytes_per_op and rec.get("ns"):
+        return bytes_per_op / rec["ns"]
+    return None
+
+
+def rows_for(go, family, op, dev):
+    """{n: record} for Benchmark<family>/<op>/<dev>/n=<n>."""
+    pre = "Benchmark%s/%s/%s/n=" % (family, op, dev)
+    out = {}
+    for name, rec in go.items():
+        if name.startswith(pre):
+            try:
+                out[int(name[len(pre):])] = rec
+            except ValueError:
+                pass
+    return out
+
+
+def pick(rows, n):
+    """The row at size n if present, else the largest size; returns (n, record)."""
+    if not rows:
+        return None, None
+    if n in rows:
+        return n, rows[n]
+    m = max(rows)
+    return m, rows[m]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--go", required=True)
+    ap.add_argument("--torch", default="")
+    ap.add_argument("--c", action="append", default=[])
+    ap.add_argument("--coldstart", default="")
+    args = ap.parse_args()
+
+    go = parse_go(args.go)
+    torch = load_json(args.torch)
+    meta = torch.get("_meta", {})
+    cs = [load_json(p) for p in args.c]
+    c_warm = next((c for c in cs if "c_launch_ns" in c), {})
+    c_cold = next((c for c in cs if c.get("jit_cache") == "disabled"), {})
+    n = meta.get("n", 1 << 26)
+
+    out = []
+    p = out.append
+    dev_name = meta.get("device") or c_warm.get("device") or "?"
+    p("== bench table: %s, torch %s, n=%d; ratio = ours/torch (>1 = we are faster)"
+      % (dev_name, meta.get("torch", "n/a"), n))
+    if meta.get("error"):
+        p("   torch_bench: %s" % meta["error"])
+    copy_gbps = (torch.get("copy") or {}).get("gbps")
+    p("%-9s %9s %9s %7s %7s %5s  %6s %5s" % ("op", "ours GB/s", "torch", "ratio", "target", "",
+                                            "%copy", ""))
+    n_pass = n_miss = 0
+    mismatch = set()
+    for fam, ops, target in (("Elementwise", ELEMENTWISE, EW_TARGET), ("Reduce", REDUCE, RED_TARGET)):
+        for op in ops:
+            gn, rec = pick(rows_for(go, fam, op, "cuda"), n)
+            if gn is not None and gn != n:
+                mismatch.add(gn)
+            ours = gbps_of(rec)
+            theirs = (torch.get(op) or {}).get("gbps")
+            r = ratio(ours, theirs)
+            v = verdict(r, target)
+            n_pass += v == "PASS"
+            n_miss += v == "MISS"
+            line = "%-9s %9s %9s %7s %7s %5s" % (op, fmt(ours), fmt(theirs), fmt(r, "%.3f"),
+                                                ">=%.2f" % target, v)
+            if fam == "Elementwise":
+                rc = ratio(ours, copy_gbps)
+                line += "  %6s %5s" % (fmt(rc * 100 if rc is not None else None, "%.0f%%"),
+                                       verdict(rc, EW_COPY_TARGET))
+            p(line)
+    if copy_gbps is not None:
+        p("(torch copy %.1f GB/s; %%copy target >= %.0f%%)" % (copy_gbps, EW_COPY_TARGET * 100))
+    if mismatch:
+        p("note: Go GPU rows at n=%s, torch at n=%d" % (",".join(map(str, sorted(mismatch))), n))
+
+    # dispatch
+    go_ns = (go.get("BenchmarkDispatch/cuda") or {}).get("ns")
+    c_ns = c_warm.get("c_launch_ns")
+    t_ns = (torch.get("dispatch") or {}).get("ns")
+    go_c = ratio(go_ns, c_ns)
+    p("dispatch: Go %s ns/op, C %s ns/launch, C/Go %s, Go/C %s (target <= %.2f) %s"
+      % (fmt(go_ns), fmt(c_ns), fmt(ratio(c_ns, go_ns), "%.3f"), fmt(go_c, "%.3f"),
+         DISPATCH_TARGET, verdict(go_c, DISPATCH_TARGET, higher_better=False)))
+    extra = []
+    if c_warm.get("c_launch_stream_ns") is not None:
+        extra.append("C on own stream %.1f ns" % c_warm["c_launch_stream_ns"])
+    cpu_disp = (go.get("BenchmarkDispatch/cpu") or {}).get("ns")
+    if cpu_disp is not None:
+        extra.append("Go cpu %.1f ns/op" % cpu_disp)
+    p("          torch eager %s ns/op, Go speed-up vs torch %s%s"
+      % (fmt(t_ns), fmt(ratio(t_ns, go_ns), "%.2fx"), ("; " + ", ".join(extra)) if extra else ""))
+
+    # CPU rows
+    mem_n, mem = pick(_memcpy_rows(go), None)
+    mem_gbps = gbps_of(mem, 8.0 * mem_n if mem_n else None)
+    cpu_lines = []
+    for fam, ops in (("Elementwise", ELEMENTWISE), ("Reduce", REDUCE)):
+        for op in ops:
+            rows = rows_for(go, fam, op, "cpu")
+            if not rows:
+                continue
+            cn, rec = pick(rows, mem_n)
+            g = gbps_of(rec)
+            r = ratio(g, mem_gbps)
+            cpu_lines.append("%-9s n=%-9d %8s %7s %5s" % (op, cn, fmt(g), fmt(r, "%.3f"),
+                                                         verdict(r, CPU_MEMCPY_TARGET)
+                                                         if fam == "Elementwise" else ""))
+    if cpu_lines or mem is not None:
+        p("cpu: memcpy %s GB/s%s; ratio = cpu/memcpy, target >= %.2f (elementwise)"
+          % (fmt(mem_gbps), " (n=%d)" % mem_n if mem_n else "", CPU_MEMCPY_TARGET))
+        out.extend(cpu_lines or ["cpu: no BenchmarkElementwise/*/cpu rows"])
+
+    # start-up
+    cold = []
+    if c_cold:
+        cold.append("C cold %s ms" % fmt(c_cold.get("c_first_kernel_ms"), "%.0f"))
+    if c_warm:
+        cold.append("C %s %s ms" % ("cold" if c_warm.get("jit_cache") == "disabled" else "warm-cache",
+                                    fmt(c_warm.get("c_first_kernel_ms"), "%.0f")))
+    for c in cs:
+        if c.get("error"):
+            p("C launch: error: %s" % str(c["error"])[:150])
+    if cold:
+        p("first kernel (from main, incl. JIT): " + ", ".join(cold))
+    if args.coldstart:
+        try:
+            lines = open(args.coldstart, errors="replace").read().splitlines()
+        except OSError:
+            lines = []
+        keep = [l.strip() for l in lines
+                if re.search(r"first|latency|wall|\bms\b|--- (PASS|FAIL|SKIP)", l, re.I)
+                and not l.startswith("=== RUN")]
+        for l in keep[:6]:
+            p("go cold start: " + l[:150])
+
+    # anything else the Go run benchmarked on the GPU, briefly
+    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy)/")
+    others = sorted(k for k in go if not known.match(k))
+    for k in others[:15]:
+        rec = go[k]
+        ms = ", ".join("%g %s" % (v, u) for u, v in sorted(rec.items()) if u not in ("ns", "count"))
+        p("other: %s %s ns/op%s" % (k, fmt(rec.get("ns"), "%.0f"), (" " + ms) if ms else ""))
+    if len(others) > 15:
+        p("other: ... %d more" % (len(others) - 15))
+
+    p("summary: GPU throughput %d PASS, %d MISS; dispatch %s; %d Go benchmark rows parsed"
+      % (n_pass, n_miss, verdict(go_c, DISPATCH_TARGET, higher_better=False), len(go)))
+    print("\n".join(out))
+    return 0
+
+
+def _memcpy_rows(go):
+    """{n: record} for BenchmarkMemcpy/cpu/n=<n> (also accepts BenchmarkMemcpy/n=<n>)."""
+    rows = {}
+    for pre in ("BenchmarkMemcpy/cpu/n=", "BenchmarkMemcpy/n="):
+        for name, rec in go.items():
+            if name.startswith(pre):
+                try:
+                    rows[int(name[len(pre):])] = rec
+                except ValueError:
+                    pass
+    return rows
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as ex:  # never fail the GPU check because of the table
+        print("compare: internal error: %r" % (ex,))
+    sys.exit(0)

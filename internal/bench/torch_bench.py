@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""PyTorch baseline for the ops benchmarks (run on the GPU machine).
+
+Times, on the GPU, fp32 with TF32 off, the same elementwise ops and whole-buffer reductions as
+the Go benchmarks BenchmarkElementwise/<op>/cuda/n=N and BenchmarkReduce/<op>/cuda/n=N, plus the
+eager host cost of a 1-element op (BenchmarkDispatch/cuda's counterpart).
+
+GPU time: one CUDA event pair around each rep, after warm-up; the median over the reps.
+GB/s counts (inputs + outputs) * 4 * n bytes, as the Go benchmarks do (a reduction: 1 input).
+
+Prints one JSON object to stdout: {op: {"ms": .., "gbps": ..}, "dispatch": {"ns": ..},
+"_meta": {...}}; --out FILE writes the same object to FILE. Progress goes to stderr.
+
+  python3 internal/bench/torch_bench.py [--n 67108864] [--reps 50] [--warmup 5] [--out FILE]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=2 ** 26, help="elements per buffer (default 2**26)")
+    ap.add_argument("--reps", type=int, default=50, help="timed reps per op (median taken)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed reps per op")
+    ap.add_argument("--dispatch-ops", type=int, default=20000, help="1-element ops per dispatch sample")
+    ap.add_argument("--dispatch-samples", type=int, default=7, help="dispatch samples (median taken)")
+    ap.add_argument("--ops", default="", help="comma-separated subset of ops (default: all)")
+    ap.add_argument("--out", default="", help="also write the JSON object to this file")
+    args = ap.parse_args()
+
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as ex:
+        log("torch_bench: cannot import torch: %s" % ex)
+        emit({"_meta": {"error": "no torch: %s" % ex}}, args.out)
+        return 1
+
+    if not torch.cuda.is_available():
+        log("torch_bench: CUDA is not available to PyTorch")
+        res = {"_meta": {"error": "cuda unavailable", "torch": torch.__version__}}
+        emit(res, args.out)
+        return 1
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    n = args.n
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(1234)
+
+    def randn():
+        return torch.randn(n, device=dev, dtype=torch.float32, generator=gen)
+
+    x = randn()
+    b = randn()
+    g = randn()
+    pos = torch.rand(n, device=dev, dtype=torch.float32, generator=gen) + 0.5  # sqrt input
+    c = 1.7
+    aten = torch.ops.aten
+
+    # name -> (callable, number of buffers read, number written)
+    table = {
+        "copy": (lambda: torch.clone(x), 1, 1),
+        "add": (lambda: torch.add(x, b), 2, 1),
+        "mul": (lambda: torch.mul(x, b), 2, 1),
+        "axpy": (lambda: torch.add(x, b, alpha=c), 2, 1),  # a + c*b, one fused kernel
+        "scale": (lambda: torch.mul(x, c), 1, 1),
+        "relu": (lambda: torch.relu(x), 1, 1),
+        "relu_bwd": (lambda: aten.threshold_backward(g, x, 0.0), 2, 1),
+        "exp": (lambda: torch.exp(x), 1, 1),
+        "tanh": (lambda: torch.tanh(x), 1, 1),
+        "sigmoid": (lambda: torch.sigmoid(x), 1, 1),
+        "gelu": (lambda: F.gelu(x, approximate="tanh"), 1, 1),
+        "gelu_bwd": (lambda: aten.gelu_backward(g, x, approximate="tanh"), 2, 1),
+        "sqrt": (lambda: torch.sqrt(pos), 1, 1),
+        "sum": (lambda: torch.sum(x), 1, 0),
+        "mean": (lambda: torch.mean(x), 1, 0),
+    }
+    wanted = [s for s in args.ops.split(",") if s] or list(table)
+
+    res = {}
+    for name in wanted:
+        if name not in table:
+            log("torch_bench: unknown op", name)
+            continue
+        fn, nin, nout = table[name]
+        try:
+            for _ in range(args.warmup):
+                fn()
+            torch.cuda.synchronize()
+            evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                   for _ in range(args.reps)]
+            keep = None
+            for s, e in evs:
+                keep = None  # free the previous result before the next op allocates
+                s.record()
+                keep = fn()
+                e.record()
+            torch.cuda.synchronize()
+            del keep
+            ms = statistics.median(s.elapsed_time(e) for s, e in evs)
+            gbps = (nin + nout) * 4.0 * n / (ms * 1e-3) / 1e9
+            res[name] = {"ms": round(ms, 5), "gbps": round(gbps, 2)}
+            log("torch_bench: %-9s %9.4f ms %8.1f GB/s" % (name, ms, gbps))
+        except Exception as ex:  # keep going: one op failing must not lose the others
+            log("torch_bench: %s failed: %r" % (name, ex))
+            res[name] = {"error": repr(ex)}
+
+    # Eager dispatch: host time per 1-element op (x * 2.0), no sync per op, sync at the end.
+    try:
+        one = torch.ones(1, device=dev, dtype=torch.float32)
+        y = None
+        for _ in range(2000):
+            y = one * 2.0
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(args.dispatch_samples):
+            k = args.dispatch_ops
+            t0 = time.perf_counter()
+            for _ in range(k):
+                y = one * 2.0
+            torch.cuda.synchronize()
+            samples.append((time.perf_counter() - t0) / k * 1e9)
+        del y
+        ns = statistics.median(samples)
+        res["dispatch"] = {"ns": round(ns, 1), "min_ns": round(min(samples), 1)}
+        log("torch_bench: dispatch %.0f ns/op (min %.0f)" % (ns, min(samples)))
+    except Exception as ex:
+        log("torch_bench: dispatch failed: %r" % (ex,))
+        res["dispatch"] = {"error": repr(ex)}
+
+    res["_meta"] = {
+        "n": n,
+        "reps": args.reps,
+        "warmup": args.warmup,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(0),
+        "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+    }
+    emit(res, args.out)
+    return 0
+
+
+def emit(res, out):
+    text = json.dumps(res, sort_keys=False)
+    print(text, flush=True)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

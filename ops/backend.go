@@ -1,0 +1,50 @@
+package ops
+
+import (
+	"github.com/torchlean-go/torchlean/driver"
+	"github.com/torchlean-go/torchlean/ptx"
+)
+
+// storage is the memory behind a Buffer: host floats on the CPU, a device pointer on CUDA.
+type storage struct {
+	host []float32
+	ptr  driver.DevicePtr
+}
+
+// backend is what a Device needs from the CPU or a CUDA device. Families of kernels are tables
+// (mapOp, randOp) run by one method each; one-off kernels are methods of their own, so both
+// backends must have every kernel. Sizes are element counts; n > 0 unless stated.
+type backend interface {
+	alloc(n int) (storage, error)
+	free(s storage, n int)
+	upload(dst storage, src []float32) error
+	download(dst []float32, src storage) error
+	fill(dst storage, n int, v float32) error
+	copy(dst, src storage, n int) error
+
+	mapKernel(op *mapOp, outs []storage, ins []storage, n int, scalars []float32) error
+	randKernel(op *randOp, dst storage, n int, key uint64, scalars []float32) error
+	sumChunks(out, x storage, n int, divisor float32) error
+
+	sync() error
+	memInfo() (free, total uint64)
+	collect() error
+}
+
+// mapOp is one row of the elementwise family: the PTX kernel and its CPU twin, with the number
+// of outputs, inputs and float32 scalars (the kernel's parameters are outs, ins, n, scalars).
+type mapOp struct {
+	name          string
+	kernel        ptx.Kernel
+	outs, ins, sc int
+	cpu           func(o, i [3][]float32, s [2]float32)
+}
+
+// randOp is one row of the random family: parameters dst, n, key, scalars; the CPU twin gets the
+// offset of its slice in the buffer so that element i depends only on (key, i).
+type randOp struct {
+	name   string
+	kernel ptx.Kernel
+	sc     int
+	cpu    func(dst []float32, key, offset uint64, s [2]float32)
+}

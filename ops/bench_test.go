@@ -1,0 +1,157 @@
+package ops
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchDevices returns the CPU (at 2^24 floats) and, when usable, CUDA device 0 (at 2^26).
+func benchDevices(b *testing.B) []struct {
+	d *Device
+	n int
+} {
+	out := []struct {
+		d *Device
+		n int
+	}{{CPU(), 1 << 24}}
+	if d, err := Open("cuda"); err == nil {
+		out = append(out, struct {
+			d *Device
+			n int
+		}{d, 1 << 26})
+	}
+	return out
+}
+
+var benchOps = []string{"add", "mul", "axpy", "scale", "relu", "relu_bwd", "exp", "tanh", "sigmoid", "gelu", "gelu_bwd", "sqrt"}
+
+func opNamed(name string) *mapOp {
+	for _, op := range mapOps {
+		if op.name == name {
+			return op
+		}
+	}
+	panic("no op " + name)
+}
+
+func benchInputs(b *testing.B, d *Device, k, n int) []*Buffer {
+	ins := make([]*Buffer, k)
+	for i := range ins {
+		var err error
+		if ins[i], err = RandUniform(d, n, uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ins
+}
+
+func reportGBs(b *testing.B, bytes int, elapsed time.Duration) {
+	b.ReportMetric(float64(bytes)*float64(b.N)/elapsed.Seconds()/1e9, "GB/s")
+}
+
+// BenchmarkElementwise measures kernels, counting bytes as (inputs + outputs) * 4 * n.
+func BenchmarkElementwise(b *testing.B) {
+	for _, dn := range benchDevices(b) {
+		for _, name := range benchOps {
+			op := opNamed(name)
+			b.Run(fmt.Sprintf("%s/%s/n=%d", name, dn.d.Kind(), dn.n), func(b *testing.B) {
+				ins := benchInputs(b, dn.d, op.ins, dn.n)
+				defer ReleaseThen(nil, ins...)
+				sc := mirrorScalars[name]
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					outs, err := op.run(ins, sc...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ReleaseThen(nil, outs...)
+				}
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				reportGBs(b, 4*dn.n*(op.ins+op.outs), time.Since(start))
+			})
+		}
+	}
+}
+
+// BenchmarkReduce measures the whole-buffer reductions (bytes = 4n read).
+func BenchmarkReduce(b *testing.B) {
+	for _, dn := range benchDevices(b) {
+		for _, r := range []struct {
+			name string
+			f    func(*Buffer) (*Buffer, error)
+		}{{"sum", Sum}, {"mean", Mean}} {
+			b.Run(fmt.Sprintf("%s/%s/n=%d", r.name, dn.d.Kind(), dn.n), func(b *testing.B) {
+				x := benchInputs(b, dn.d, 1, dn.n)[0]
+				defer x.Release()
+				dn.d.Sync()
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					s, err := r.f(x)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Release()
+				}
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				reportGBs(b, 4*dn.n, time.Since(start))
+			})
+		}
+	}
+}
+
+// BenchmarkMemcpy is the bandwidth reference: a device-to-device copy (bytes = 8n).
+func BenchmarkMemcpy(b *testing.B) {
+	for _, dn := range benchDevices(b) {
+		b.Run(fmt.Sprintf("%s/n=%d", dn.d.Kind(), dn.n), func(b *testing.B) {
+			x := benchInputs(b, dn.d, 1, dn.n)[0]
+			defer x.Release()
+			dn.d.Sync()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				c, err := Copy(x)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+			}
+			dn.d.Sync()
+			reportGBs(b, 8*dn.n, time.Since(start))
+		})
+	}
+}
+
+// BenchmarkDispatch is the host cost of one op through the Go API: Scale of a 1-element buffer
+// and the release of its result, with no synchronization per op.
+func BenchmarkDispatch(b *testing.B) {
+	for _, dn := range benchDevices(b) {
+		b.Run(dn.d.Kind().String(), func(b *testing.B) {
+			x := benchInputs(b, dn.d, 1, 1)[0]
+			defer x.Release()
+			dn.d.Sync()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				y, err := Scale(x, 2)
+				if err != nil {
+					b.Fatal(err)
+				}
+				y.Release()
+			}
+			b.StopTimer()
+			if err := dn.d.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

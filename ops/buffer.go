@@ -1,0 +1,218 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+)
+
+// Buffer is a length-n float32 array on one device. Kernels borrow their input buffers and
+// return fresh ones. Release gives the memory back at once; a buffer that becomes unreachable
+// without Release is released by the garbage collector. Using a released buffer is an error,
+// never a read of freed memory.
+type Buffer struct {
+	dev      *Device
+	n        int
+	mem      storage
+	released atomic.Bool
+	cleanup  runtime.Cleanup
+}
+
+// ErrReleased is returned (wrapped) when a released buffer is used.
+var ErrReleased = errors.New("ops: use of released buffer")
+
+// allocation is what the garbage-collector cleanup of a Buffer needs to free its memory.
+type allocation struct {
+	dev *Device
+	mem storage
+	n   int
+}
+
+func (a allocation) free() {
+	a.dev.be.free(a.mem, a.n)
+	a.dev.stats.released(4 * int64(a.n))
+}
+
+// newBuffer allocates an uninitialized length-n buffer on d.
+func newBuffer(d *Device, n int) (*Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("ops: negative length %d", n)
+	}
+	b := &Buffer{dev: d, n: n}
+	if n == 0 {
+		return b, nil
+	}
+	mem, err := d.be.alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	b.mem = mem
+	d.stats.allocated(4 * int64(n))
+	b.cleanup = runtime.AddCleanup(b, allocation.free, allocation{d, mem, n})
+	return b, nil
+}
+
+// Device returns the device the buffer lives on.
+func (b *Buffer) Device() *Device { return b.dev }
+
+// Len returns the number of float32 elements; 0 once released.
+func (b *Buffer) Len() int {
+	if b == nil || b.released.Load() {
+		return 0
+	}
+	return b.n
+}
+
+// Release returns the buffer's memory to its device. It reports whether this call released a
+// live allocation: true the first time, false afterwards (and for empty buffers).
+func (b *Buffer) Release() bool {
+	if b == nil || b.released.Swap(true) {
+		return false
+	}
+	if b.n == 0 {
+		return false
+	}
+	b.cleanup.Stop()
+	allocation{b.dev, b.mem, b.n}.free()
+	b.mem = storage{}
+	return true
+}
+
+// ReleaseThen releases every workspace buffer and returns keep: cleanup threaded through a
+// result, as the tape formulas do.
+func ReleaseThen(keep *Buffer, workspace ...*Buffer) *Buffer {
+	for _, w := range workspace {
+		if w != keep {
+			w.Release()
+		}
+	}
+	return keep
+}
+
+// live checks that b can be used.
+func (b *Buffer) live() error {
+	if b == nil {
+		return errors.New("ops: nil buffer")
+	}
+	if b.released.Load() {
+		return ErrReleased
+	}
+	return nil
+}
+
+// FromFloat32 uploads host data into a new buffer on d (every call a distinct buffer).
+func FromFloat32(d *Device, data []float32) (*Buffer, error) {
+	b, err := newBuffer(d, len(data))
+	if err != nil || len(data) == 0 {
+		return b, err
+	}
+	if err := d.be.upload(b.mem, data); err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// FromFloat64 rounds each element to float32 (to nearest even) and uploads it.
+func FromFloat64(d *Device, data []float64) (*Buffer, error) {
+	f := make([]float32, len(data))
+	for i, v := range data {
+		f[i] = float32(v)
+	}
+	return FromFloat32(d, f)
+}
+
+// Float32s downloads the buffer.
+func (b *Buffer) Float32s() ([]float32, error) {
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	out := make([]float32, b.n)
+	if b.n == 0 {
+		return out, nil
+	}
+	if err := b.dev.be.download(out, b.mem); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Float64s downloads the buffer and widens each element exactly.
+func (b *Buffer) Float64s() ([]float64, error) {
+	f, err := b.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(f))
+	for i, v := range f {
+		out[i] = float64(v)
+	}
+	return out, nil
+}
+
+// Zeros returns a new length-n buffer of +0.0.
+func Zeros(d *Device, n int) (*Buffer, error) { return Full(d, n, 0) }
+
+// Full returns a new length-n buffer with every element float32(v).
+func Full(d *Device, n int, v float64) (*Buffer, error) {
+	b, err := newBuffer(d, n)
+	if err != nil || n == 0 {
+		return b, err
+	}
+	if err := d.be.fill(b.mem, n, float32(v)); err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Copy returns a new buffer with the same contents (a device-to-device copy).
+func Copy(x *Buffer) (*Buffer, error) {
+	if err := x.live(); err != nil {
+		return nil, err
+	}
+	out, err := newBuffer(x.dev, x.n)
+	if err != nil || x.n == 0 {
+		return out, err
+	}
+	if err := x.dev.be.copy(out.mem, x.mem, x.n); err != nil {
+		out.Release()
+		return nil, err
+	}
+	return out, nil
+}
+
+// To copies the buffer to another device (through host memory).
+func (b *Buffer) To(d *Device) (*Buffer, error) {
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	if d == b.dev {
+		return Copy(b)
+	}
+	host, err := b.Float32s()
+	if err != nil {
+		return nil, err
+	}
+	return FromFloat32(d, host)
+}
+
+// sameDevice checks that all buffers are live, on one device, of one length, and returns them.
+func sameShape(op string, bs ...*Buffer) (*Device, int, error) {
+	for i, b := range bs {
+		if err := b.live(); err != nil {
+			return nil, 0, fmt.Errorf("%w (%s operand %d)", err, op, i)
+		}
+	}
+	d, n := bs[0].dev, bs[0].n
+	for i, b := range bs[1:] {
+		if b.dev != d {
+			return nil, 0, fmt.Errorf("ops: %s: operands on different devices (%s, %s)", op, d, b.dev)
+		}
+		if b.n != n {
+			return nil, 0, fmt.Errorf("ops: %s: size mismatch (operand 0 has %d elements, operand %d has %d)", op, n, i+1, b.n)
+		}
+	}
+	return d, n, nil
+}

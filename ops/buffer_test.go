@@ -1,0 +1,166 @@
+package ops
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// devices returns the devices to test on: the CPU always, CUDA device 0 when usable.
+func devices(t *testing.T) []*Device {
+	ds := []*Device{CPU()}
+	if d, err := Open("cuda"); err == nil {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+func mustBuf(t *testing.T, d *Device, v []float32) *Buffer {
+	t.Helper()
+	b, err := FromFloat32(d, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func download(t *testing.T, b *Buffer, err error) []float32 {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	return f
+}
+
+func TestBufferLifecycle(t *testing.T) {
+	for _, d := range devices(t) {
+		t.Run(d.Kind().String(), func(t *testing.T) {
+			base := d.Stats()
+			a, err := FromFloat64(d, []float64{1.5, -2, 1e-50, 0.1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := FromFloat64(d, []float64{1.5, -2, 1e-50, 0.1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a == b || a.Len() != 4 {
+				t.Fatalf("uploads must be distinct buffers of length 4")
+			}
+			got, err := a.Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []float64{1.5, -2, 0, float64(float32(0.1))}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("element %d: %v, want %v", i, got[i], want[i])
+				}
+			}
+			s := d.Stats()
+			if s.LiveBytes-base.LiveBytes != 32 || s.AllocCount-base.AllocCount != 2 {
+				t.Errorf("telemetry after two uploads: %+v (base %+v)", s, base)
+			}
+			if !a.Release() || a.Release() {
+				t.Error("Release must report true once, then false")
+			}
+			if a.Len() != 0 {
+				t.Error("a released buffer has length 0")
+			}
+			if _, err := a.Float32s(); !errors.Is(err, ErrReleased) {
+				t.Errorf("download after release: %v", err)
+			}
+			if _, err := Add(a, b); !errors.Is(err, ErrReleased) {
+				t.Errorf("kernel on a released buffer: %v", err)
+			}
+			b.Release()
+			s = d.Stats()
+			if s.LiveBytes != base.LiveBytes || s.FreeCount-base.FreeCount != 2 || s.PeakBytes < base.LiveBytes+32 {
+				t.Errorf("telemetry after release: %+v (base %+v)", s, base)
+			}
+			if !strings.Contains(s.String(), "live=") {
+				t.Errorf("report %q", s.String())
+			}
+			if err := d.Collect(true); err != nil {
+				t.Error(err)
+			}
+			if d.Stats().CachedBytes != 0 {
+				t.Error("Collect(true) left cached bytes")
+			}
+		})
+	}
+}
+
+func TestFillCopyEmpty(t *testing.T) {
+	for _, d := range devices(t) {
+		z, err := Zeros(d, 5)
+		if got := download(t, z, err); got[4] != 0 || math.Signbit(float64(got[4])) {
+			t.Errorf("zeros: %v", got)
+		}
+		f, err := Full(d, 3, 0.1)
+		if got := download(t, f, err); got[2] != float32(0.1) {
+			t.Errorf("full: %v", got)
+		}
+		src := mustBuf(t, d, []float32{1, 2, 3})
+		c, err := Copy(src)
+		if got := download(t, c, err); got[2] != 3 {
+			t.Errorf("copy: %v", got)
+		}
+		src.Release()
+		e, err := Zeros(d, 0)
+		if err != nil || e.Len() != 0 || e.Release() {
+			t.Errorf("empty buffer: %v %v", e, err)
+		}
+		e2 := mustBuf(t, d, nil)
+		r, err := Exp(e2)
+		if err != nil || r.Len() != 0 {
+			t.Errorf("kernel on an empty buffer: %v", err)
+		}
+		if _, err := Zeros(d, -1); err == nil {
+			t.Error("negative length accepted")
+		}
+	}
+}
+
+func TestSizeMismatchAndDevices(t *testing.T) {
+	a := mustBuf(t, CPU(), []float32{1, 2})
+	b := mustBuf(t, CPU(), []float32{1, 2, 3})
+	if _, err := Add(a, b); err == nil || !strings.Contains(err.Error(), "size mismatch") {
+		t.Errorf("size mismatch: %v", err)
+	}
+	if _, err := Add(a, nil); err == nil {
+		t.Error("nil operand accepted")
+	}
+	if _, _, err := MaxBwd(a, a, b); err == nil {
+		t.Error("size mismatch in a backward kernel accepted")
+	}
+	if _, err := Open("tpu"); err == nil {
+		t.Error("unknown device name accepted")
+	}
+}
+
+func TestDeterministicFlag(t *testing.T) {
+	old := Deterministic()
+	defer SetDeterministic(old)
+	if !SetDeterministicChecked(true) || !Deterministic() {
+		t.Error("flag not set")
+	}
+	SetDeterministic(false)
+	if Deterministic() || SetDeterministicChecked(false) {
+		t.Error("flag not cleared")
+	}
+}
+
+func TestReleaseThen(t *testing.T) {
+	a := mustBuf(t, CPU(), []float32{1})
+	w := mustBuf(t, CPU(), []float32{2})
+	if ReleaseThen(a, w, a) != a || w.Len() != 0 || a.Len() != 1 {
+		t.Error("ReleaseThen must release the workspace and keep keep")
+	}
+}

@@ -1,0 +1,422 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/torchlean-go/torchlean/cpu"
+	"github.com/torchlean-go/torchlean/driver"
+	"github.com/torchlean-go/torchlean/ptx"
+)
+
+
+// The process's CUDA devices, opened once each.
+var cudaDevices struct {
+	sync.Mutex
+	lib    *driver.CUDA
+	libErr error
+	loaded bool
+	open   map[int]*Device
+}
+
+// openCUDA returns CUDA device ordinal, opening it on first use.
+func openCUDA(ordinal int) (*Device, error) {
+	c := &cudaDevices
+	c.Lock()
+	defer c.Unlock()
+	if d, ok := c.open[ordinal]; ok {
+		return d, nil
+	}
+	if !c.loaded {
+		c.loaded = true
+		c.lib, c.libErr = driver.Load() // checks the driver version too (driver.MinDriverVersion)
+	}
+	if c.libErr != nil {
+		return nil, c.libErr
+	}
+	count, err := c.lib.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= count {
+		return nil, fmt.Errorf("ops: no CUDA device %d (%d present): %w", ordinal, count, driver.ErrNoDevice)
+	}
+	g, err := newCUDABackend(c.lib, ordinal)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{kind: KindCUDA, name: g.name, be: g}
+	if c.open == nil {
+		c.open = map[int]*Device{}
+	}
+	c.open[ordinal] = d
+	return d, nil
+}
+
+// cudaReason turns a failure to open CUDA into the reason Default reports.
+func cudaReason(err error) string {
+	switch {
+	case errors.Is(err, driver.ErrNoLibrary):
+		return "no CUDA library"
+	case errors.Is(err, driver.ErrNoDevice):
+		return "no CUDA device"
+	case errors.Is(err, driver.ErrDriverTooOld):
+		return "CUDA driver too old"
+	}
+	return "CUDA unusable"
+}
+
+// cudaBackend runs kernels on one device. All work goes to the legacy default stream, so it
+// runs in issue order: a block returned to the cache can be handed to the next allocation at
+// once (any kernel still reading it was queued earlier), and synchronous copies see all earlier
+// work. Every entry into the driver locks the calling goroutine's OS thread and makes the
+// device's primary context current (driver.Context.Lock).
+type cudaBackend struct {
+	ctx       *driver.Context
+	name      string
+	maxBlocks uint32
+
+	mu      sync.Mutex // guards cache, cached, modules
+	cache   map[uint64][]driver.DevicePtr
+	cached  int64
+	modules map[ptx.Module]driver.Module
+	fns     sync.Map // ptx.Kernel -> *kernelFn
+
+	guard int // floats of NaN guard band on each side of every allocation (tests only)
+}
+
+type kernelFn struct {
+	fn     driver.Function
+	params []ptx.Param
+}
+
+func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
+	dev, err := lib.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	name, err := dev.Name()
+	if err != nil {
+		return nil, err
+	}
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		return nil, err
+	}
+	sms, err := dev.SMCount()
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := lib.PrimaryContext(dev)
+	if err != nil {
+		return nil, err
+	}
+	return &cudaBackend{
+		ctx:       ctx,
+		name:      fmt.Sprintf("cuda:%d (%s, sm_%d%d, %d SMs)", ordinal, name, major, minor, sms),
+		maxBlocks: uint32(sms) * 32,
+		cache:     map[uint64][]driver.DevicePtr{},
+		modules:   map[ptx.Module]driver.Module{},
+	}, nil
+}
+
+// roundBytes is the allocation size class: multiples of 512 bytes up to 1 MiB, then multiples of
+// an eighth of the enclosing power of two (at most 12.5% slack).
+func roundBytes(b uint64) uint64 {
+	if b <= 1<<20 {
+		return (b + 511) &^ 511
+	}
+	step := uint64(1) << (bits.Len64(b-1) - 3)
+	return (b + step - 1) &^ (step - 1)
+}
+
+// guardBits is the NaN pattern of guard bands.
+const guardBits = 0x7fc0dead
+
+func (g *cudaBackend) alloc(n int) (storage, error) {
+	if err := g.ctx.Lock(); err != nil {
+		return storage{}, err
+	}
+	defer g.ctx.Unlock()
+	size := roundBytes(4 * uint64(n+2*g.guard))
+	g.mu.Lock()
+	if list := g.cache[size]; len(list) > 0 {
+		p := list[len(list)-1]
+		g.cache[size] = list[:len(list)-1]
+		g.cached -= int64(size)
+		g.mu.Unlock()
+		return g.guarded(p, n)
+	}
+	g.mu.Unlock()
+	p, err := g.ctx.MemAlloc(size)
+	if errors.Is(err, driver.ErrOutOfMemory) {
+		if ferr := g.flush(); ferr != nil {
+			return storage{}, ferr
+		}
+		p, err = g.ctx.MemAlloc(size)
+	}
+	if err != nil {
+		return storage{}, fmt.Errorf("ops: allocating %s on %s: %w", MiB(int64(size)), g.name, err)
+	}
+	return g.guarded(p, n)
+}
+
+// guarded fills the guard bands of a fresh block (if any) and returns the usable part.
+func (g *cudaBackend) guarded(base driver.DevicePtr, n int) (storage, error) {
+	if g.guard == 0 {
+		return storage{ptr: base}, nil
+	}
+	gb := uint64(g.guard)
+	if err := g.ctx.MemsetD32Async(base, guardBits, gb, 0); err != nil {
+		return storage{}, err
+	}
+	p := base + driver.DevicePtr(4*gb)
+	if err := g.ctx.MemsetD32Async(p+driver.DevicePtr(4*n), guardBits, gb, 0); err != nil {
+		return storage{}, err
+	}
+	return storage{ptr: p}, nil
+}
+
+// checkGuards reports whether the guard bands around a buffer still hold the NaN pattern.
+func (g *cudaBackend) checkGuards(s storage, n int) error {
+	if g.guard == 0 {
+		return nil
+	}
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	band := make([]float32, g.guard)
+	for side, p := range []driver.DevicePtr{s.ptr - driver.DevicePtr(4*g.guard), s.ptr + driver.DevicePtr(4*n)} {
+		if err := g.ctx.CopyDtoH(band, p); err != nil {
+			return err
+		}
+		for i, v := range band {
+			if math.Float32bits(v) != guardBits {
+				return fmt.Errorf("ops: guard band %d overwritten at %d: %#x", side, i, math.Float32bits(v))
+			}
+		}
+	}
+	return nil
+}
+
+// free parks the block in the cache; it makes no driver call (the garbage collector's cleanups
+// call it from their own goroutine).
+func (g *cudaBackend) free(s storage, n int) {
+	base := s.ptr - driver.DevicePtr(4*g.guard)
+	size := roundBytes(4 * uint64(n+2*g.guard))
+	g.mu.Lock()
+	g.cache[size] = append(g.cache[size], base)
+	g.cached += int64(size)
+	g.mu.Unlock()
+}
+
+func (g *cudaBackend) cachedBytes() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cached
+}
+
+// flush waits for the device and frees every cached block. The caller holds the context.
+func (g *cudaBackend) flush() error {
+	if err := g.ctx.Synchronize(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var first error
+	for size, list := range g.cache {
+		for _, p := range list {
+			if err := g.ctx.MemFree(p); err != nil && first == nil {
+				first = err
+			}
+		}
+		delete(g.cache, size)
+	}
+	g.cached = 0
+	return first
+}
+
+func (g *cudaBackend) collect() error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.flush()
+}
+
+func (g *cudaBackend) sync() error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.Synchronize()
+}
+
+func (g *cudaBackend) memInfo() (free, total uint64) {
+	if err := g.ctx.Lock(); err != nil {
+		return 0, 0
+	}
+	defer g.ctx.Unlock()
+	free, total, err := g.ctx.MemGetInfo()
+	if err != nil {
+		return 0, 0
+	}
+	return free, total
+}
+
+func (g *cudaBackend) upload(dst storage, src []float32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.CopyHtoD(dst.ptr, src)
+}
+
+func (g *cudaBackend) download(dst []float32, src storage) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.CopyDtoH(dst, src.ptr)
+}
+
+func (g *cudaBackend) fill(dst storage, n int, v float32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.MemsetD32Async(dst.ptr, math.Float32bits(v), uint64(n), 0)
+}
+
+func (g *cudaBackend) copy(dst, src storage, n int) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.CopyDtoDAsync(dst.ptr, src.ptr, 4*uint64(n), 0)
+}
+
+// function returns the kernel's driver handle and PTX parameter list, loading its module on
+// first use. The caller holds the context.
+func (g *cudaBackend) function(k ptx.Kernel) (*kernelFn, error) {
+	if f, ok := g.fns.Load(k); ok {
+		return f.(*kernelFn), nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mod, ok := g.modules[k.Module]
+	if !ok {
+		src, err := k.Module.Source()
+		if err != nil {
+			return nil, err
+		}
+		if mod, err = g.ctx.LoadModule(src); err != nil {
+			return nil, fmt.Errorf("ops: loading PTX module %s: %w", k.Module, err)
+		}
+		g.modules[k.Module] = mod
+	}
+	params, err := k.Params()
+	if err != nil {
+		return nil, err
+	}
+	fn, err := mod.Function(k.Name)
+	if err != nil {
+		return nil, fmt.Errorf("ops: kernel %s: %w", k, err)
+	}
+	f := &kernelFn{fn: fn, params: params}
+	g.fns.Store(k, f)
+	return f, nil
+}
+
+// argPack is a kernel's arguments with their PTX types, checked against the .param list.
+type argPack struct {
+	a     driver.Args
+	kinds [16]ptx.Param
+	n     int
+}
+
+func (p *argPack) ptr(v storage) { p.a.Ptr(v.ptr); p.push(ptx.U64) }
+func (p *argPack) u64(v uint64)  { p.a.U64(v); p.push(ptx.U64) }
+func (p *argPack) f32(v float32) { p.a.F32(v); p.push(ptx.F32) }
+func (p *argPack) push(k ptx.Param) {
+	if p.n < len(p.kinds) {
+		p.kinds[p.n] = k
+	}
+	p.n++
+}
+
+// launch runs kernel k on a 1-D grid. The caller holds the context.
+func (g *cudaBackend) launch(k ptx.Kernel, blocks, threads uint32, p *argPack) error {
+	f, err := g.function(k)
+	if err != nil {
+		return err
+	}
+	if p.n != len(f.params) {
+		return fmt.Errorf("ops: kernel %s takes %d parameters, got %d", k, len(f.params), p.n)
+	}
+	for i, want := range f.params {
+		if p.kinds[i] != want {
+			return fmt.Errorf("ops: kernel %s parameter %d is %v, got %v", k, i, want, p.kinds[i])
+		}
+	}
+	return g.ctx.Launch(f.fn, [3]uint32{blocks, 1, 1}, [3]uint32{threads, 1, 1}, 0, 0, &p.a)
+}
+
+// gridFor returns the blocks of threads-thread blocks covering work items, capped for
+// grid-stride loops.
+func (g *cudaBackend) gridFor(work uint64, threads uint32) uint32 {
+	b := (work + uint64(threads) - 1) / uint64(threads)
+	return uint32(max(1, min(b, uint64(g.maxBlocks))))
+}
+
+func (g *cudaBackend) mapKernel(op *mapOp, outs, ins []storage, n int, scalars []float32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	var p argPack
+	for _, s := range outs {
+		p.ptr(s)
+	}
+	for _, s := range ins {
+		p.ptr(s)
+	}
+	p.u64(uint64(n))
+	for _, v := range scalars {
+		p.f32(v)
+	}
+	return g.launch(op.kernel, g.gridFor((uint64(n)+3)/4, 256), 256, &p)
+}
+
+func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars []float32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	var p argPack
+	p.ptr(dst)
+	p.u64(uint64(n))
+	p.u64(key)
+	for _, v := range scalars {
+		p.f32(v)
+	}
+	return g.launch(op.kernel, g.gridFor(uint64(n), 256), 256, &p)
+}
+
+func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	var p argPack
+	p.ptr(out)
+	p.ptr(x)
+	p.u64(uint64(n))
+	p.f32(divisor)
+	chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
+	return g.launch(ptx.SumChunks, uint32(chunks), 256, &p)
+}

@@ -1,0 +1,220 @@
+// Package ops is the device-agnostic layer: float32 Buffers on the CPU or a CUDA device, the
+// allocator telemetry of each device, the deterministic-reductions flag, and every kernel of the
+// seed documents with their semantics (fresh result buffers, borrowed inputs).
+//
+// A Device hides its backend behind an interface: the CPU backend runs the Go twins in package
+// cpu, the CUDA backend launches the PTX of package ptx through package driver. The two compute
+// identical bits for every kernel (see DESIGN.md, "Arithmetic contract"); the mirror tests of
+// this package prove it on a GPU machine, and golden hashes of those runs let CPU-only CI guard
+// the parity.
+package ops
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Kind says which backend a Device runs on.
+type Kind int
+
+const (
+	KindCPU Kind = iota
+	KindCUDA
+)
+
+func (k Kind) String() string {
+	if k == KindCUDA {
+		return "cuda"
+	}
+	return "cpu"
+}
+
+// Device is where buffers live and kernels run. Devices are created once and live for the
+// process; they are safe for concurrent use.
+type Device struct {
+	kind  Kind
+	name  string
+	be    backend
+	stats counters
+	// guardFloats > 0 (tests only) surrounds every CUDA allocation with NaN guard bands.
+	guardFloats int
+}
+
+// Kind reports the backend.
+func (d *Device) Kind() Kind { return d.kind }
+
+// String names the device, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3, sm_90)".
+func (d *Device) String() string { return d.name }
+
+// Sync waits for all work queued on the device and returns the first device error, if any
+// (kernel faults are reported here and, once seen, by every later call: the device is lost).
+func (d *Device) Sync() error { return d.be.sync() }
+
+// counters is the allocator telemetry of one device.
+type counters struct {
+	live, peak, allocs, frees atomic.Int64
+}
+
+func (c *counters) allocated(bytes int64) {
+	c.allocs.Add(1)
+	live := c.live.Add(bytes)
+	for {
+		p := c.peak.Load()
+		if live <= p || c.peak.CompareAndSwap(p, live) {
+			return
+		}
+	}
+}
+
+func (c *counters) released(bytes int64) {
+	c.frees.Add(1)
+	c.live.Add(-bytes)
+}
+
+// Stats is a snapshot of a device's allocator telemetry.
+type Stats struct {
+	LiveBytes   int64  // bytes of live (unreleased) buffers: 4 per element
+	PeakBytes   int64  // high-water mark of LiveBytes
+	AllocCount  int64  // non-empty buffers created
+	FreeCount   int64  // non-empty buffers released (explicitly or by the garbage collector)
+	CachedBytes int64  // device memory parked in the caching allocator (0 on the CPU)
+	DeviceFree  uint64 // free device memory reported by the driver (0 on the CPU)
+	DeviceTotal uint64 // total device memory (0 on the CPU)
+}
+
+// Stats returns the device's allocator telemetry.
+func (d *Device) Stats() Stats {
+	s := Stats{
+		LiveBytes:  d.stats.live.Load(),
+		PeakBytes:  d.stats.peak.Load(),
+		AllocCount: d.stats.allocs.Load(),
+		FreeCount:  d.stats.frees.Load(),
+	}
+	if c, ok := d.be.(interface{ cachedBytes() int64 }); ok {
+		s.CachedBytes = c.cachedBytes()
+	}
+	s.DeviceFree, s.DeviceTotal = d.be.memInfo()
+	return s
+}
+
+// MiB formats a byte count as mebibytes with two decimals.
+func MiB(bytes int64) string { return fmt.Sprintf("%.2f MiB", float64(bytes)/(1<<20)) }
+
+// String is the one-line report for progress logs.
+func (s Stats) String() string {
+	line := fmt.Sprintf("live=%s peak=%s allocs=%d frees=%d cached=%s", MiB(s.LiveBytes), MiB(s.PeakBytes),
+		s.AllocCount, s.FreeCount, MiB(s.CachedBytes))
+	if s.DeviceTotal > 0 {
+		line += fmt.Sprintf(" device_free=%s/%s", MiB(int64(s.DeviceFree)), MiB(int64(s.DeviceTotal)))
+	}
+	return line
+}
+
+// Collect returns memory the device holds for reuse: with force, every cached CUDA block goes
+// back to the driver (after the device finished its work). Without force it does nothing on
+// CUDA. It never changes a buffer.
+func (d *Device) Collect(force bool) error {
+	if !force {
+		return nil
+	}
+	return d.be.collect()
+}
+
+// Deterministic-reductions mode (see SetDeterministic).
+var deterministic atomic.Bool
+
+func init() {
+	v := os.Getenv("TORCHLEAN_DETERMINISTIC")
+	deterministic.Store(v != "" && v != "0")
+}
+
+// SetDeterministic turns deterministic-reductions mode on or off for the process. In that mode
+// the kernels that accumulate with atomics in fast mode (scatter-add, broadcast adjoints, axis
+// sums, pooling backward) run fixed-order code instead and are bit-identical to the CPU; a
+// kernel without a deterministic path returns an error. The initial value comes from
+// TORCHLEAN_DETERMINISTIC (unset, empty or "0": off).
+func SetDeterministic(on bool) { deterministic.Store(on) }
+
+// Deterministic reports the mode.
+func Deterministic() bool { return deterministic.Load() }
+
+// SetDeterministicChecked sets the mode and returns the value observed afterwards.
+func SetDeterministicChecked(on bool) bool {
+	deterministic.Store(on)
+	return deterministic.Load()
+}
+
+// cpuDevice is the process's CPU device.
+var cpuDevice = &Device{kind: KindCPU, name: "cpu", be: cpuBackend{}}
+
+// CPU returns the CPU device.
+func CPU() *Device { return cpuDevice }
+
+// Selection is the outcome of choosing the default device.
+type Selection struct {
+	Device *Device
+	// Reason says why the CPU was chosen ("" when a CUDA device was): TORCHLEAN_DEVICE=cpu, no
+	// CUDA library, no CUDA device, or a driver too old for the embedded PTX.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+var (
+	selectOnce sync.Once
+	selected   Selection
+)
+
+// Default returns the default device: the first CUDA device when libcuda loads, cuInit succeeds
+// and a device exists; otherwise the CPU. TORCHLEAN_DEVICE=cpu forces the CPU;
+// TORCHLEAN_DEVICE=cuda:N picks device N. DefaultSelection tells why.
+func Default() *Device { return DefaultSelection().Device }
+
+// DefaultSelection returns the default device with the reason for the choice.
+func DefaultSelection() Selection {
+	selectOnce.Do(func() { selected = selectDevice(os.Getenv("TORCHLEAN_DEVICE"), openCUDA) })
+	return selected
+}
+
+// selectDevice implements Default for a TORCHLEAN_DEVICE value and a CUDA opener.
+func selectDevice(env string, open func(ordinal int) (*Device, error)) Selection {
+	env = strings.TrimSpace(strings.ToLower(env))
+	if env == "cpu" {
+		return Selection{Device: cpuDevice, Reason: "TORCHLEAN_DEVICE=cpu"}
+	}
+	ordinal := 0
+	if rest, ok := strings.CutPrefix(env, "cuda:"); ok {
+		if _, err := fmt.Sscanf(rest, "%d", &ordinal); err != nil {
+			return Selection{Device: cpuDevice, Reason: "bad TORCHLEAN_DEVICE " + env, Err: err}
+		}
+	}
+	d, err := open(ordinal)
+	if err != nil {
+		return Selection{Device: cpuDevice, Reason: cudaReason(err), Err: err}
+	}
+	return Selection{Device: d}
+}
+
+// Open returns a device by name: "cpu", "cuda" (device 0) or "cuda:N". Unlike Default it fails
+// when the CUDA device cannot be used.
+func Open(name string) (*Device, error) {
+	name = strings.TrimSpace(strings.ToLower(name))
+	switch {
+	case name == "cpu":
+		return cpuDevice, nil
+	case name == "cuda":
+		return openCUDA(0)
+	case strings.HasPrefix(name, "cuda:"):
+		var n int
+		if _, err := fmt.Sscanf(name[5:], "%d", &n); err != nil {
+			return nil, fmt.Errorf("ops: bad device name %q", name)
+		}
+		return openCUDA(n)
+	case name == "" || name == "auto":
+		return Default(), nil
+	}
+	return nil, fmt.Errorf("ops: unknown device %q (want cpu, cuda, cuda:N or auto)", name)
+}

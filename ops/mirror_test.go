@@ -1,0 +1,301 @@
+package ops
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/torchlean-go/torchlean/cpu"
+	"github.com/torchlean-go/torchlean/driver"
+	"github.com/torchlean-go/torchlean/ptx"
+	"github.com/torchlean-go/torchlean/internal/testenv"
+)
+
+// The mirror test runs every kernel on the CPU and on the GPU over sizes that cross block and
+// chunk edges, and requires identical bits (NaN payloads aside: any NaN matches any NaN). On the
+// GPU every allocation carries NaN guard bands that must survive, inputs must come back
+// unchanged, and live bytes must return to their baseline. GPU runs write a hash of every output
+// to $TORCHLEAN_GOLDEN_OUT/mirror-golden.txt; committed as testdata/mirror-golden.txt, it lets
+// the CPU-only suite check that the CPU still computes what the GPU computed.
+
+var mirrorSizes = []int{0, 1, 31, 32, 33, 255, 256, 257, 4099, 1<<20 + 3}
+
+// sumSizes add chunk edges and a three-pass length for the whole-buffer reductions.
+var sumSizes = append(slices.Clone(mirrorSizes), 8191, 8192, 8193, 8192*8192+8193)
+
+type mirrorCase struct {
+	name   string
+	ins    int  // number of inputs
+	finite bool // inputs without NaN/Inf
+	sizes  []int
+	run    func(d *Device, ins []*Buffer, n int) ([]*Buffer, error)
+}
+
+// mirrorScalars are the scalars each elementwise row runs with.
+var mirrorScalars = map[string][]float64{
+	"safe_log": {1e-6}, "safe_log_bwd": {1e-6}, "scale": {-1.7}, "axpy": {0.3},
+	"clamp": {-0.5, 2}, "clamp_bwd": {-0.5, 2},
+}
+
+func mirrorCases() []mirrorCase {
+	var cases []mirrorCase
+	for _, op := range mapOps {
+		cases = append(cases, mirrorCase{name: op.name, ins: op.ins, sizes: mirrorSizes,
+			run: func(d *Device, ins []*Buffer, n int) ([]*Buffer, error) {
+				return op.run(ins, mirrorScalars[op.name]...)
+			}})
+	}
+	const key = 0x0123456789abcdef
+	cases = append(cases,
+		mirrorCase{name: "rand_uniform", sizes: mirrorSizes, run: func(d *Device, _ []*Buffer, n int) ([]*Buffer, error) {
+			b, err := RandUniform(d, n, key)
+			return []*Buffer{b}, err
+		}},
+		mirrorCase{name: "bernoulli_mask", sizes: mirrorSizes, run: func(d *Device, _ []*Buffer, n int) ([]*Buffer, error) {
+			b, err := BernoulliMask(d, n, 0.35, key)
+			return []*Buffer{b}, err
+		}},
+		mirrorCase{name: "rand_normal", sizes: mirrorSizes, run: func(d *Device, _ []*Buffer, n int) ([]*Buffer, error) {
+			b, err := RandNormal(d, n, 0.5, 2, key)
+			return []*Buffer{b}, err
+		}},
+		mirrorCase{name: "sum", ins: 1, finite: true, sizes: sumSizes, run: func(d *Device, ins []*Buffer, n int) ([]*Buffer, error) {
+			b, err := Sum(ins[0])
+			return []*Buffer{b}, err
+		}},
+		mirrorCase{name: "mean", ins: 1, finite: true, sizes: sumSizes, run: func(d *Device, ins []*Buffer, n int) ([]*Buffer, error) {
+			b, err := Mean(ins[0])
+			return []*Buffer{b}, err
+		}},
+		mirrorCase{name: "sum_special", ins: 1, sizes: mirrorSizes, run: func(d *Device, ins []*Buffer, n int) ([]*Buffer, error) {
+			b, err := Sum(ins[0])
+			return []*Buffer{b}, err
+		}},
+	)
+	return cases
+}
+
+var specials = []float32{
+	float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+	1, -1, 0.5, 1e-40, -1e-40, 88.72, -88.72, 89, -104, 100, -100, 3.4e38, -3.4e38, 1e-7, 20, -20, 0.3, 2, -0.5,
+}
+
+// mirrorInput is input k of a case: signed values with magnitudes from 2^-20 to 2^10, every
+// eighth element (on average) a special value unless finite; input 1 repeats input 0 at about one
+// element in eight so that binary ops see ties.
+func mirrorInput(n, k int, finite bool, first []float32) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		z := cpu.SplitMix64(uint64(k)<<40 ^ uint64(i))
+		u := float32(uint32(z>>32)) * 0x1p-32
+		v := float32(math.Ldexp(float64(u), int(z%31)-20))
+		if z&(1<<20) != 0 {
+			v = -v
+		}
+		switch {
+		case !finite && z>>21%8 == 0:
+			v = specials[(z>>24)%uint64(len(specials))]
+		case k == 1 && first != nil && z>>21%8 == 1:
+			v = first[i]
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// canonical returns the output's bits with every NaN replaced by one pattern.
+func canonical(x []float32) []uint32 {
+	out := make([]uint32, len(x))
+	for i, v := range x {
+		if v != v {
+			out[i] = 0x7fc00000
+		} else {
+			out[i] = math.Float32bits(v)
+		}
+	}
+	return out
+}
+
+func hashOf(x []float32) string {
+	h := sha256.New()
+	for _, b := range canonical(x) {
+		h.Write([]byte{byte(b), byte(b >> 8), byte(b >> 16), byte(b >> 24)})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// runCase runs one case on d and returns the downloaded outputs; it checks that the inputs are
+// unchanged and, on a guarded CUDA device, the guard bands.
+func runCase(t *testing.T, d *Device, c mirrorCase, n int, host [][]float32) [][]float32 {
+	t.Helper()
+	ins := make([]*Buffer, len(host))
+	for k, h := range host {
+		b, err := FromFloat32(d, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins[k] = b
+	}
+	outs, err := c.run(d, ins, n)
+	if err != nil {
+		t.Fatalf("%s n=%d on %s: %v", c.name, n, d, err)
+	}
+	var res [][]float32
+	for _, o := range outs {
+		f, err := o.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, f)
+		if g, ok := d.be.(*cudaBackend); ok && o.n > 0 {
+			if err := g.checkGuards(o.mem, o.n); err != nil {
+				t.Errorf("%s n=%d: output %v", c.name, n, err)
+			}
+		}
+		o.Release()
+	}
+	for k, b := range ins {
+		f, err := b.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(canonicalBits(f), canonicalBits(host[k])) {
+			t.Errorf("%s n=%d on %s: input %d changed", c.name, n, d, k)
+		}
+		b.Release()
+	}
+	return res
+}
+
+// canonicalBits compares NaNs by class only (a device may quiet or canonicalize NaN payloads).
+func canonicalBits(x []float32) []uint32 { return canonical(x) }
+
+// goldenPath is the committed record of GPU output hashes.
+const goldenPath = "testdata/mirror-golden.txt"
+
+func readGolden(t *testing.T) map[string]string {
+	f, err := os.Open(goldenPath)
+	if err != nil {
+		t.Fatalf("%v (write it from a GPU run: see README.md)", err)
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) == 2 && !strings.HasPrefix(fields[0], "#") {
+			m[fields[0]] = fields[1]
+		}
+	}
+	return m
+}
+
+func mirrorKey(c mirrorCase, n, out int) string { return fmt.Sprintf("%s/n=%d/out=%d", c.name, n, out) }
+
+// TestMirrorGolden (CPU) recomputes every mirror case on the CPU and compares with the hashes
+// recorded on the GPU.
+func TestMirrorGolden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	golden := readGolden(t)
+	for _, c := range mirrorCases() {
+		for _, n := range c.sizes {
+			host := mirrorInputs(c, n)
+			for k, out := range runCase(t, CPU(), c, n, host) {
+				key := mirrorKey(c, n, k)
+				want, ok := golden[key]
+				if !ok {
+					t.Errorf("%s: no GPU hash recorded (regenerate %s on a GPU)", key, goldenPath)
+				} else if got := hashOf(out); got != want {
+					t.Errorf("%s: CPU hash %s, GPU recorded %s", key, got, want)
+				}
+			}
+		}
+	}
+}
+
+func mirrorInputs(c mirrorCase, n int) [][]float32 {
+	host := make([][]float32, c.ins)
+	for k := range host {
+		var first []float32
+		if k > 0 {
+			first = host[0]
+		}
+		host[k] = mirrorInput(n, k, c.finite, first)
+	}
+	return host
+}
+
+// guardedCUDA opens a second handle on CUDA device 0 whose allocations carry guard bands.
+func guardedCUDA(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open("cuda")
+	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+	g := d.be.(*cudaBackend)
+	guarded := &cudaBackend{ctx: g.ctx, name: g.name, maxBlocks: g.maxBlocks, guard: 64,
+		cache: map[uint64][]driver.DevicePtr{}, modules: map[ptx.Module]driver.Module{}}
+	return &Device{kind: KindCUDA, name: d.name + " (guarded)", be: guarded}
+}
+
+// TestMirror (GPU) runs every case on both backends and requires identical bits.
+func TestMirror(t *testing.T) {
+	gpu := guardedCUDA(t)
+	var golden []string
+	for _, c := range mirrorCases() {
+		for _, n := range c.sizes {
+			host := mirrorInputs(c, n)
+			base := gpu.Stats().LiveBytes
+			want := runCase(t, CPU(), c, n, host)
+			got := runCase(t, gpu, c, n, host)
+			if err := gpu.Sync(); err != nil {
+				t.Fatalf("%s n=%d: %v", c.name, n, err)
+			}
+			if live := gpu.Stats().LiveBytes; live != base {
+				t.Errorf("%s n=%d: live bytes %d after the case, %d before", c.name, n, live, base)
+			}
+			for k := range want {
+				wb, gb := canonical(want[k]), canonical(got[k])
+				if i := firstDiff(wb, gb); i >= 0 {
+					t.Errorf("%s n=%d out %d: first difference at %d: cpu %#08x (%g) gpu %#08x (%g) (inputs %v)",
+						c.name, n, k, i, wb[i], want[k][i], gb[i], got[k][i], inputsAt(host, i))
+				}
+				golden = append(golden, mirrorKey(c, n, k)+" "+hashOf(got[k]))
+			}
+		}
+	}
+	if dir := os.Getenv("TORCHLEAN_GOLDEN_OUT"); dir != "" {
+		text := "# GPU output hashes of the mirror test (ops/mirror_test.go); written by a GPU run.\n" + strings.Join(golden, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "mirror-golden.txt"), []byte(text), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func firstDiff(a, b []uint32) int {
+	if len(a) != len(b) {
+		return 0
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func inputsAt(host [][]float32, i int) []float32 {
+	var v []float32
+	for _, h := range host {
+		if i < len(h) {
+			v = append(v, h[i])
+		}
+	}
+	return v
+}

@@ -1,0 +1,55 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/torchlean-go/torchlean/cpu"
+	"github.com/torchlean-go/torchlean/ptx"
+)
+
+// Counter-based random numbers: element i of a call keyed by key is a function of SplitMix64(key+i)
+// only, so every device and every launch geometry produce the same stream.
+
+var (
+	uniformOp   = &randOp{"rand_uniform", ptx.RandUniform, 0, func(d []float32, k, off uint64, s [2]float32) { cpu.RandUniform(d, k, off) }}
+	bernoulliOp = &randOp{"bernoulli_mask", ptx.BernoulliMask, 1, func(d []float32, k, off uint64, s [2]float32) { cpu.BernoulliMask(d, k, off, s[0]) }}
+	normalOp    = &randOp{"rand_normal", ptx.RandNormal, 2, func(d []float32, k, off uint64, s [2]float32) { cpu.RandNormal(d, k, off, s[0], s[1]) }}
+)
+
+var randOps = []*randOp{uniformOp, bernoulliOp, normalOp}
+
+// KeyOf derives the key of one random call from a seed and a per-session counter:
+// SplitMix64(SplitMix64(seed) ^ counter). For a fixed seed distinct counters give distinct keys
+// (both steps are bijections), and unlike the reference's SplitMix64(seed + counter) the pairs
+// (s, c) and (s+1, c-1) do not collide.
+func KeyOf(seed, counter uint64) uint64 { return cpu.SplitMix64(cpu.SplitMix64(seed) ^ counter) }
+
+func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer, error) {
+	out, err := newBuffer(d, n)
+	if err != nil || n == 0 {
+		return out, err
+	}
+	var sc [2]float32
+	for k, v := range scalars {
+		sc[k] = float32(v)
+	}
+	if err := d.be.randKernel(op, out.mem, n, key, sc[:op.sc]); err != nil {
+		out.Release()
+		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+	}
+	return out, nil
+}
+
+// RandUniform returns n draws from U[0,1): element i is float32(low32(SplitMix64(key+i))) * 2^-32,
+// with the rare 1.0 sent to the largest float32 below 1.
+func RandUniform(d *Device, n int, key uint64) (*Buffer, error) { return uniformOp.run(d, n, key) }
+
+// BernoulliMask returns n values in {0, 1}: 1 where float32(keep) > the uniform draw i.
+func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) {
+	return bernoulliOp.run(d, n, key, keep)
+}
+
+// RandNormal returns n draws from N(mean, std^2) by Box-Muller on the draws 2i and 2i+1.
+func RandNormal(d *Device, n int, mean, std float64, key uint64) (*Buffer, error) {
+	return normalOp.run(d, n, key, mean, std)
+}

@@ -1,0 +1,348 @@
+// f32math.cuh: float32 elementary functions of the arithmetic contract, the CUDA twin of the Go
+// package internal/f32math (github.com/torchlean-go/torchlean/internal/f32math).
+//
+// Each function here performs the same sequence of correctly rounded float32 operations as its
+// Go twin (tl_expf = f32math.Exp, tl_logf = Log, tl_log1pf = Log1p, tl_expm1f = Expm1,
+// tl_tanhf = Tanh, tl_sigmoidf = Sigmoid, tl_sincos2pif = SinCos2Pi, tl_fmaf = FMA,
+// tl_sqrtf = Sqrt), with the same constants and branches, so both return identical bits for
+// every input. The Go doc comments state the algorithms; read the two files side by side.
+//
+// Requirements: compile with --fmad=false (no contraction of a*b+c) and without fast-math
+// (-ftz=false, -prec-div=true, -prec-sqrt=true: the defaults). Only + - * / on float,
+// comparisons, integer operations and __float_as_uint/__uint_as_float are used, except
+// tl_fmaf (__fmaf_rn) and tl_sqrtf (__fsqrt_rn), which are correctly rounded instructions.
+// Every NaN result is the canonical NaN 0x7fffffff (what the GPU's arithmetic produces).
+//
+// Constants: TLF_<name> has the bits of the Go constant <name> (checked by the Go test
+// TestCUDAConstants, which parses the #define lines below: keep their form).
+#pragma once
+
+#define TLF_log2e __uint_as_float(0x3fb8aa3bu)
+#define TLF_magic __uint_as_float(0x4b400000u)
+#define TLF_ln2Hi __uint_as_float(0x3f317200u)
+#define TLF_ln2Lo __uint_as_float(0x35bfbe8eu)
+#define TLF_expHi __uint_as_float(0x42b20000u)
+#define TLF_expLo __uint_as_float(0xc2d00000u)
+#define TLF_em1Lo __uint_as_float(0xc18c0000u)
+#define TLF_tanhHi __uint_as_float(0x41180000u)
+#define TLF_tanhLo __uint_as_float(0x3f200000u)
+#define TLF_two23 __uint_as_float(0x4b000000u)
+#define TLF_maxF32 __uint_as_float(0x7f7fffffu)
+#define TLF_expP2 __uint_as_float(0x3f000000u)
+#define TLF_expP3 __uint_as_float(0x3e2aaaabu)
+#define TLF_expP4 __uint_as_float(0x3d2aaaabu)
+#define TLF_expP5 __uint_as_float(0x3c088889u)
+#define TLF_expP6 __uint_as_float(0x3ab60b61u)
+#define TLF_expP7 __uint_as_float(0x39500d01u)
+#define TLF_expP8 __uint_as_float(0x37d00d01u)
+#define TLF_logL1 __uint_as_float(0x3f2aaaabu)
+#define TLF_logL2 __uint_as_float(0x3ecccccdu)
+#define TLF_logL3 __uint_as_float(0x3e924925u)
+#define TLF_logL4 __uint_as_float(0x3e638e39u)
+#define TLF_sinS0h __uint_as_float(0x40c90000u)
+#define TLF_sinS0l __uint_as_float(0x3afdaa22u)
+#define TLF_sinS1 __uint_as_float(0xc2255de7u)
+#define TLF_sinS2 __uint_as_float(0x42a335e3u)
+#define TLF_sinS3 __uint_as_float(0xc2996966u)
+#define TLF_sinS4 __uint_as_float(0x42283c1au)
+#define TLF_sinS5 __uint_as_float(0xc17183a8u)
+#define TLF_cosC1 __uint_as_float(0xc19de9e6u)
+#define TLF_cosC1h __uint_as_float(0xc19de000u)
+#define TLF_cosC1l __uint_as_float(0xbb9e64dfu)
+#define TLF_cosC2 __uint_as_float(0x4281e0f8u)
+#define TLF_cosC3 __uint_as_float(0xc2aae9e4u)
+#define TLF_cosC4 __uint_as_float(0x4270fa83u)
+#define TLF_cosC5 __uint_as_float(0xc1d368f9u)
+#define TLF_tanhT0 __uint_as_float(0xbeaaaaaau)
+#define TLF_tanhT1 __uint_as_float(0x3e088833u)
+#define TLF_tanhT2 __uint_as_float(0xbd5cf748u)
+#define TLF_tanhT3 __uint_as_float(0x3cb1c5acu)
+#define TLF_tanhT4 __uint_as_float(0xbc05fa7fu)
+#define TLF_tanhT5 __uint_as_float(0x3b0c70efu)
+#define TLF_veltkamp __uint_as_float(0x45801000u)
+
+#define TLF_CANONICAL_NAN_BITS 0x7fffffffu
+
+__device__ __forceinline__ float tlf_nan() { return __uint_as_float(TLF_CANONICAL_NAN_BITS); }
+__device__ __forceinline__ float tlf_inf() { return __uint_as_float(0x7f800000u); }
+
+// tlf_pow2 = pow2: 2^k for -126 <= k <= 127.
+__device__ __forceinline__ float tlf_pow2(int k) {
+  return __uint_as_float((unsigned int)(k + 127) << 23);
+}
+
+// tlf_scale = scale: s*2^k for -150 <= k <= 128, in two exact-then-rounding steps.
+__device__ __forceinline__ float tlf_scale(float s, int k) {
+  int k1 = k >> 1;
+  int k2 = k - k1;
+  return (s * tlf_pow2(k1)) * tlf_pow2(k2);
+}
+
+// tlf_exp_reduce = expReduce.
+__device__ __forceinline__ void tlf_exp_reduce(float x, int* k, float* r, float* c, float* t) {
+  float kf = ((x * TLF_log2e) + TLF_magic) - TLF_magic;
+  *k = (int)kf;
+  float a = x - (kf * TLF_ln2Hi);
+  float b = kf * TLF_ln2Lo;
+  float rr = a - b;
+  *r = rr;
+  *c = (a - rr) - b;
+  float p = TLF_expP8;
+  p = TLF_expP7 + (rr * p);
+  p = TLF_expP6 + (rr * p);
+  p = TLF_expP5 + (rr * p);
+  p = TLF_expP4 + (rr * p);
+  p = TLF_expP3 + (rr * p);
+  p = TLF_expP2 + (rr * p);
+  *t = (rr * rr) * p;
+}
+
+// tl_expf = Exp.
+__device__ __forceinline__ float tl_expf(float x) {
+  if (x != x) {
+    return tlf_nan();
+  }
+  if (x > TLF_expHi) {
+    return tlf_inf();
+  }
+  if (x < TLF_expLo) {
+    return 0.0f;
+  }
+  int k;
+  float r, c, t;
+  tlf_exp_reduce(x, &k, &r, &c, &t);
+  float u = 1.0f + r;
+  float e = r - (u - 1.0f);
+  float s = u + ((t + c) + e);
+  return tlf_scale(s, k);
+}
+
+// tl_expm1f = Expm1.
+__device__ __forceinline__ float tl_expm1f(float x) {
+  if (x != x) {
+    return tlf_nan();
+  }
+  if (x > TLF_expHi) {
+    return tlf_inf();
+  }
+  if (x < TLF_em1Lo) {
+    return -1.0f;
+  }
+  if (x == 0.0f) {
+    return x;
+  }
+  int k;
+  float r, c, t;
+  tlf_exp_reduce(x, &k, &r, &c, &t);
+  int kv = -k;
+  if (kv < -100) {
+    kv = -100;
+  }
+  float v = tlf_pow2(kv);
+  float a = 1.0f - v;
+  float bb = a - 1.0f;
+  float ae = (1.0f - (a - bb)) + (-v - bb);
+  float u = a + r;
+  float e = r - (u - a);
+  float s = u + ((t + c) + (e + ae));
+  return tlf_scale(s, k);
+}
+
+// tlf_log_core = logCore: log(x) + ext for finite x > 0.
+__device__ __forceinline__ float tlf_log_core(float x, float ext) {
+  unsigned int ix = __float_as_uint(x);
+  int e = -127;
+  if (ix < 0x00800000u) {
+    x = x * TLF_two23;
+    ix = __float_as_uint(x);
+    e = -127 - 23;
+  }
+  e += (int)(ix >> 23);
+  ix &= 0x007fffffu;
+  if (ix > 0x003504f3u) {
+    ix |= 0x3f000000u;
+    e++;
+  } else {
+    ix |= 0x3f800000u;
+  }
+  float m = __uint_as_float(ix);
+  float f = m - 1.0f;
+  float s = f / (2.0f + f);
+  float z = s * s;
+  float q = TLF_logL4;
+  q = TLF_logL3 + (z * q);
+  q = TLF_logL2 + (z * q);
+  q = TLF_logL1 + (z * q);
+  float rr = z * q;
+  float corr = s * (f - rr);
+  float ef = (float)e;
+  float eh = ef * TLF_ln2Hi;
+  float el = ef * TLF_ln2Lo;
+  float hi = eh + f;
+  float fe = f - (hi - eh);
+  float lo = (el + ext) - corr;
+  return hi + (fe + lo);
+}
+
+// tl_logf = Log.
+__device__ __forceinline__ float tl_logf(float x) {
+  if (x != x || x < 0.0f) {
+    return tlf_nan();
+  }
+  if (x == 0.0f) {
+    return -tlf_inf();
+  }
+  if (x > TLF_maxF32) {
+    return x;
+  }
+  return tlf_log_core(x, 0.0f);
+}
+
+// tl_log1pf = Log1p.
+__device__ __forceinline__ float tl_log1pf(float x) {
+  if (x != x) {
+    return tlf_nan();
+  }
+  if (x == 0.0f) {
+    return x;
+  }
+  if (x < -1.0f) {
+    return tlf_nan();
+  }
+  if (x == -1.0f) {
+    return -tlf_inf();
+  }
+  if (x > TLF_maxF32) {
+    return x;
+  }
+  float u = 1.0f + x;
+  float bb = u - 1.0f;
+  float err = (1.0f - (u - bb)) + (x - bb);
+  return tlf_log_core(u, err / u);
+}
+
+// tl_tanhf = Tanh.
+__device__ __forceinline__ float tl_tanhf(float x) {
+  if (x != x) {
+    return tlf_nan();
+  }
+  unsigned int sign = __float_as_uint(x) & 0x80000000u;
+  float a = __uint_as_float(__float_as_uint(x) & ~0x80000000u);
+  float y;
+  if (a > TLF_tanhHi) {
+    y = 1.0f;
+  } else if (a < TLF_tanhLo) {
+    float z = a * a;
+    float p = TLF_tanhT5;
+    p = TLF_tanhT4 + (z * p);
+    p = TLF_tanhT3 + (z * p);
+    p = TLF_tanhT2 + (z * p);
+    p = TLF_tanhT1 + (z * p);
+    p = TLF_tanhT0 + (z * p);
+    y = a + (a * (z * p));
+  } else {
+    float e = tl_expm1f(a + a);
+    y = 1.0f - 2.0f / (e + 2.0f);
+  }
+  return __uint_as_float(__float_as_uint(y) | sign);
+}
+
+// tl_sigmoidf = Sigmoid: exactly 1 / (1 + tl_expf(-x)).
+__device__ __forceinline__ float tl_sigmoidf(float x) {
+  if (x != x) {
+    return tlf_nan();
+  }
+  return 1.0f / (1.0f + tl_expf(-x));
+}
+
+// tlf_sincos_kernel = sinCosKernel: sin(2 pi r), cos(2 pi r) for |r| <= 1/8.
+__device__ __forceinline__ void tlf_sincos_kernel(float r, float* s, float* c) {
+  float p = r * TLF_veltkamp;
+  float rh = p - (p - r);
+  float rl = r - rh;
+  float z = r * r;
+  float qs = TLF_sinS5;
+  qs = TLF_sinS4 + (z * qs);
+  qs = TLF_sinS3 + (z * qs);
+  qs = TLF_sinS2 + (z * qs);
+  qs = TLF_sinS1 + (z * qs);
+  float t4 = r * (z * qs);
+  float t3 = r * TLF_sinS0l;
+  float t2 = rl * TLF_sinS0h;
+  float t1 = rh * TLF_sinS0h;
+  *s = t1 + ((t4 + t3) + t2);
+  float zh = rh * rh;
+  float zl = rl * (rh + r);
+  float p2 = zh * TLF_veltkamp;
+  float zhh = p2 - (p2 - zh);
+  float zhl = zh - zhh;
+  float a1 = TLF_cosC1h * zhh;
+  float a2 = (TLF_cosC1h * zhl) + (TLF_cosC1l * zhh);
+  float a3 = TLF_cosC1l * zhl;
+  float b = 1.0f + a1;
+  float be = a1 - (b - 1.0f);
+  float qc = TLF_cosC5;
+  qc = TLF_cosC4 + (z * qc);
+  qc = TLF_cosC3 + (z * qc);
+  qc = TLF_cosC2 + (z * qc);
+  *c = b + (be + (a2 + (a3 + ((TLF_cosC1 * zl) + (z * (z * qc))))));
+}
+
+// tl_sincos2pif = SinCos2Pi: *s = sin(2 pi u), *c = cos(2 pi u).
+__device__ __forceinline__ void tl_sincos2pif(float u, float* s, float* c) {
+  if ((__float_as_uint(u) & 0x7fffffffu) >= 0x7f800000u) {
+    *s = tlf_nan();
+    *c = tlf_nan();
+    return;
+  }
+  int q = 0;
+  float r = 0.0f;
+  if (__uint_as_float(__float_as_uint(u) & ~0x80000000u) < TLF_two23) {
+    float v = u * 4.0f;
+    q = (int)v;
+    float f = v - (float)q;
+    if (f > 0.5f) {
+      q++;
+      f = f - 1.0f;
+    } else if (f < -0.5f) {
+      q--;
+      f = f + 1.0f;
+    }
+    r = f * 0.25f;
+  }
+  float sr, cr;
+  tlf_sincos_kernel(r, &sr, &cr);
+  float so, co;
+  switch (q & 3) {
+    case 0:
+      so = sr;
+      co = cr;
+      break;
+    case 1:
+      so = cr;
+      co = -sr;
+      break;
+    case 2:
+      so = -sr;
+      co = -cr;
+      break;
+    default:
+      so = -cr;
+      co = sr;
+      break;
+  }
+  if (so == 0.0f) {
+    so = __uint_as_float(__float_as_uint(u) & 0x80000000u);
+  }
+  if (co == 0.0f) {
+    co = 0.0f;
+  }
+  *s = so;
+  *c = co;
+}
+
+// tl_fmaf = FMA: a*b + c rounded once (the hardware fma.rn.f32).
+__device__ __forceinline__ float tl_fmaf(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+
+// tl_sqrtf = Sqrt: the correctly rounded square root (sqrt.rn.f32).
+__device__ __forceinline__ float tl_sqrtf(float x) { return __fsqrt_rn(x); }

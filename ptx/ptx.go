@@ -1,0 +1,131 @@
+// Package ptx holds the CUDA sources of every kernel family, the script that compiles them
+// (gen.sh), the generated PTX (embedded), the typed kernel names, and the parser of each
+// kernel's .param list that the launch helper checks arguments against.
+//
+// A family is one .cu file (elementwise.cu, rng.cu, reduce.cu, ...). Its kernels are exported
+// with C linkage, so a kernel's PTX .entry name is its CUDA name. Kernel names are typed Go
+// values (see kernels.go), never strings assembled at run time; a CPU test checks that every
+// Go name has an .entry and every .entry a Go owner, and that the committed PTX matches its
+// sources.
+//
+// Nothing here touches a GPU: package driver loads the text.
+package ptx
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+//go:embed *.ptx
+var files embed.FS
+
+// Module names one kernel family: the base name of its .cu and .ptx files.
+type Module string
+
+// Kernel is one PTX entry point of a module.
+type Kernel struct {
+	Module Module
+	Name   string
+}
+
+func (k Kernel) String() string { return string(k.Module) + "." + k.Name }
+
+// Source returns the module's embedded PTX text.
+func (m Module) Source() ([]byte, error) {
+	b, err := files.ReadFile(string(m) + ".ptx")
+	if err != nil {
+		return nil, fmt.Errorf("ptx: no module %q", m)
+	}
+	return b, nil
+}
+
+// Param is the type of one kernel parameter as the PTX declares it.
+type Param uint8
+
+// Parameter types. Pointers are U64.
+const (
+	U64 Param = iota + 1
+	U32
+	S32
+	F32
+)
+
+func (p Param) String() string {
+	switch p {
+	case U64:
+		return ".u64"
+	case U32:
+		return ".u32"
+	case S32:
+		return ".s32"
+	case F32:
+		return ".f32"
+	}
+	return fmt.Sprintf("Param(%d)", uint8(p))
+}
+
+var paramTypes = map[string]Param{".u64": U64, ".b64": U64, ".s64": U64, ".u32": U32, ".b32": U32, ".s32": S32, ".f32": F32}
+
+var (
+	entryRE = regexp.MustCompile(`(?m)^\.visible \.entry ([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)`)
+	paramRE = regexp.MustCompile(`\.param (\.[a-z0-9]+) [A-Za-z0-9_]+`)
+
+	parsed sync.Map // Module -> map[string][]Param (or error)
+)
+
+// Entries parses the module's PTX and returns each .entry with its parameter types.
+func (m Module) Entries() (map[string][]Param, error) {
+	if v, ok := parsed.Load(m); ok {
+		if err, isErr := v.(error); isErr {
+			return nil, err
+		}
+		return v.(map[string][]Param), nil
+	}
+	src, err := m.Source()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseEntries(string(src))
+	if err != nil {
+		err = fmt.Errorf("ptx: module %s: %w", m, err)
+		parsed.Store(m, err)
+		return nil, err
+	}
+	parsed.Store(m, entries)
+	return entries, nil
+}
+
+func parseEntries(src string) (map[string][]Param, error) {
+	out := map[string][]Param{}
+	for _, e := range entryRE.FindAllStringSubmatch(src, -1) {
+		var ps []Param
+		for _, p := range paramRE.FindAllStringSubmatch(e[2], -1) {
+			t, ok := paramTypes[p[1]]
+			if !ok {
+				return nil, fmt.Errorf("entry %s: unsupported parameter type %s", e[1], p[1])
+			}
+			ps = append(ps, t)
+		}
+		if strings.Count(e[2], ".param") != len(ps) {
+			return nil, fmt.Errorf("entry %s: unparsed parameters in %q", e[1], e[2])
+		}
+		out[e[1]] = ps
+	}
+	return out, nil
+}
+
+// Params returns the kernel's parameter types, in order.
+func (k Kernel) Params() ([]Param, error) {
+	entries, err := k.Module.Entries()
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := entries[k.Name]
+	if !ok {
+		return nil, fmt.Errorf("ptx: module %s has no .entry %s", k.Module, k.Name)
+	}
+	return ps, nil
+}
