@@ -87,27 +87,33 @@ func TanhBwdf(x, g float32) float32 {
 	return float32(g * (1 - float32(t*t)))
 }
 
-// GELU (tanh approximation) constants: c = 0.044715, 3c, k = sqrt(2/pi), each rounded to float32.
+// GELU (tanh approximation) constants: c = 0.044715, 3c and 2k with k = sqrt(2/pi), each
+// rounded to float32 (geluK2 is exactly twice float32(k)).
 const (
 	geluC  float32 = 0.044715
 	gelu3C float32 = 0.134145
-	geluK  float32 = 0.7978845608
+	geluK2 float32 = 2 * float32(0.7978845608)
 )
 
-// Geluf is (x * (1 + t)) * 0.5 with t = Tanhf(k * (x + ((c*x)*x)*x)).
+// Geluf is the tanh approximation of GELU, 0.5*x*(1 + tanh(k*(x + c*x^3))), computed through
+// the identity 0.5*(1 + tanh(u)) = 1/(1 + e^(-2u)) (one exponential, no cancellation for
+// negative x):
+//
+//	v = geluK2 * (x + ((c*x)*x)*x)      // 2u
+//	return x / (1 + Expf(-v))
 func Geluf(x float32) float32 {
-	cubic := float32(float32(float32(geluC*x)*x) * x)
-	t := Tanhf(float32(geluK * (x + cubic)))
-	return float32(float32(x*(1+t)) * 0.5)
+	v := float32(geluK2 * (x + float32(float32(float32(geluC*x)*x)*x)))
+	return x / (1 + Expf(-v))
 }
 
-// GeluBwdf is g * d with t as in Geluf, sech2 = 1 - t*t and
-// d = ((1 + t) + ((x*sech2)*k) * (1 + ((3c)*x)*x)) * 0.5.
+// GeluBwdf is g * GELU'(x) for the same approximation, with s = 1/(1 + Expf(-v)) as in Geluf:
+//
+//	d = s + ((x * (s*(1 - s))) * geluK2) * (1 + (3c*x)*x)
+//	return g * d
 func GeluBwdf(x, g float32) float32 {
-	cubic := float32(float32(float32(geluC*x)*x) * x)
-	t := Tanhf(float32(geluK * (x + cubic)))
-	sech2 := 1 - float32(t*t)
+	v := float32(geluK2 * (x + float32(float32(float32(geluC*x)*x)*x)))
+	s := 1 / (1 + Expf(-v))
 	inner := 1 + float32(float32(gelu3C*x)*x)
-	d := float32(((1 + t) + float32(float32(float32(x*sech2)*geluK)*inner)) * 0.5)
+	d := s + float32(float32(float32(x*float32(s*(1-s)))*geluK2)*inner)
 	return float32(g * d)
 }

@@ -22,8 +22,8 @@ type backend interface {
 	fill(dst storage, n int, v float32) error
 	copy(dst, src storage, n int) error
 
-	mapKernel(op *mapOp, outs []storage, ins []storage, n int, scalars []float32) error
-	randKernel(op *randOp, dst storage, n int, key uint64, scalars []float32) error
+	mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars [2]float32) error
+	randKernel(op *randOp, dst storage, n int, key uint64, scalars [2]float32) error
 	sumChunks(out, x storage, n int, divisor float32) error
 
 	sync() error
@@ -35,7 +35,7 @@ type backend interface {
 // of outputs, inputs and float32 scalars (the kernel's parameters are outs, ins, n, scalars).
 type mapOp struct {
 	name          string
-	kernel        ptx.Kernel
+	kernel        *ptx.Kernel
 	outs, ins, sc int
 	cpu           func(o, i [3][]float32, s [2]float32)
 }
@@ -44,7 +44,7 @@ type mapOp struct {
 // offset of its slice in the buffer so that element i depends only on (key, i).
 type randOp struct {
 	name   string
-	kernel ptx.Kernel
+	kernel *ptx.Kernel
 	sc     int
 	cpu    func(dst []float32, key, offset uint64, s [2]float32)
 }

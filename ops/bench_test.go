@@ -69,7 +69,7 @@ func BenchmarkElementwise(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ReleaseThen(nil, outs...)
+					ReleaseThen(nil, outs[:op.outs]...)
 				}
 				if err := dn.d.Sync(); err != nil {
 					b.Fatal(err)

@@ -1,32 +1,76 @@
 package ops
 
-import "github.com/torchlean-go/torchlean/cpu"
+import (
+	"sync"
+
+	"github.com/torchlean-go/torchlean/cpu"
+)
 
 // cpuBackend runs the Go twins of package cpu on host memory, splitting large buffers across
 // GOMAXPROCS goroutines (every kernel is independent per element or per chunk, so the split
-// never changes a bit).
-type cpuBackend struct{}
+// never changes a bit). Released slices are cached by size class, as on CUDA, so that an op
+// does not pay for zeroing fresh memory.
+type cpuBackend struct {
+	mu     sync.Mutex
+	cache  map[int][][]float32 // size class (floats) -> free slices of that capacity
+	cached int64
+}
 
 // grain is the smallest slice worth a goroutine.
 const grain = 1 << 15
 
-func (cpuBackend) alloc(n int) (storage, error) { return storage{host: make([]float32, n)}, nil }
-func (cpuBackend) free(storage, int)             {}
-func (cpuBackend) sync() error                   { return nil }
-func (cpuBackend) memInfo() (free, total uint64) { return 0, 0 }
-func (cpuBackend) collect() error                { return nil }
+func (c *cpuBackend) alloc(n int) (storage, error) {
+	class := int(roundBytes(4*uint64(n)) / 4)
+	c.mu.Lock()
+	if list := c.cache[class]; len(list) > 0 {
+		s := list[len(list)-1]
+		c.cache[class] = list[:len(list)-1]
+		c.cached -= 4 * int64(class)
+		c.mu.Unlock()
+		return storage{host: s[:n]}, nil
+	}
+	c.mu.Unlock()
+	return storage{host: make([]float32, n, class)}, nil
+}
 
-func (cpuBackend) upload(dst storage, src []float32) error {
+func (c *cpuBackend) free(s storage, n int) {
+	class := cap(s.host)
+	c.mu.Lock()
+	if c.cache == nil {
+		c.cache = map[int][][]float32{}
+	}
+	c.cache[class] = append(c.cache[class], s.host[:class])
+	c.cached += 4 * int64(class)
+	c.mu.Unlock()
+}
+
+func (c *cpuBackend) cachedBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cached
+}
+
+func (c *cpuBackend) collect() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cache, c.cached = nil, 0
+	return nil
+}
+
+func (*cpuBackend) sync() error                   { return nil }
+func (*cpuBackend) memInfo() (free, total uint64) { return 0, 0 }
+
+func (*cpuBackend) upload(dst storage, src []float32) error {
 	copy(dst.host, src)
 	return nil
 }
 
-func (cpuBackend) download(dst []float32, src storage) error {
+func (*cpuBackend) download(dst []float32, src storage) error {
 	copy(dst, src.host)
 	return nil
 }
 
-func (cpuBackend) fill(dst storage, n int, v float32) error {
+func (*cpuBackend) fill(dst storage, n int, v float32) error {
 	cpu.Parallel(n, grain, func(lo, hi int) {
 		s := dst.host[lo:hi]
 		for i := range s {
@@ -36,35 +80,39 @@ func (cpuBackend) fill(dst storage, n int, v float32) error {
 	return nil
 }
 
-func (cpuBackend) copy(dst, src storage, n int) error {
+func (*cpuBackend) copy(dst, src storage, n int) error {
 	cpu.Parallel(n, grain, func(lo, hi int) { copy(dst.host[lo:hi], src.host[lo:hi]) })
 	return nil
 }
 
-func (cpuBackend) mapKernel(op *mapOp, outs, ins []storage, n int, scalars []float32) error {
-	var s [2]float32
-	copy(s[:], scalars)
+func (*cpuBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, s [2]float32) error {
+	slice := func(lo, hi int) (o, in [3][]float32) {
+		for k := range op.outs {
+			o[k] = outs[k].host[lo:hi]
+		}
+		for k := range op.ins {
+			in[k] = ins[k].host[lo:hi]
+		}
+		return o, in
+	}
+	if n < 2*grain {
+		o, in := slice(0, n)
+		op.cpu(o, in, s)
+		return nil
+	}
 	cpu.Parallel(n, grain, func(lo, hi int) {
-		var o, in [3][]float32
-		for k, m := range outs {
-			o[k] = m.host[lo:hi]
-		}
-		for k, m := range ins {
-			in[k] = m.host[lo:hi]
-		}
+		o, in := slice(lo, hi)
 		op.cpu(o, in, s)
 	})
 	return nil
 }
 
-func (cpuBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars []float32) error {
-	var s [2]float32
-	copy(s[:], scalars)
+func (*cpuBackend) randKernel(op *randOp, dst storage, n int, key uint64, s [2]float32) error {
 	cpu.Parallel(n, grain, func(lo, hi int) { op.cpu(dst.host[lo:hi], key, uint64(lo), s) })
 	return nil
 }
 
-func (cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
+func (*cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
 	chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
 	cpu.Parallel(chunks, 4, func(lo, hi int) {
 		cpu.SumChunks(out.host[lo:hi], x.host[lo*cpu.SumChunkLen:min(n, hi*cpu.SumChunkLen)], divisor)

@@ -6,12 +6,12 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/driver"
 	"github.com/torchlean-go/torchlean/ptx"
 )
-
 
 // The process's CUDA devices, opened once each.
 var cudaDevices struct {
@@ -83,7 +83,7 @@ type cudaBackend struct {
 	cache   map[uint64][]driver.DevicePtr
 	cached  int64
 	modules map[ptx.Module]driver.Module
-	fns     sync.Map // ptx.Kernel -> *kernelFn
+	fns     []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
 
 	guard int // floats of NaN guard band on each side of every allocation (tests only)
 }
@@ -114,13 +114,22 @@ func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newCUDABackendOn(ctx, fmt.Sprintf("cuda:%d (%s, sm_%d%d, %d SMs)", ordinal, name, major, minor, sms),
+		uint32(sms)*32, 0), nil
+}
+
+// newCUDABackendOn returns a backend on ctx; guard > 0 (tests) surrounds allocations with guard
+// bands of that many floats.
+func newCUDABackendOn(ctx *driver.Context, name string, maxBlocks uint32, guard int) *cudaBackend {
 	return &cudaBackend{
 		ctx:       ctx,
-		name:      fmt.Sprintf("cuda:%d (%s, sm_%d%d, %d SMs)", ordinal, name, major, minor, sms),
-		maxBlocks: uint32(sms) * 32,
+		name:      name,
+		maxBlocks: maxBlocks,
+		guard:     guard,
 		cache:     map[uint64][]driver.DevicePtr{},
 		modules:   map[ptx.Module]driver.Module{},
-	}, nil
+		fns:       make([]atomic.Pointer[kernelFn], len(ptx.All)),
+	}
 }
 
 // roundBytes is the allocation size class: multiples of 512 bytes up to 1 MiB, then multiples of
@@ -136,21 +145,24 @@ func roundBytes(b uint64) uint64 {
 // guardBits is the NaN pattern of guard bands.
 const guardBits = 0x7fc0dead
 
+// alloc takes a cached block of the size class when there is one (no driver call unless guard
+// bands must be written), else asks the driver; on out-of-memory it flushes the cache and tries
+// once more.
 func (g *cudaBackend) alloc(n int) (storage, error) {
+	size := roundBytes(4 * uint64(n+2*g.guard))
+	if p, ok := g.cached1(size); ok && g.guard == 0 {
+		return storage{ptr: p}, nil
+	} else if ok {
+		if err := g.ctx.Lock(); err != nil {
+			return storage{}, err
+		}
+		defer g.ctx.Unlock()
+		return g.guarded(p, n)
+	}
 	if err := g.ctx.Lock(); err != nil {
 		return storage{}, err
 	}
 	defer g.ctx.Unlock()
-	size := roundBytes(4 * uint64(n+2*g.guard))
-	g.mu.Lock()
-	if list := g.cache[size]; len(list) > 0 {
-		p := list[len(list)-1]
-		g.cache[size] = list[:len(list)-1]
-		g.cached -= int64(size)
-		g.mu.Unlock()
-		return g.guarded(p, n)
-	}
-	g.mu.Unlock()
 	p, err := g.ctx.MemAlloc(size)
 	if errors.Is(err, driver.ErrOutOfMemory) {
 		if ferr := g.flush(); ferr != nil {
@@ -162,6 +174,20 @@ func (g *cudaBackend) alloc(n int) (storage, error) {
 		return storage{}, fmt.Errorf("ops: allocating %s on %s: %w", MiB(int64(size)), g.name, err)
 	}
 	return g.guarded(p, n)
+}
+
+// cached1 pops a cached block of the size class, if any.
+func (g *cudaBackend) cached1(size uint64) (driver.DevicePtr, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := g.cache[size]
+	if len(list) == 0 {
+		return 0, false
+	}
+	p := list[len(list)-1]
+	g.cache[size] = list[:len(list)-1]
+	g.cached -= int64(size)
+	return p, true
 }
 
 // guarded fills the guard bands of a fresh block (if any) and returns the usable part.
@@ -302,9 +328,9 @@ func (g *cudaBackend) copy(dst, src storage, n int) error {
 
 // function returns the kernel's driver handle and PTX parameter list, loading its module on
 // first use. The caller holds the context.
-func (g *cudaBackend) function(k ptx.Kernel) (*kernelFn, error) {
-	if f, ok := g.fns.Load(k); ok {
-		return f.(*kernelFn), nil
+func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
+	if f := g.fns[k.ID()].Load(); f != nil {
+		return f, nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -328,7 +354,7 @@ func (g *cudaBackend) function(k ptx.Kernel) (*kernelFn, error) {
 		return nil, fmt.Errorf("ops: kernel %s: %w", k, err)
 	}
 	f := &kernelFn{fn: fn, params: params}
-	g.fns.Store(k, f)
+	g.fns[k.ID()].Store(f)
 	return f, nil
 }
 
@@ -350,7 +376,7 @@ func (p *argPack) push(k ptx.Param) {
 }
 
 // launch runs kernel k on a 1-D grid. The caller holds the context.
-func (g *cudaBackend) launch(k ptx.Kernel, blocks, threads uint32, p *argPack) error {
+func (g *cudaBackend) launch(k *ptx.Kernel, blocks, threads uint32, p *argPack) error {
 	f, err := g.function(k)
 	if err != nil {
 		return err
@@ -373,26 +399,26 @@ func (g *cudaBackend) gridFor(work uint64, threads uint32) uint32 {
 	return uint32(max(1, min(b, uint64(g.maxBlocks))))
 }
 
-func (g *cudaBackend) mapKernel(op *mapOp, outs, ins []storage, n int, scalars []float32) error {
+func (g *cudaBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars [2]float32) error {
 	if err := g.ctx.Lock(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
 	var p argPack
-	for _, s := range outs {
+	for _, s := range outs[:op.outs] {
 		p.ptr(s)
 	}
-	for _, s := range ins {
+	for _, s := range ins[:op.ins] {
 		p.ptr(s)
 	}
 	p.u64(uint64(n))
-	for _, v := range scalars {
+	for _, v := range scalars[:op.sc] {
 		p.f32(v)
 	}
 	return g.launch(op.kernel, g.gridFor((uint64(n)+3)/4, 256), 256, &p)
 }
 
-func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars []float32) error {
+func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars [2]float32) error {
 	if err := g.ctx.Lock(); err != nil {
 		return err
 	}
@@ -401,7 +427,7 @@ func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, sca
 	p.ptr(dst)
 	p.u64(uint64(n))
 	p.u64(key)
-	for _, v := range scalars {
+	for _, v := range scalars[:op.sc] {
 		p.f32(v)
 	}
 	return g.launch(op.kernel, g.gridFor(uint64(n), 256), 256, &p)

@@ -80,7 +80,7 @@ type Stats struct {
 	PeakBytes   int64  // high-water mark of LiveBytes
 	AllocCount  int64  // non-empty buffers created
 	FreeCount   int64  // non-empty buffers released (explicitly or by the garbage collector)
-	CachedBytes int64  // device memory parked in the caching allocator (0 on the CPU)
+	CachedBytes int64  // memory parked in the caching allocator for reuse
 	DeviceFree  uint64 // free device memory reported by the driver (0 on the CPU)
 	DeviceTotal uint64 // total device memory (0 on the CPU)
 }
@@ -148,7 +148,7 @@ func SetDeterministicChecked(on bool) bool {
 }
 
 // cpuDevice is the process's CPU device.
-var cpuDevice = &Device{kind: KindCPU, name: "cpu", be: cpuBackend{}}
+var cpuDevice = &Device{kind: KindCPU, name: "cpu", be: &cpuBackend{}}
 
 // CPU returns the CPU device.
 func CPU() *Device { return cpuDevice }

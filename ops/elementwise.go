@@ -60,19 +60,18 @@ var mapOps = []*mapOp{
 }
 
 // run checks the operands, allocates op.outs fresh results and runs the kernel.
-func (op *mapOp) run(ins []*Buffer, scalars ...float64) ([]*Buffer, error) {
+func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err error) {
 	if len(ins) != op.ins || len(scalars) != op.sc {
-		return nil, fmt.Errorf("ops: %s takes %d buffers and %d scalars", op.name, op.ins, op.sc)
+		return outs, fmt.Errorf("ops: %s takes %d buffers and %d scalars", op.name, op.ins, op.sc)
 	}
 	d, n, err := sameShape(op.name, ins...)
 	if err != nil {
-		return nil, err
+		return outs, err
 	}
-	outs := make([]*Buffer, op.outs)
-	for k := range outs {
+	for k := range op.outs {
 		if outs[k], err = newBuffer(d, n); err != nil {
-			ReleaseThen(nil, outs...)
-			return nil, err
+			ReleaseThen(nil, outs[:k]...)
+			return [2]*Buffer{}, err
 		}
 	}
 	if n == 0 {
@@ -80,8 +79,8 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) ([]*Buffer, error) {
 	}
 	var om, im [3]storage
 	var sc [2]float32
-	for k, b := range outs {
-		om[k] = b.mem
+	for k := range op.outs {
+		om[k] = outs[k].mem
 	}
 	for k, b := range ins {
 		im[k] = b.mem
@@ -89,29 +88,25 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) ([]*Buffer, error) {
 	for k, v := range scalars {
 		sc[k] = float32(v)
 	}
-	err = d.be.mapKernel(op, om[:op.outs], im[:op.ins], n, sc[:op.sc])
-	runtime.KeepAlive(ins)
+	err = d.be.mapKernel(op, om, im, n, sc)
+	for _, b := range ins {
+		runtime.KeepAlive(b) // the memory must not be recycled before the kernel is queued
+	}
 	if err != nil {
-		ReleaseThen(nil, outs...)
-		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+		ReleaseThen(nil, outs[:op.outs]...)
+		return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)
 	}
 	return outs, nil
 }
 
 func (op *mapOp) one(ins []*Buffer, scalars ...float64) (*Buffer, error) {
 	outs, err := op.run(ins, scalars...)
-	if err != nil {
-		return nil, err
-	}
-	return outs[0], nil
+	return outs[0], err
 }
 
 func (op *mapOp) two(ins []*Buffer) (*Buffer, *Buffer, error) {
 	outs, err := op.run(ins)
-	if err != nil {
-		return nil, nil, err
-	}
-	return outs[0], outs[1], nil
+	return outs[0], outs[1], err
 }
 
 // Abs returns |x|.

@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/torchlean-go/torchlean/cpu"
-	"github.com/torchlean-go/torchlean/driver"
-	"github.com/torchlean-go/torchlean/ptx"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 )
 
@@ -49,7 +47,8 @@ func mirrorCases() []mirrorCase {
 	for _, op := range mapOps {
 		cases = append(cases, mirrorCase{name: op.name, ins: op.ins, sizes: mirrorSizes,
 			run: func(d *Device, ins []*Buffer, n int) ([]*Buffer, error) {
-				return op.run(ins, mirrorScalars[op.name]...)
+				outs, err := op.run(ins, mirrorScalars[op.name]...)
+				return outs[:op.outs], err
 			}})
 	}
 	const key = 0x0123456789abcdef
@@ -239,8 +238,7 @@ func guardedCUDA(t *testing.T) *Device {
 	d, err := Open("cuda")
 	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
 	g := d.be.(*cudaBackend)
-	guarded := &cudaBackend{ctx: g.ctx, name: g.name, maxBlocks: g.maxBlocks, guard: 64,
-		cache: map[uint64][]driver.DevicePtr{}, modules: map[ptx.Module]driver.Module{}}
+	guarded := newCUDABackendOn(g.ctx, g.name, g.maxBlocks, 64)
 	return &Device{kind: KindCUDA, name: d.name + " (guarded)", be: guarded}
 }
 

@@ -33,7 +33,7 @@ func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer
 	for k, v := range scalars {
 		sc[k] = float32(v)
 	}
-	if err := d.be.randKernel(op, out.mem, n, key, sc[:op.sc]); err != nil {
+	if err := d.be.randKernel(op, out.mem, n, key, sc); err != nil {
 		out.Release()
 		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
 	}

@@ -46,20 +46,19 @@ __device__ __forceinline__ float tl_tanh_bwdf(float x, float g) {
   float t = tl_tanhf(x);
   return g * (1.0f - t * t);
 }
-// GELU, tanh approximation: c = 0.044715, k = sqrt(2/pi) rounded to float32.
+// GELU, tanh approximation, through 0.5*(1 + tanh(u)) = 1/(1 + exp(-2u)); twins: cpu.Geluf and
+// cpu.GeluBwdf. TL_GELU_K2 is exactly 2*float32(sqrt(2/pi)).
 #define TL_GELU_C 0.044715f
 #define TL_GELU_3C 0.134145f
-#define TL_GELU_K 0.7978845608f
+#define TL_GELU_K2 1.5957691216f
 __device__ __forceinline__ float tl_geluf(float x) {
-  float cubic = ((TL_GELU_C * x) * x) * x;
-  float t = tl_tanhf(TL_GELU_K * (x + cubic));
-  return (x * (1.0f + t)) * 0.5f;
+  float v = TL_GELU_K2 * (x + ((TL_GELU_C * x) * x) * x);
+  return x / (1.0f + tl_expf(-v));
 }
 __device__ __forceinline__ float tl_gelu_bwdf(float x, float g) {
-  float cubic = ((TL_GELU_C * x) * x) * x;
-  float t = tl_tanhf(TL_GELU_K * (x + cubic));
-  float sech2 = 1.0f - t * t;
-  float d = ((1.0f + t) + ((x * sech2) * TL_GELU_K) * (1.0f + (TL_GELU_3C * x) * x)) * 0.5f;
+  float v = TL_GELU_K2 * (x + ((TL_GELU_C * x) * x) * x);
+  float s = 1.0f / (1.0f + tl_expf(-v));
+  float d = s + ((x * (s * (1.0f - s))) * TL_GELU_K2) * (1.0f + (TL_GELU_3C * x) * x);
   return g * d;
 }
 

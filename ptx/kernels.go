@@ -12,61 +12,62 @@ var Modules = []Module{Elementwise, RNG, Reduce}
 
 // Elementwise kernels: forward.
 var (
-	AbsFwd      = Kernel{Elementwise, "abs_fwd"}
-	SqrtFwd     = Kernel{Elementwise, "sqrt_fwd"}
-	ExpFwd      = Kernel{Elementwise, "exp_fwd"}
-	LogFwd      = Kernel{Elementwise, "log_fwd"}
-	InvFwd      = Kernel{Elementwise, "inv_fwd"}
-	ReluFwd     = Kernel{Elementwise, "relu_fwd"}
-	SigmoidFwd  = Kernel{Elementwise, "sigmoid_fwd"}
-	TanhFwd     = Kernel{Elementwise, "tanh_fwd"}
-	SoftplusFwd = Kernel{Elementwise, "softplus_fwd"}
-	GeluFwd     = Kernel{Elementwise, "gelu_fwd"}
-	SafeLogFwd  = Kernel{Elementwise, "safe_log_fwd"}
-	Scale       = Kernel{Elementwise, "scale"}
-	ClampFwd    = Kernel{Elementwise, "clamp_fwd"}
-	Add         = Kernel{Elementwise, "add"}
-	Sub         = Kernel{Elementwise, "sub"}
-	MulFwd      = Kernel{Elementwise, "mul_fwd"}
-	DivFwd      = Kernel{Elementwise, "div_fwd"}
-	MaxFwd      = Kernel{Elementwise, "max_fwd"}
-	MinFwd      = Kernel{Elementwise, "min_fwd"}
-	Axpy        = Kernel{Elementwise, "axpy"}
+	AbsFwd      = newKernel(Elementwise, "abs_fwd")
+	SqrtFwd     = newKernel(Elementwise, "sqrt_fwd")
+	ExpFwd      = newKernel(Elementwise, "exp_fwd")
+	LogFwd      = newKernel(Elementwise, "log_fwd")
+	InvFwd      = newKernel(Elementwise, "inv_fwd")
+	ReluFwd     = newKernel(Elementwise, "relu_fwd")
+	SigmoidFwd  = newKernel(Elementwise, "sigmoid_fwd")
+	TanhFwd     = newKernel(Elementwise, "tanh_fwd")
+	SoftplusFwd = newKernel(Elementwise, "softplus_fwd")
+	GeluFwd     = newKernel(Elementwise, "gelu_fwd")
+	SafeLogFwd  = newKernel(Elementwise, "safe_log_fwd")
+	Scale       = newKernel(Elementwise, "scale")
+	ClampFwd    = newKernel(Elementwise, "clamp_fwd")
+	Add         = newKernel(Elementwise, "add")
+	Sub         = newKernel(Elementwise, "sub")
+	MulFwd      = newKernel(Elementwise, "mul_fwd")
+	DivFwd      = newKernel(Elementwise, "div_fwd")
+	MaxFwd      = newKernel(Elementwise, "max_fwd")
+	MinFwd      = newKernel(Elementwise, "min_fwd")
+	Axpy        = newKernel(Elementwise, "axpy")
 )
 
 // Elementwise kernels: backward.
 var (
-	AbsBwd      = Kernel{Elementwise, "abs_bwd"}
-	SqrtBwd     = Kernel{Elementwise, "sqrt_bwd"}
-	ReluBwd     = Kernel{Elementwise, "relu_bwd"}
-	ExpBwd      = Kernel{Elementwise, "exp_bwd"}
-	LogBwd      = Kernel{Elementwise, "log_bwd"}
-	InvBwd      = Kernel{Elementwise, "inv_bwd"}
-	SigmoidBwd  = Kernel{Elementwise, "sigmoid_bwd"}
-	TanhBwd     = Kernel{Elementwise, "tanh_bwd"}
-	SoftplusBwd = Kernel{Elementwise, "softplus_bwd"}
-	GeluBwd     = Kernel{Elementwise, "gelu_bwd"}
-	SafeLogBwd  = Kernel{Elementwise, "safe_log_bwd"}
-	ClampBwd    = Kernel{Elementwise, "clamp_bwd"}
-	MaxBwd      = Kernel{Elementwise, "max_bwd"}
-	MinBwd      = Kernel{Elementwise, "min_bwd"}
-	MulBwd      = Kernel{Elementwise, "mul_bwd"}
-	DivBwd      = Kernel{Elementwise, "div_bwd"}
+	AbsBwd      = newKernel(Elementwise, "abs_bwd")
+	SqrtBwd     = newKernel(Elementwise, "sqrt_bwd")
+	ReluBwd     = newKernel(Elementwise, "relu_bwd")
+	ExpBwd      = newKernel(Elementwise, "exp_bwd")
+	LogBwd      = newKernel(Elementwise, "log_bwd")
+	InvBwd      = newKernel(Elementwise, "inv_bwd")
+	SigmoidBwd  = newKernel(Elementwise, "sigmoid_bwd")
+	TanhBwd     = newKernel(Elementwise, "tanh_bwd")
+	SoftplusBwd = newKernel(Elementwise, "softplus_bwd")
+	GeluBwd     = newKernel(Elementwise, "gelu_bwd")
+	SafeLogBwd  = newKernel(Elementwise, "safe_log_bwd")
+	ClampBwd    = newKernel(Elementwise, "clamp_bwd")
+	MaxBwd      = newKernel(Elementwise, "max_bwd")
+	MinBwd      = newKernel(Elementwise, "min_bwd")
+	MulBwd      = newKernel(Elementwise, "mul_bwd")
+	DivBwd      = newKernel(Elementwise, "div_bwd")
 )
 
 // Random and reduction kernels.
 var (
-	RandUniform   = Kernel{RNG, "rand_uniform"}
-	BernoulliMask = Kernel{RNG, "bernoulli_mask"}
-	RandNormal    = Kernel{RNG, "rand_normal"}
-	SumChunks     = Kernel{Reduce, "sum_chunks"}
+	RandUniform   = newKernel(RNG, "rand_uniform")
+	BernoulliMask = newKernel(RNG, "bernoulli_mask")
+	RandNormal    = newKernel(RNG, "rand_normal")
+	SumChunks     = newKernel(Reduce, "sum_chunks")
 )
 
-// All lists every kernel with a Go owner; the tests check it against the PTX entries.
-var All = []Kernel{
-	AbsFwd, SqrtFwd, ExpFwd, LogFwd, InvFwd, ReluFwd, SigmoidFwd, TanhFwd, SoftplusFwd, GeluFwd,
-	SafeLogFwd, Scale, ClampFwd, Add, Sub, MulFwd, DivFwd, MaxFwd, MinFwd, Axpy,
-	AbsBwd, SqrtBwd, ReluBwd, ExpBwd, LogBwd, InvBwd, SigmoidBwd, TanhBwd, SoftplusBwd, GeluBwd,
-	SafeLogBwd, ClampBwd, MaxBwd, MinBwd, MulBwd, DivBwd,
-	RandUniform, BernoulliMask, RandNormal, SumChunks,
+// All lists every kernel with a Go owner, in declaration order (Kernel.ID is the index); the
+// tests check it against the PTX entries.
+var All []*Kernel
+
+func newKernel(m Module, name string) *Kernel {
+	k := &Kernel{Module: m, Name: name, id: len(All)}
+	All = append(All, k)
+	return k
 }

@@ -25,13 +25,18 @@ var files embed.FS
 // Module names one kernel family: the base name of its .cu and .ptx files.
 type Module string
 
-// Kernel is one PTX entry point of a module.
+// Kernel is one PTX entry point of a module. The kernels are the package-level values of
+// kernels.go; compare them by pointer.
 type Kernel struct {
 	Module Module
 	Name   string
+	id     int
 }
 
-func (k Kernel) String() string { return string(k.Module) + "." + k.Name }
+func (k *Kernel) String() string { return string(k.Module) + "." + k.Name }
+
+// ID is the kernel's index in All, for per-device tables of loaded functions.
+func (k *Kernel) ID() int { return k.id }
 
 // Source returns the module's embedded PTX text.
 func (m Module) Source() ([]byte, error) {
@@ -118,7 +123,7 @@ func parseEntries(src string) (map[string][]Param, error) {
 }
 
 // Params returns the kernel's parameter types, in order.
-func (k Kernel) Params() ([]Param, error) {
+func (k *Kernel) Params() ([]Param, error) {
 	entries, err := k.Module.Entries()
 	if err != nil {
 		return nil, err

@@ -84,12 +84,15 @@ func TestNoContraction(t *testing.T) {
 
 // TestKernelOwners checks that every Go kernel name has an .entry and every .entry a Go owner.
 func TestKernelOwners(t *testing.T) {
-	owned := map[Kernel]bool{}
+	owned := map[string]bool{}
 	for _, k := range All {
-		if owned[k] {
+		if owned[k.String()] {
 			t.Errorf("%s listed twice", k)
 		}
-		owned[k] = true
+		owned[k.String()] = true
+		if All[k.ID()] != k {
+			t.Errorf("%s: ID %d is not its index in All", k, k.ID())
+		}
 		if _, err := k.Params(); err != nil {
 			t.Error(err)
 		}
@@ -100,7 +103,7 @@ func TestKernelOwners(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name := range entries {
-			if !owned[Kernel{m, name}] {
+			if !owned[string(m)+"."+name] {
 				t.Errorf("%s.ptx entry %s has no Go owner in ptx.All", m, name)
 			}
 		}

@@ -1,0 +1,182 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// func addAVX(dst, a, b []float32): dst[i] = a[i] add b[i]
+TEXT ·addAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+addAVX_loop:
+	CMPQ AX, BX
+	JGE  addAVX_tail
+	VMOVUPS (SI)(AX*4), Y1
+	VADDPS (DX)(AX*4), Y1, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  addAVX_loop
+addAVX_tail:
+	CMPQ AX, CX
+	JGE  addAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VADDSS (DX)(AX*4), X1, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  addAVX_tail
+addAVX_done:
+	VZEROUPPER
+	RET
+
+// func subAVX(dst, a, b []float32): dst[i] = a[i] sub b[i]
+TEXT ·subAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+subAVX_loop:
+	CMPQ AX, BX
+	JGE  subAVX_tail
+	VMOVUPS (SI)(AX*4), Y1
+	VSUBPS (DX)(AX*4), Y1, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  subAVX_loop
+subAVX_tail:
+	CMPQ AX, CX
+	JGE  subAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VSUBSS (DX)(AX*4), X1, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  subAVX_tail
+subAVX_done:
+	VZEROUPPER
+	RET
+
+// func mulAVX(dst, a, b []float32): dst[i] = a[i] mul b[i]
+TEXT ·mulAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+mulAVX_loop:
+	CMPQ AX, BX
+	JGE  mulAVX_tail
+	VMOVUPS (SI)(AX*4), Y1
+	VMULPS (DX)(AX*4), Y1, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  mulAVX_loop
+mulAVX_tail:
+	CMPQ AX, CX
+	JGE  mulAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VMULSS (DX)(AX*4), X1, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  mulAVX_tail
+mulAVX_done:
+	VZEROUPPER
+	RET
+
+// func scaleAVX(dst, x []float32, c float32): dst[i] = x[i] * c
+TEXT ·scaleAVX(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	VBROADCASTSS c+48(FP), Y0
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+scaleAVX_loop:
+	CMPQ AX, BX
+	JGE  scaleAVX_tail
+	VMULPS (SI)(AX*4), Y0, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  scaleAVX_loop
+scaleAVX_tail:
+	CMPQ AX, CX
+	JGE  scaleAVX_done
+	VMULSS (SI)(AX*4), X0, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  scaleAVX_tail
+scaleAVX_done:
+	VZEROUPPER
+	RET
+
+// func reluAVX(dst, x []float32): dst[i] = x[i] > 0 ? x[i] : +0 (VMAXPS returns its second
+// operand, +0, when x is NaN or a zero)
+TEXT ·reluAVX(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+reluAVX_loop:
+	CMPQ AX, BX
+	JGE  reluAVX_tail
+	VMOVUPS (SI)(AX*4), Y1
+	VMAXPS Y0, Y1, Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  reluAVX_loop
+reluAVX_tail:
+	CMPQ AX, CX
+	JGE  reluAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VMAXSS X0, X1, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  reluAVX_tail
+reluAVX_done:
+	VZEROUPPER
+	RET
+
+
+// func axpyFMA(dst, a, b []float32, c float32)
+// dst[i] = fma(c, b[i], a[i]) with one rounding (VFMADD231PS / VFMADD231SS); len(a), len(b) >= len(dst).
+TEXT ·axpyFMA(SB), NOSPLIT, $0-76
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	VBROADCASTSS c+72(FP), Y0
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+
+axpyFMA_loop:
+	CMPQ AX, BX
+	JGE  axpyFMA_tail
+	VMOVUPS     (SI)(AX*4), Y1
+	VFMADD231PS (DX)(AX*4), Y0, Y1
+	VMOVUPS     Y1, (DI)(AX*4)
+	ADDQ        $8, AX
+	JMP         axpyFMA_loop
+
+axpyFMA_tail:
+	CMPQ AX, CX
+	JGE  axpyFMA_done
+	VMOVSS      (SI)(AX*4), X1
+	VFMADD231SS (DX)(AX*4), X0, X1
+	VMOVSS      X1, (DI)(AX*4)
+	INCQ        AX
+	JMP         axpyFMA_tail
+
+axpyFMA_done:
+	VZEROUPPER
+	RET

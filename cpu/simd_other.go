@@ -1,0 +1,10 @@
+//go:build !amd64 || noasm
+
+package cpu
+
+// No assembly on this platform (or with -tags noasm): the kernels run their pure-Go loops.
+
+func binaryFast(op byte, dst, a, b []float32) bool { return false }
+func scaleFast(dst, x []float32, c float32) bool   { return false }
+func reluFast(dst, x []float32) bool               { return false }
+func axpyFast(dst, a, b []float32, c float32) bool { return false }
