@@ -22,6 +22,10 @@ type Buffer struct {
 // ErrReleased is returned (wrapped) when a released buffer is used.
 var ErrReleased = errors.New("ops: use of released buffer")
 
+// ErrOutOfMemory is returned (wrapped) when a device cannot hold a new buffer; on CUDA the error
+// also wraps the driver's (driver.ErrOutOfMemory).
+var ErrOutOfMemory = errors.New("ops: out of memory")
+
 // allocation is what the garbage-collector cleanup of a Buffer needs to free its memory.
 type allocation struct {
 	dev *Device

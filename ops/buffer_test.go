@@ -125,6 +125,9 @@ func TestFillCopyEmpty(t *testing.T) {
 		if _, err := Zeros(d, -1); err == nil {
 			t.Error("negative length accepted")
 		}
+		if _, err := Zeros(d, 1<<50); !errors.Is(err, ErrOutOfMemory) {
+			t.Errorf("a 4 PiB buffer: %v, want ErrOutOfMemory", err)
+		}
 	}
 }
 

@@ -170,6 +170,9 @@ func (g *cudaBackend) alloc(n int) (storage, error) {
 		}
 		p, err = g.ctx.MemAlloc(size)
 	}
+	if errors.Is(err, driver.ErrOutOfMemory) {
+		return storage{}, fmt.Errorf("%w: allocating %s on %s: %w", ErrOutOfMemory, MiB(int64(size)), g.name, err)
+	}
 	if err != nil {
 		return storage{}, fmt.Errorf("ops: allocating %s on %s: %w", MiB(int64(size)), g.name, err)
 	}
