@@ -28,9 +28,16 @@
 // produce for any NaN result of an arithmetic instruction, so Fmaf and Sqrtf (hardware
 // instructions on the GPU) agree with the GPU too.
 //
-// Accuracy, measured against float64/big.Float references (see the tests): Expf, Expm1f, Logf,
-// Log1pf, SinCos2Pif within 2 ulp (measured max about 1 ulp), Tanhf and Sigmoidf within 3 ulp; Fmaf
+// Accuracy, measured against float64/big.Float references over all float32 inputs (see the
+// tests): Expf, Expm1f, Logf, Log1pf, SinCos2Pif within 2 ulp (measured max: Expf 1.05, Expm1f
+// 1.79, the others about 1), Tanhf and Sigmoidf within 3 ulp (measured max 2.58 and 2.48); Fmaf
 // and Sqrtf are correctly rounded.
+//
+// Cost: Expf, Sigmoidf and Tanhf are written for GPU throughput. One shared core (expCore: a
+// Cody-Waite reduction and a degree-6 minimax polynomial, 18 operations) serves all of them; the
+// common range costs one compare and a single multiply by 2^k, and the rare inputs (NaN, ±Inf,
+// overflow, results that need two-step scaling) take a branch that the GPU's warps almost never
+// enter. Tanhf has a single formula, so a warp never runs two paths.
 package cpu
 
 import "math"
@@ -50,20 +57,19 @@ const (
 	ln2Lo  float32 = 0x1.7f7d1cp-20  // ln 2 - ln2Hi rounded
 	expHi  float32 = 0x1.64p+06      // 89: Expf, Expm1f overflow to +Inf above it
 	expLo  float32 = -0x1.ap+06      // -104: Expf underflows to +0 below it
-	em1Lo  float32 = -0x1.18p+04     // -17.5: Expm1f is -1 below it
+	expMid float32 = 0x1.5ep+06      // 87.5: for |x| < 87.5, k = round(x/ln 2) is in [-126, 126]
 	tanhHi float32 = 0x1.3p+03       // 9.5: Tanhf is ±1 above it in magnitude
-	tanhLo float32 = 0x1.4p-01       // 0.625: Tanhf uses its polynomial below it
 	two23  float32 = 0x1p+23         // 2^23
 	maxF32 float32 = 0x1.fffffep+127 // largest finite float32
 
-	// Taylor coefficients 1/n! of exp, n = 2..8.
-	expP2 float32 = 0x1p-01
-	expP3 float32 = 0x1.555556p-03
-	expP4 float32 = 0x1.555556p-05
-	expP5 float32 = 0x1.111112p-07
-	expP6 float32 = 0x1.6c16c2p-10
-	expP7 float32 = 0x1.a01a02p-13
-	expP8 float32 = 0x1.a01a02p-16
+	// expm1(r) ~= r + r^2 (Q0 + Q1 r + Q2 r^2 + Q3 r^3 + Q4 r^4) for |r| <= 0.3467: minimax
+	// relative error of the quartic against (e^r - 1 - r)/r^2 (1.24e-7 before rounding the
+	// coefficients; Q0 came out 0.5 to 9e-9), computed with a Remez exchange for this package.
+	expQ0 float32 = 0x1p-01
+	expQ1 float32 = 0x1.5554dep-03
+	expQ2 float32 = 0x1.5555bap-05
+	expQ3 float32 = 0x1.120b4ap-07
+	expQ4 float32 = 0x1.6c6a02p-10
 
 	// 2/(2n+1), n = 1..4: log(1+f) = 2 atanh(s) = 2s + s*(L1 s^2 + L2 s^4 + ...).
 	logL1 float32 = 0x1.555556p-01
@@ -91,16 +97,6 @@ const (
 	cosC4  float32 = 0x1.e1f506p+05
 	cosC5  float32 = -0x1.a6d1f2p+04
 
-	// tanh(a) = a + a*z*(T0 + T1 z + ... + T5 z^5), z = a^2, 0 <= a <= 0.625: weighted
-	// minimax (relative error of tanh, 1.6e-10 before rounding the coefficients), computed with
-	// a Remez exchange for this package.
-	tanhT0 float32 = -0x1.555554p-02
-	tanhT1 float32 = 0x1.111066p-03
-	tanhT2 float32 = -0x1.b9ee9p-05
-	tanhT3 float32 = 0x1.638b58p-06
-	tanhT4 float32 = -0x1.0bf4fep-07
-	tanhT5 float32 = 0x1.18e1dep-09
-
 	veltkamp float32 = 0x1.002p+12 // 2^12 + 1: splits a float32 into two halves of <= 12 bits
 )
 
@@ -119,102 +115,109 @@ func scale(s float32, k int32) float32 {
 	return float32(float32(s*pow2(k1)) * pow2(k2))
 }
 
-// expReduce is the argument reduction shared by Expf and Expm1f, for -104 <= x <= 89:
+// expCore is the argument reduction and polynomial shared by Expf, Expm1f, Tanhf and Sigmoidf,
+// for |x| <= 104 (it computes garbage, without trapping, for other x, NaN and ±Inf included):
 //
-//	kf = ((x*log2e) + magic) - magic     // k = round(x/ln 2), an integer in [-150, 128]
-//	a  = x - kf*ln2Hi                    // exact (kf*ln2Hi exact, then Sterbenz)
-//	b  = kf*ln2Lo
-//	r  = a - b                           // |r| <= 0.3467
-//	c  = (a - r) - b                     // rounding error of r: x - k ln 2 ~= r + c
-//	t  = (r*r) * P(r)                    // P(r) = P2 + r*(P3 + r*(P4 + ... + r*P8)), Horner
+//	j  = (x*log2e) + magic               // magic + k, k = round(x/ln 2); bits(j) = bits(magic) + k
+//	kf = j - magic                       // k as a float
+//	r  = (x - kf*ln2Hi) - kf*ln2Lo       // x - k ln 2 (first subtraction exact), |r| <= 0.3467
+//	q  = Q0 + r*(Q1 + r*(Q2 + r*(Q3 + r*Q4)))   // Horner
+//	m  = r + r*(r*q)                     // expm1(r)
 //
-// so that exp(x - k ln 2) - 1 ~= r + t + c (Taylor to degree 8).
-func expReduce(x float32) (k int32, r, c, t float32) {
-	kf := float32(float32(x*log2e)+magic) - magic
-	k = int32(kf)
-	a := x - float32(kf*ln2Hi)
-	b := float32(kf * ln2Lo)
-	r = a - b
-	c = (a - r) - b
-	p := expP8
-	p = expP7 + float32(r*p)
-	p = expP6 + float32(r*p)
-	p = expP5 + float32(r*p)
-	p = expP4 + float32(r*p)
-	p = expP3 + float32(r*p)
-	p = expP2 + float32(r*p)
-	t = float32(float32(r*r) * p)
-	return k, r, c, t
+// so that e^x ~= 2^k (1 + m) and e^x - 1 ~= 2^k m + (2^k - 1).
+func expCore(x float32) (j, m float32) {
+	j = float32(x*log2e) + magic
+	kf := j - magic
+	r := (x - float32(kf*ln2Hi)) - float32(kf*ln2Lo)
+	q := expQ4
+	q = expQ3 + float32(r*q)
+	q = expQ2 + float32(r*q)
+	q = expQ1 + float32(r*q)
+	q = expQ0 + float32(r*q)
+	m = r + float32(r*float32(r*q))
+	return j, m
 }
 
-// Expf returns e^x (expf).
+// expPow2 returns 2^k for the j = magic + k of expCore and -126 <= k <= 127, built from the
+// bits: bits(j) << 23 == k << 23 (mod 2^32) because the low 9 bits of bits(magic) are zero.
+func expPow2(j float32) float32 { return f32frombits(f32bits(j)<<23 + 0x3f800000) }
+
+// expK returns the integer k of expCore's j = magic + k.
+func expK(j float32) int32 { return int32(f32bits(j) - f32bits(magic)) }
+
+// expRare is e^x for the x that fail |x| < 87.5 and are not NaN, given expCore's j and m:
 //
-// Algorithm (constants in the const block; every step one rounded float32 operation):
-//
-//	NaN -> NaN; x > 89 -> +Inf; x < -104 -> +0
-//	k, r, c, t = expReduce(x)
-//	u = 1 + r;  e = r - (u - 1)          // Fast2Sum: u + e = 1 + r exactly
-//	S = u + ((t + c) + e)                // exp(r + c), S in [0.7, 1.42]
-//	return scale(S, k)                   // (S*2^(k>>1)) * 2^(k-(k>>1))
-//
-// Max error about 1 ulp over all inputs; results in the subnormal range are rounded once.
-// Overflow to +Inf starts at x = 0x1.62e43p+6 (88.7228394), the correctly rounded threshold.
-func Expf(x float32) float32 {
-	if x != x {
-		return CanonicalNaN()
-	}
+//	x > 89 -> +Inf; x < -104 -> +0
+//	return scale(1 + m, k)               // (S*2^(k>>1)) * 2^(k-(k>>1)), k in [-150, 128]
+func expRare(x, j, m float32) float32 {
 	if x > expHi {
 		return float32(math.Inf(1))
 	}
 	if x < expLo {
 		return 0
 	}
-	k, r, c, t := expReduce(x)
-	u := 1 + r
-	e := r - (u - 1)
-	s := u + ((t + c) + e)
-	return scale(s, k)
+	return scale(1+m, expK(j))
 }
+
+// Expf returns e^x (expf).
+//
+// Algorithm (constants in the const block; every step one rounded float32 operation):
+//
+//	j, m = expCore(x)
+//	if |x| < 87.5 {                      // one compare; false for NaN and ±Inf
+//	    return (1 + m) * expPow2(j)      // k in [-126, 126]: one rounding, also for subnormals
+//	}
+//	NaN -> NaN
+//	return expRare(x, j, m)              // ±Inf, overflow, underflow, two-step scaling
+//
+// Max error about 1 ulp over all inputs; results in the subnormal range are rounded once.
+// Overflow to +Inf starts at x = 0x1.62e43p+6 (88.7228394), the correctly rounded threshold.
+func Expf(x float32) float32 {
+	j, m := expCore(x)
+	if absf32(x) < expMid {
+		return float32((1 + m) * expPow2(j))
+	}
+	if x != x {
+		return CanonicalNaN()
+	}
+	return expRare(x, j, m)
+}
+
+// absf32 clears the sign bit.
+func absf32(x float32) float32 { return f32frombits(f32bits(x) &^ 0x80000000) }
 
 // Expm1f returns e^x - 1 (expm1f), accurate near 0.
 //
 // Algorithm:
 //
-//	NaN -> NaN; x > 89 -> +Inf; x < -17.5 -> -1; x == ±0 -> x
-//	k, r, c, t = expReduce(x)            // k in [-25, 128]
-//	kv = -k clamped to >= -100;  V = 2^kv
-//	A = 1 - V;  bb = A - 1;  Ae = (1 - (A - bb)) + (-V - bb)   // TwoSum: A + Ae = 1 - 2^-k
-//	u = A + r;  e = r - (u - A)          // Fast2Sum (|A| >= |r| or A == 0)
-//	S = u + ((t + c) + (e + Ae))         // 2^-k (e^x - 1) = (1 - 2^-k) + expm1(r + c)
-//	return scale(S, k)
+//	j, m = expCore(x)
+//	if (bits(x) << 1) - 1 < (bits(87.5) << 1) - 1 {   // 0 < |x| < 87.5 (uint32 arithmetic)
+//	    p = expPow2(j)                   // 2^k, k in [-126, 126]
+//	    return p*m + (p - 1)             // p - 1 exact for k >= -24, -1 below
+//	}
+//	NaN -> NaN; x == ±0 -> x; x > 89 -> +Inf; x < 0 (x <= -87.5) -> -1
+//	return scale(1 + m, k)               // 87.5 <= x <= 89: e^x - 1 rounds as e^x
 //
-// For k == 0 this is S = r + t, the plain polynomial. Max error about 1 ulp.
+// For k == 0 this is m, the plain polynomial. Max error about 1 ulp.
 func Expm1f(x float32) float32 {
+	j, m := expCore(x)
+	if f32bits(x)<<1-1 < f32bits(expMid)<<1-1 {
+		p := expPow2(j)
+		return float32(p*m) + (p - 1)
+	}
 	if x != x {
 		return CanonicalNaN()
-	}
-	if x > expHi {
-		return float32(math.Inf(1))
-	}
-	if x < em1Lo {
-		return -1
 	}
 	if x == 0 {
 		return x
 	}
-	k, r, c, t := expReduce(x)
-	kv := -k
-	if kv < -100 {
-		kv = -100
+	if x > expHi {
+		return float32(math.Inf(1))
 	}
-	v := pow2(kv)
-	a := 1 - v
-	bb := a - 1
-	ae := (1 - (a - bb)) + (-v - bb)
-	u := a + r
-	e := r - (u - a)
-	s := u + ((t + c) + (e + ae))
-	return scale(s, k)
+	if x < 0 {
+		return -1
+	}
+	return scale(1+m, expK(j))
 }
 
 // logCore returns log(x) + ext for finite x > 0 (normal or subnormal) and a small correction
@@ -320,56 +323,58 @@ func Log1pf(x float32) float32 {
 // Tanhf returns the hyperbolic tangent of x (tanhf). It is odd: Tanhf(-x) == -Tanhf(x) bit for
 // bit, Tanhf(-0) = -0.
 //
-// Algorithm:
+// Algorithm: one formula over the whole range (no divergent branches on the GPU):
 //
-//	NaN -> NaN
 //	a = |x| (sign bit cleared)
-//	if a > 9.5 {
-//	    y = 1
-//	} else if a < 0.625 {
-//	    z = a*a;  P = T0 + z*(T1 + z*(T2 + z*(T3 + z*(T4 + z*T5))))
-//	    y = a + a*(z*P)
-//	} else {
-//	    E = Expm1f(a + a);  y = 1 - 2/(E + 2)
+//	if !(a < 9.5) { NaN -> NaN; y = 1 }   // NaN, |x| >= 9.5
+//	else {
+//	    j, m = expCore(a + a);  p = expPow2(j)   // k in [0, 27]
+//	    E = p*m + (p - 1)                // expm1(2a), as in Expm1f
+//	    y = E / (E + 2)
 //	}
 //	return y with the sign bit of x
 //
-// Max error within 3 ulp (measured about 1.3).
+// Max error within 3 ulp.
 func Tanhf(x float32) float32 {
-	if x != x {
-		return CanonicalNaN()
-	}
 	sign := f32bits(x) & 0x80000000
-	a := f32frombits(f32bits(x) &^ 0x80000000)
-	var y float32
-	if a > tanhHi {
-		y = 1
-	} else if a < tanhLo {
-		z := float32(a * a)
-		p := tanhT5
-		p = tanhT4 + float32(z*p)
-		p = tanhT3 + float32(z*p)
-		p = tanhT2 + float32(z*p)
-		p = tanhT1 + float32(z*p)
-		p = tanhT0 + float32(z*p)
-		y = a + float32(a*float32(z*p))
-	} else {
-		e := Expm1f(a + a)
-		y = 1 - 2/(e+2)
+	a := absf32(x)
+	if !(a < tanhHi) {
+		if a != a {
+			return CanonicalNaN()
+		}
+		return f32frombits(f32bits(1) | sign)
 	}
+	j, m := expCore(a + a)
+	p := expPow2(j)
+	e := float32(p*m) + (p - 1)
+	y := e / (e + 2)
 	return f32frombits(f32bits(y) | sign)
 }
 
 // Sigmoidf returns the logistic function 1/(1 + e^-x).
 //
 // Algorithm: NaN -> NaN; otherwise exactly 1 / (1 + Expf(-x)): negate, Expf, one float32
-// addition, one float32 division. Within 3 ulp wherever Expf(-x) is finite (x >= -88.72); below
-// that Expf(-x) = +Inf and the result is +0, although the true value is a subnormal.
+// addition, one float32 division; the NaN test sits in Expf's rare branch:
+//
+//	n = -x;  j, m = expCore(n)
+//	if |n| < 87.5 { e = (1 + m) * expPow2(j) } else { NaN -> NaN; e = expRare(n, j, m) }
+//	return 1 / (1 + e)
+//
+// Within 3 ulp wherever Expf(-x) is finite (x >= -88.72); below that Expf(-x) = +Inf and the
+// result is +0, although the true value is a subnormal.
 func Sigmoidf(x float32) float32 {
-	if x != x {
-		return CanonicalNaN()
+	n := -x
+	j, m := expCore(n)
+	var e float32
+	if absf32(n) < expMid {
+		e = float32((1 + m) * expPow2(j))
+	} else {
+		if x != x {
+			return CanonicalNaN()
+		}
+		e = expRare(n, j, m)
 	}
-	return 1 / (1 + Expf(-x))
+	return 1 / (1 + e)
 }
 
 // sinCosKernel returns sin(2 pi r) and cos(2 pi r) for |r| <= 1/8:

@@ -89,7 +89,11 @@ func TestSpecialTanh(t *testing.T) {
 		{0, 0}, {negZ, negZ}, {pinf, 1}, {ninf, -1}, {qnan, CanonicalNaN()}, {snan, CanonicalNaN()},
 		{tiny, tiny}, {-tiny, -tiny}, {1e-30, 1e-30}, {-1e-30, -1e-30},
 		{9.5, 1}, {-9.5, -1}, {9.02, 1}, {20, 1}, {-20, -1}, {1e30, 1}, {-1e30, -1},
-		{9, f32(0x3f7fffff)}, // 1 - 3e-8 -> the float below 1
+		// tanh(9) = 1 - 3.05e-8 lies just below the midpoint 1 - 2^-25 between 1 and the float
+		// below it; E/(E + 2) with E = expm1(18) = 6.6e7 rounds E + 2 to E and returns 1 (0.51 ulp).
+		{9, 1},
+		{8.5, f32(0x3f7fffff)}, // 1 - 1.39*2^-24 -> the float below 1
+		{8, f32(0x3f7ffffc)},   // 1 - 3.78*2^-24
 	})
 	// odd, bit for bit
 	for i := uint32(0); i < 1<<31; i += 4099 {

@@ -1,11 +1,11 @@
 // f32math.cuh: float32 elementary functions of the arithmetic contract, the CUDA twin of the Go
-// package internal/f32math (github.com/torchlean-go/torchlean/internal/f32math).
+// functions in cpu/f32math.go (package github.com/torchlean-go/torchlean/cpu).
 //
 // Each function here performs the same sequence of correctly rounded float32 operations as its
-// Go twin (tl_expf = f32math.Exp, tl_logf = Log, tl_log1pf = Log1p, tl_expm1f = Expm1,
-// tl_tanhf = Tanh, tl_sigmoidf = Sigmoid, tl_sincos2pif = SinCos2Pi, tl_fmaf = FMA,
-// tl_sqrtf = Sqrt), with the same constants and branches, so both return identical bits for
-// every input. The Go doc comments state the algorithms; read the two files side by side.
+// Go twin (tl_expf = cpu.Expf, tl_logf = Logf, tl_log1pf = Log1pf, tl_expm1f = Expm1f,
+// tl_tanhf = Tanhf, tl_sigmoidf = Sigmoidf, tl_sincos2pif = SinCos2Pif, tl_fmaf = Fmaf,
+// tl_sqrtf = Sqrtf; tlf_exp_core = expCore and so on for the helpers), with the same constants
+// and branches, so both return identical bits for every input. The Go doc comments state the algorithms; read the two files side by side.
 //
 // Requirements: compile with --fmad=false (no contraction of a*b+c) and without fast-math
 // (-ftz=false, -prec-div=true, -prec-sqrt=true: the defaults). Only + - * / on float,
@@ -23,18 +23,15 @@
 #define TLF_ln2Lo __uint_as_float(0x35bfbe8eu)
 #define TLF_expHi __uint_as_float(0x42b20000u)
 #define TLF_expLo __uint_as_float(0xc2d00000u)
-#define TLF_em1Lo __uint_as_float(0xc18c0000u)
+#define TLF_expMid __uint_as_float(0x42af0000u)
 #define TLF_tanhHi __uint_as_float(0x41180000u)
-#define TLF_tanhLo __uint_as_float(0x3f200000u)
 #define TLF_two23 __uint_as_float(0x4b000000u)
 #define TLF_maxF32 __uint_as_float(0x7f7fffffu)
-#define TLF_expP2 __uint_as_float(0x3f000000u)
-#define TLF_expP3 __uint_as_float(0x3e2aaaabu)
-#define TLF_expP4 __uint_as_float(0x3d2aaaabu)
-#define TLF_expP5 __uint_as_float(0x3c088889u)
-#define TLF_expP6 __uint_as_float(0x3ab60b61u)
-#define TLF_expP7 __uint_as_float(0x39500d01u)
-#define TLF_expP8 __uint_as_float(0x37d00d01u)
+#define TLF_expQ0 __uint_as_float(0x3f000000u)
+#define TLF_expQ1 __uint_as_float(0x3e2aaa6fu)
+#define TLF_expQ2 __uint_as_float(0x3d2aaaddu)
+#define TLF_expQ3 __uint_as_float(0x3c0905a5u)
+#define TLF_expQ4 __uint_as_float(0x3ab63501u)
 #define TLF_logL1 __uint_as_float(0x3f2aaaabu)
 #define TLF_logL2 __uint_as_float(0x3ecccccdu)
 #define TLF_logL3 __uint_as_float(0x3e924925u)
@@ -53,12 +50,6 @@
 #define TLF_cosC3 __uint_as_float(0xc2aae9e4u)
 #define TLF_cosC4 __uint_as_float(0x4270fa83u)
 #define TLF_cosC5 __uint_as_float(0xc1d368f9u)
-#define TLF_tanhT0 __uint_as_float(0xbeaaaaaau)
-#define TLF_tanhT1 __uint_as_float(0x3e088833u)
-#define TLF_tanhT2 __uint_as_float(0xbd5cf748u)
-#define TLF_tanhT3 __uint_as_float(0x3cb1c5acu)
-#define TLF_tanhT4 __uint_as_float(0xbc05fa7fu)
-#define TLF_tanhT5 __uint_as_float(0x3b0c70efu)
 #define TLF_veltkamp __uint_as_float(0x45801000u)
 
 #define TLF_CANONICAL_NAN_BITS 0x7fffffffu
@@ -78,74 +69,80 @@ __device__ __forceinline__ float tlf_scale(float s, int k) {
   return (s * tlf_pow2(k1)) * tlf_pow2(k2);
 }
 
-// tlf_exp_reduce = expReduce.
-__device__ __forceinline__ void tlf_exp_reduce(float x, int* k, float* r, float* c, float* t) {
-  float kf = ((x * TLF_log2e) + TLF_magic) - TLF_magic;
-  *k = (int)kf;
-  float a = x - (kf * TLF_ln2Hi);
-  float b = kf * TLF_ln2Lo;
-  float rr = a - b;
-  *r = rr;
-  *c = (a - rr) - b;
-  float p = TLF_expP8;
-  p = TLF_expP7 + (rr * p);
-  p = TLF_expP6 + (rr * p);
-  p = TLF_expP5 + (rr * p);
-  p = TLF_expP4 + (rr * p);
-  p = TLF_expP3 + (rr * p);
-  p = TLF_expP2 + (rr * p);
-  *t = (rr * rr) * p;
+// tlf_exp_core = expCore: *j = magic + k, *m = expm1(x - k ln 2).
+__device__ __forceinline__ void tlf_exp_core(float x, float* j, float* m) {
+  float jj = (x * TLF_log2e) + TLF_magic;
+  float kf = jj - TLF_magic;
+  float r = (x - (kf * TLF_ln2Hi)) - (kf * TLF_ln2Lo);
+  float q = TLF_expQ4;
+  q = TLF_expQ3 + (r * q);
+  q = TLF_expQ2 + (r * q);
+  q = TLF_expQ1 + (r * q);
+  q = TLF_expQ0 + (r * q);
+  *j = jj;
+  *m = r + (r * (r * q));
 }
 
-// tl_expf = Exp.
-__device__ __forceinline__ float tl_expf(float x) {
-  if (x != x) {
-    return tlf_nan();
-  }
+// tlf_exp_pow2 = expPow2: 2^k from j = magic + k, -126 <= k <= 127.
+__device__ __forceinline__ float tlf_exp_pow2(float j) {
+  return __uint_as_float((__float_as_uint(j) << 23) + 0x3f800000u);
+}
+
+// tlf_exp_k = expK: k from j = magic + k.
+__device__ __forceinline__ int tlf_exp_k(float j) {
+  return (int)(__float_as_uint(j) - __float_as_uint(TLF_magic));
+}
+
+// tlf_absf = absf32: the sign bit cleared.
+__device__ __forceinline__ float tlf_absf(float x) {
+  return __uint_as_float(__float_as_uint(x) & ~0x80000000u);
+}
+
+// tlf_exp_rare = expRare: e^x for non-NaN x with |x| >= 87.5.
+__device__ __forceinline__ float tlf_exp_rare(float x, float j, float m) {
   if (x > TLF_expHi) {
     return tlf_inf();
   }
   if (x < TLF_expLo) {
     return 0.0f;
   }
-  int k;
-  float r, c, t;
-  tlf_exp_reduce(x, &k, &r, &c, &t);
-  float u = 1.0f + r;
-  float e = r - (u - 1.0f);
-  float s = u + ((t + c) + e);
-  return tlf_scale(s, k);
+  return tlf_scale(1.0f + m, tlf_exp_k(j));
+}
+
+// tl_expf = Exp.
+__device__ __forceinline__ float tl_expf(float x) {
+  float j, m;
+  tlf_exp_core(x, &j, &m);
+  if (tlf_absf(x) < TLF_expMid) {
+    return (1.0f + m) * tlf_exp_pow2(j);
+  }
+  if (x != x) {
+    return tlf_nan();
+  }
+  return tlf_exp_rare(x, j, m);
 }
 
 // tl_expm1f = Expm1.
 __device__ __forceinline__ float tl_expm1f(float x) {
+  float j, m;
+  tlf_exp_core(x, &j, &m);
+  if ((__float_as_uint(x) << 1) - 1u < (__float_as_uint(TLF_expMid) << 1) - 1u) {
+    float p = tlf_exp_pow2(j);
+    return (p * m) + (p - 1.0f);
+  }
   if (x != x) {
     return tlf_nan();
-  }
-  if (x > TLF_expHi) {
-    return tlf_inf();
-  }
-  if (x < TLF_em1Lo) {
-    return -1.0f;
   }
   if (x == 0.0f) {
     return x;
   }
-  int k;
-  float r, c, t;
-  tlf_exp_reduce(x, &k, &r, &c, &t);
-  int kv = -k;
-  if (kv < -100) {
-    kv = -100;
+  if (x > TLF_expHi) {
+    return tlf_inf();
   }
-  float v = tlf_pow2(kv);
-  float a = 1.0f - v;
-  float bb = a - 1.0f;
-  float ae = (1.0f - (a - bb)) + (-v - bb);
-  float u = a + r;
-  float e = r - (u - a);
-  float s = u + ((t + c) + (e + ae));
-  return tlf_scale(s, k);
+  if (x < 0.0f) {
+    return -1.0f;
+  }
+  return tlf_scale(1.0f + m, tlf_exp_k(j));
 }
 
 // tlf_log_core = logCore: log(x) + ext for finite x > 0.
@@ -223,36 +220,37 @@ __device__ __forceinline__ float tl_log1pf(float x) {
 
 // tl_tanhf = Tanh.
 __device__ __forceinline__ float tl_tanhf(float x) {
-  if (x != x) {
-    return tlf_nan();
-  }
   unsigned int sign = __float_as_uint(x) & 0x80000000u;
-  float a = __uint_as_float(__float_as_uint(x) & ~0x80000000u);
-  float y;
-  if (a > TLF_tanhHi) {
-    y = 1.0f;
-  } else if (a < TLF_tanhLo) {
-    float z = a * a;
-    float p = TLF_tanhT5;
-    p = TLF_tanhT4 + (z * p);
-    p = TLF_tanhT3 + (z * p);
-    p = TLF_tanhT2 + (z * p);
-    p = TLF_tanhT1 + (z * p);
-    p = TLF_tanhT0 + (z * p);
-    y = a + (a * (z * p));
-  } else {
-    float e = tl_expm1f(a + a);
-    y = 1.0f - 2.0f / (e + 2.0f);
+  float a = tlf_absf(x);
+  if (!(a < TLF_tanhHi)) {
+    if (a != a) {
+      return tlf_nan();
+    }
+    return __uint_as_float(__float_as_uint(1.0f) | sign);
   }
+  float j, m;
+  tlf_exp_core(a + a, &j, &m);
+  float p = tlf_exp_pow2(j);
+  float e = (p * m) + (p - 1.0f);
+  float y = e / (e + 2.0f);
   return __uint_as_float(__float_as_uint(y) | sign);
 }
 
-// tl_sigmoidf = Sigmoid: exactly 1 / (1 + tl_expf(-x)).
+// tl_sigmoidf = Sigmoid: 1 / (1 + e^-x), e^-x as in tl_expf.
 __device__ __forceinline__ float tl_sigmoidf(float x) {
-  if (x != x) {
-    return tlf_nan();
+  float n = -x;
+  float j, m;
+  tlf_exp_core(n, &j, &m);
+  float e;
+  if (tlf_absf(n) < TLF_expMid) {
+    e = (1.0f + m) * tlf_exp_pow2(j);
+  } else {
+    if (x != x) {
+      return tlf_nan();
+    }
+    e = tlf_exp_rare(n, j, m);
   }
-  return 1.0f / (1.0f + tl_expf(-x));
+  return 1.0f / (1.0f + e);
 }
 
 // tlf_sincos_kernel = sinCosKernel: sin(2 pi r), cos(2 pi r) for |r| <= 1/8.

@@ -1,13 +1,16 @@
-// parity.cu: computes, on a GPU, the hashes that testdata/gpu_golden.txt records and that
-// TestGPUGolden recomputes with the Go functions (see golden_test.go for the hash definition).
+// f32math_parity.cu: computes, on a GPU, the hashes that cpu/testdata/f32math_gpu_golden.txt
+// records and that TestGPUGolden recomputes with the Go functions (see f32math_golden_test.go
+// for the hash definition).
 //
 // Build (nvcc 11.8 as for the project's PTX: virtual compute_70 code only, JIT-compiled by the
 // driver, no contraction):
-//   nvcc -arch=compute_70 -code=compute_70 --fmad=false -o parity parity.cu
-// Run on a machine with a GPU:  ./parity > gpu_golden.txt
+//   nvcc -arch=compute_70 -code=compute_70 --fmad=false -o parity f32math_parity.cu
+// (newer nvcc that no longer accepts compute_70: -arch=sm_90 --fmad=false; the functions use
+// only correctly rounded IEEE operations, so the architecture does not change the results).
+// Run on a machine with a GPU:  ./parity > f32math_gpu_golden.txt
 #include <cstdio>
 #include <cstdlib>
-#include "../../../ptx/f32math.cuh"
+#include "../../ptx/f32math.cuh"
 
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -53,7 +56,7 @@ __global__ void unary_kernel(int fn, u64* sums) {
 
 __device__ u32 fma_exp_field(long long e) { return (u32)(e < 0 ? 0 : (e > 254 ? 254 : e)); }
 
-// fma_case is the twin of fmaCase in golden_test.go.
+// fma_case is the twin of fmaCase in f32math_golden_test.go.
 __device__ void fma_case(u64 i, u32* pa, u32* pb, u32* pc) {
   u64 r0 = mix64(i * 4 + 0), r1 = mix64(i * 4 + 1), r2 = mix64(i * 4 + 2);
   u32 sa = (u32)(r1 >> 63) << 31, sb = (u32)(r1 >> 62 & 1) << 31, sc = (u32)(r2 >> 63) << 31;
@@ -166,7 +169,7 @@ int main() {
   u64* d;
   check(cudaMalloc(&d, 256 * sizeof(u64)), "cudaMalloc");
   u64 h[256];
-  printf("# f32math GPU golden hashes: produced by cpu/testdata/parity.cu\n");
+  printf("# f32math GPU golden hashes: produced by cpu/testdata/f32math_parity.cu\n");
   printf("# device %s (sm_%d%d), CUDA runtime %d\n", prop.name, prop.major, prop.minor,
          CUDART_VERSION);
   printf("# name chunk hash (chunk = input bits >> 24; fma: triple index >> 16)\n");
