@@ -1,7 +1,7 @@
 package cpu
 
 // Elementwise kernels: the twins of ptx/elementwise.cu. Each writes dst[i] from the inputs at
-// index i; all slices have the length of dst. Add, Sub, MulFwd, Scale, ReluFwd and Axpy run
+// index i; all slices have the length of dst. Add, Sub, MulFwd, Scale, ReluFwd, ReluBwd, SqrtFwd and Axpy run
 // amd64 assembly when the CPU has AVX (FMA3 for Axpy), with identical results. Every operation is one correctly rounded float32
 // operation: products are wrapped in float32(...) so that no compiler fuses them into an fma.
 
@@ -15,6 +15,9 @@ func AbsFwd(dst, x []float32) {
 
 // SqrtFwd: dst = Sqrtf(x) (NaN for x < 0, as IEEE sqrt).
 func SqrtFwd(dst, x []float32) {
+	if sqrtFast(dst, x) {
+		return
+	}
 	x = x[:len(dst)]
 	for i := range dst {
 		dst[i] = Sqrtf(x[i])
@@ -216,6 +219,9 @@ func SqrtBwd(dx, x, g []float32) {
 
 // ReluBwd: dx = x > 0 ? g : 0.
 func ReluBwd(dx, x, g []float32) {
+	if reluBwdFast(dx, x, g) {
+		return
+	}
 	x, g = x[:len(dx)], g[:len(dx)]
 	for i := range dx {
 		var d float32

@@ -28,6 +28,12 @@ func scaleAVX(dst, x []float32, c float32)
 func reluAVX(dst, x []float32)
 
 //go:noescape
+func sqrtAVX(dst, x []float32)
+
+//go:noescape
+func reluBwdAVX(dx, x, g []float32)
+
+//go:noescape
 func axpyFMA(dst, a, b []float32, c float32)
 
 // binaryFast runs dst = a op b in assembly when the CPU allows and reports whether it did.
@@ -68,4 +74,18 @@ func axpyFast(dst, a, b []float32, c float32) bool {
 		axpyFMA(dst, a[:len(dst)], b[:len(dst)], c)
 	}
 	return hasFMA
+}
+
+func sqrtFast(dst, x []float32) bool {
+	if hasAVX {
+		sqrtAVX(dst, x[:len(dst)])
+	}
+	return hasAVX
+}
+
+func reluBwdFast(dx, x, g []float32) bool {
+	if hasAVX {
+		reluBwdAVX(dx, x[:len(dx)], g[:len(dx)])
+	}
+	return hasAVX
 }

@@ -180,3 +180,63 @@ axpyFMA_tail:
 axpyFMA_done:
 	VZEROUPPER
 	RET
+
+// func sqrtAVX(dst, x []float32): dst[i] = sqrt(x[i]) (VSQRTPS is correctly rounded)
+TEXT ·sqrtAVX(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+sqrtAVX_loop:
+	CMPQ AX, BX
+	JGE  sqrtAVX_tail
+	VSQRTPS (SI)(AX*4), Y1
+	VMOVUPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  sqrtAVX_loop
+sqrtAVX_tail:
+	CMPQ AX, CX
+	JGE  sqrtAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VSQRTSS X1, X1, X1
+	VMOVSS X1, (DI)(AX*4)
+	INCQ AX
+	JMP  sqrtAVX_tail
+sqrtAVX_done:
+	VZEROUPPER
+	RET
+
+// func reluBwdAVX(dx, x, g []float32): dx[i] = x[i] > 0 ? g[i] : +0 (ordered compare: NaN gives 0)
+TEXT ·reluBwdAVX(SB), NOSPLIT, $0-72
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ g_base+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+reluBwdAVX_loop:
+	CMPQ AX, BX
+	JGE  reluBwdAVX_tail
+	VMOVUPS (SI)(AX*4), Y1
+	VCMPPS $0x1e, Y0, Y1, Y2
+	VANDPS (DX)(AX*4), Y2, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  reluBwdAVX_loop
+reluBwdAVX_tail:
+	CMPQ AX, CX
+	JGE  reluBwdAVX_done
+	VMOVSS (SI)(AX*4), X1
+	VCMPSS $0x1e, X0, X1, X2
+	VMOVSS (DX)(AX*4), X3
+	VANDPS X3, X2, X2
+	VMOVSS X2, (DI)(AX*4)
+	INCQ AX
+	JMP  reluBwdAVX_tail
+reluBwdAVX_done:
+	VZEROUPPER
+	RET

@@ -8,3 +8,5 @@ func binaryFast(op byte, dst, a, b []float32) bool { return false }
 func scaleFast(dst, x []float32, c float32) bool   { return false }
 func reluFast(dst, x []float32) bool               { return false }
 func axpyFast(dst, a, b []float32, c float32) bool { return false }
+func sqrtFast(dst, x []float32) bool               { return false }
+func reluBwdFast(dx, x, g []float32) bool          { return false }

@@ -56,6 +56,15 @@ func TestSIMDMatchesScalar(t *testing.T) {
 			}
 			return 0
 		})
+		SqrtFwd(dst, a)
+		check("sqrt", func(i int) float32 { return Sqrtf(a[i]) })
+		ReluBwd(dst, a, b)
+		check("relu_bwd", func(i int) float32 {
+			if a[i] > 0 {
+				return b[i]
+			}
+			return 0
+		})
 		for _, c := range []float32{0.3, -1.7, 1e-30, float32(math.Inf(-1))} {
 			Axpy(dst, a, b, c)
 			check("axpy", func(i int) float32 { return Fmaf(c, b[i], a[i]) })
