@@ -11,7 +11,7 @@ var sink float32
 func benchInputs(lo, hi float32) []float32 {
 	xs := make([]float32, 1024)
 	for i := range xs {
-		f := float32(mix64(uint64(i))>>40) / (1 << 24)
+		f := float32(SplitMix64(uint64(i))>>40) / (1 << 24)
 		xs[i] = lo + float32(f*(hi-lo))
 	}
 	return xs

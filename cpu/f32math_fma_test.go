@@ -163,8 +163,8 @@ func TestFMARandomNear(t *testing.T) {
 		n = 1 << 15
 	}
 	for i := 0; i < n; i++ {
-		r := mix64(uint64(i) + 0x5eed)
-		r2 := mix64(r)
+		r := SplitMix64(uint64(i) + 0x5eed)
+		r2 := SplitMix64(r)
 		c := math.Float32frombits(uint32(r2)&0x807fffff | uint32(1+r%253)<<23)
 		ec := int(math.Float32bits(c)>>23&0xff) - 127
 		// a = 2^(ec-24-s) * (1 + i*2^-23), b = 2^s * (1 - j*2^-23) with small i, j

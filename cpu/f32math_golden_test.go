@@ -15,21 +15,14 @@ import (
 // The GPU golden file testdata/f32math_gpu_golden.txt holds, for each function, 256 chunk hashes
 // computed on a GPU by testdata/f32math_parity.cu through ptx/f32math.cuh:
 //
-//	unary f:  hash[c] = sum over bits in [c<<24, (c+1)<<24) of mix64(bits<<32 | bits(f(x)))
-//	fma:      hash[c] = sum over i in [c<<16, (c+1)<<16) of mix64(i<<32 | bits(Fmaf(fmaCase(i))))
+//	unary f:  hash[c] = sum over bits in [c<<24, (c+1)<<24) of SplitMix64(bits<<32 | bits(f(x)))
+//	fma:      hash[c] = sum over i in [c<<16, (c+1)<<16) of SplitMix64(i<<32 | bits(Fmaf(fmaCase(i))))
 //
-// (sums mod 2^64, mix64 the SplitMix64 output function). TestGPUGolden recomputes them with
+// (sums mod 2^64, SplitMix64 the mixing function of rng.go). TestGPUGolden recomputes them with
 // the Go functions, so a CPU-only run checks bit-for-bit GPU parity. By default it checks the
 // fma hashes and one chunk of each unary function; TORCHLEAN_EXHAUSTIVE=1 checks all of them
 // (all 2^32 inputs of every function). Regenerate the file on a GPU machine (see parity.cu)
 // whenever an algorithm changes on purpose.
-
-func mix64(x uint64) uint64 {
-	z := x + 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
 
 func fmaExpField(e int64) uint32 {
 	if e < 0 {
@@ -46,7 +39,7 @@ func fmaExpField(e int64) uint32 {
 // (ties after rounding to float64, including subnormal and overflow ties); 4 subnormal
 // results; 5 overflow neighbourhood; 6 c = -(a*b) rounded, ±1 ulp; 7 special values.
 func fmaCase(i uint64) (a, b, c uint32) {
-	r0, r1, r2 := mix64(i*4+0), mix64(i*4+1), mix64(i*4+2)
+	r0, r1, r2 := SplitMix64(i*4+0), SplitMix64(i*4+1), SplitMix64(i*4+2)
 	sa, sb, sc := uint32(r1>>63)<<31, uint32(r1>>62&1)<<31, uint32(r2>>63)<<31
 	switch i & 7 {
 	case 0, 1:
@@ -164,7 +157,7 @@ func unaryChunkHash(f func(float32) float32, chunk uint32) uint64 {
 			for j := uint32(w); j < 1<<24; j += uint32(workers) {
 				bits := chunk<<24 | j
 				y := f(math.Float32frombits(bits))
-				acc += mix64(uint64(bits)<<32 | uint64(math.Float32bits(y)))
+				acc += SplitMix64(uint64(bits)<<32 | uint64(math.Float32bits(y)))
 			}
 			sums[w] = acc
 		}(w)
@@ -181,7 +174,7 @@ func fmaChunkHash(chunk uint64) uint64 {
 	var acc uint64
 	for i := chunk << 16; i < (chunk+1)<<16; i++ {
 		a, b, c := fmaCaseF(i)
-		acc += mix64(i<<32 | uint64(math.Float32bits(Fmaf(a, b, c))))
+		acc += SplitMix64(i<<32 | uint64(math.Float32bits(Fmaf(a, b, c))))
 	}
 	return acc
 }
@@ -284,8 +277,8 @@ func TestGPUGolden(t *testing.T) {
 // TestGPUGoldenHashSelf guards the hash definition itself (so that a change to mix64 or to
 // the chunking is not mistaken for a change of the functions).
 func TestGPUGoldenHashSelf(t *testing.T) {
-	if got := mix64(0); got != 0xe220a8397b1dcdaf {
-		t.Fatalf("mix64(0) = %#x", got)
+	if got := SplitMix64(0); got != 0xe220a8397b1dcdaf {
+		t.Fatalf("SplitMix64(0) = %#x", got)
 	}
 	a, b, c := fmaCase(3)
 	if s := fmt.Sprintf("%08x %08x %08x", a, b, c); s == "" {

@@ -155,3 +155,62 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLaunchVariants splits the host cost of one op on CUDA into its parts: the bare
+// launch of the scale kernel with the context locked once for all launches, with the context
+// locked per launch, and the whole op (allocation, launch, release).
+func BenchmarkLaunchVariants(b *testing.B) {
+	d, err := Open("cuda")
+	if err != nil {
+		b.Skip(err)
+	}
+	g := d.be.(*cudaBackend)
+	x := benchInputs(b, d, 1, 1)[0]
+	defer x.Release()
+	y, _ := Zeros(d, 1)
+	defer y.Release()
+	pack := func() *argPack {
+		var p argPack
+		p.ptr(y.mem)
+		p.ptr(x.mem)
+		p.u64(1)
+		p.f32(2)
+		return &p
+	}
+	b.Run("lock-once", func(b *testing.B) {
+		p := pack()
+		if err := g.ctx.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			if err := g.launch(scaleOp.kernel, 1, 256, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		g.ctx.Unlock()
+		d.Sync()
+	})
+	b.Run("lock-each", func(b *testing.B) {
+		p := pack()
+		for i := 0; i < b.N; i++ {
+			if err := g.ctx.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			if err := g.launch(scaleOp.kernel, 1, 256, p); err != nil {
+				b.Fatal(err)
+			}
+			g.ctx.Unlock()
+		}
+		d.Sync()
+	})
+	b.Run("op", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			r, err := Scale(x, 2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Release()
+		}
+		d.Sync()
+	})
+}
