@@ -274,7 +274,7 @@ func TestGPUGolden(t *testing.T) {
 	}
 }
 
-// TestGPUGoldenHashSelf guards the hash definition itself (so that a change to mix64 or to
+// TestGPUGoldenHashSelf guards the hash definition itself (so that a change to SplitMix64 or to
 // the chunking is not mistaken for a change of the functions).
 func TestGPUGoldenHashSelf(t *testing.T) {
 	if got := SplitMix64(0); got != 0xe220a8397b1dcdaf {

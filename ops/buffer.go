@@ -202,7 +202,8 @@ func (b *Buffer) To(d *Device) (*Buffer, error) {
 	return FromFloat32(d, host)
 }
 
-// sameDevice checks that all buffers are live, on one device, of one length, and returns them.
+// sameShape checks that all buffers are live, on one device and of one length, and returns
+// the device and the length.
 func sameShape(op string, bs ...*Buffer) (*Device, int, error) {
 	for i, b := range bs {
 		if err := b.live(); err != nil {

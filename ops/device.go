@@ -39,8 +39,6 @@ type Device struct {
 	name  string
 	be    backend
 	stats counters
-	// guardFloats > 0 (tests only) surrounds every CUDA allocation with NaN guard bands.
-	guardFloats int
 }
 
 // Kind reports the backend.

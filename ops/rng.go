@@ -16,8 +16,6 @@ var (
 	normalOp    = &randOp{"rand_normal", ptx.RandNormal, 2, func(d []float32, k, off uint64, s [2]float32) { cpu.RandNormal(d, k, off, s[0], s[1]) }}
 )
 
-var randOps = []*randOp{uniformOp, bernoulliOp, normalOp}
-
 // KeyOf derives the key of one random call from a seed and a per-session counter:
 // SplitMix64(SplitMix64(seed) ^ counter). For a fixed seed distinct counters give distinct keys
 // (both steps are bijections), and unlike the reference's SplitMix64(seed + counter) the pairs
