@@ -214,3 +214,36 @@ func BenchmarkLaunchVariants(b *testing.B) {
 		d.Sync()
 	})
 }
+
+// BenchmarkLayout measures the transpose and the axis reductions on a 4096x4096 matrix
+// (bytes = input + output).
+func BenchmarkLayout(b *testing.B) {
+	const rows, cols = 4096, 4096
+	for _, dn := range benchDevices(b) {
+		for _, r := range []struct {
+			name string
+			f    func(*Buffer, int, int) (*Buffer, error)
+			out  int
+		}{{"transpose2d", Transpose2d, rows * cols}, {"reduce_sum_by_row", ReduceSumByRow, rows},
+			{"reduce_sum_by_column", ReduceSumByColumn, cols}, {"reduce_max_by_row", ReduceMaxByRow, rows}} {
+			b.Run(fmt.Sprintf("%s/%s/n=%d", r.name, dn.d.Kind(), rows*cols), func(b *testing.B) {
+				x := benchInputs(b, dn.d, 1, rows*cols)[0]
+				defer x.Release()
+				dn.d.Sync()
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					y, err := r.f(x, rows, cols)
+					if err != nil {
+						b.Fatal(err)
+					}
+					y.Release()
+				}
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				reportGBs(b, 4*(rows*cols+r.out), time.Since(start))
+			})
+		}
+	}
+}

@@ -124,3 +124,17 @@ func (*cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
 	})
 	return nil
 }
+
+func (*cpuBackend) shapeKernel(op *shapeOp, out storage, ins [2]storage, a, b int) error {
+	var in [2][]float32
+	total := 0
+	for k := range op.ins {
+		in[k] = ins[k].host
+		total = max(total, len(in[k]))
+	}
+	units := op.cpuUnits(a, b)
+	total = max(total, len(out.host))
+	perUnit := max(1, total/max(1, units))
+	cpu.Parallel(units, max(1, grain/perUnit), func(lo, hi int) { op.cpu(out.host, in, a, b, lo, hi) })
+	return nil
+}

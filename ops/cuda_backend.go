@@ -380,6 +380,11 @@ func (p *argPack) push(k ptx.Param) {
 
 // launch runs kernel k on a 1-D grid. The caller holds the context.
 func (g *cudaBackend) launch(k *ptx.Kernel, blocks, threads uint32, p *argPack) error {
+	return g.launchGrid(k, [3]uint32{blocks, 1, 1}, [3]uint32{threads, 1, 1}, p)
+}
+
+// launchGrid runs kernel k after checking the arguments against its PTX parameters.
+func (g *cudaBackend) launchGrid(k *ptx.Kernel, grid, block [3]uint32, p *argPack) error {
 	f, err := g.function(k)
 	if err != nil {
 		return err
@@ -392,7 +397,7 @@ func (g *cudaBackend) launch(k *ptx.Kernel, blocks, threads uint32, p *argPack) 
 			return fmt.Errorf("ops: kernel %s parameter %d is %v, got %v", k, i, want, p.kinds[i])
 		}
 	}
-	return g.ctx.Launch(f.fn, [3]uint32{blocks, 1, 1}, [3]uint32{threads, 1, 1}, 0, 0, &p.a)
+	return g.ctx.Launch(f.fn, grid, block, 0, 0, &p.a)
 }
 
 // gridFor returns the blocks of threads-thread blocks covering work items, capped for
@@ -448,4 +453,27 @@ func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
 	p.f32(divisor)
 	chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
 	return g.launch(ptx.SumChunks, uint32(chunks), 256, &p)
+}
+
+func (g *cudaBackend) shapeKernel(op *shapeOp, out storage, ins [2]storage, a, b int) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	var p argPack
+	p.ptr(out)
+	for _, s := range ins[:op.ins] {
+		p.ptr(s)
+	}
+	p.u64(uint64(a))
+	p.u64(uint64(b))
+	switch op.grid {
+	case gridRows:
+		return g.launch(op.kernel, uint32(max(1, min(a, int(g.maxBlocks)))), 256, &p)
+	case gridTiles:
+		gx := (b + 31) / 32
+		gy := min((a+31)/32, 65535)
+		return g.launchGrid(op.kernel, [3]uint32{uint32(gx), uint32(max(1, gy)), 1}, [3]uint32{32, 8, 1}, &p)
+	}
+	return g.launch(op.kernel, g.gridFor(uint64(op.space(a, b)), 256), 256, &p)
 }

@@ -30,8 +30,9 @@ var sumSizes = append(slices.Clone(mirrorSizes), 8191, 8192, 8193, 8192*8192+819
 
 type mirrorCase struct {
 	name   string
-	ins    int  // number of inputs
-	finite bool // inputs without NaN/Inf
+	ins    int   // number of inputs
+	finite bool  // inputs without NaN/Inf
+	lens   []int // input lengths, when they are not the case's size n
 	sizes  []int
 	run    func(d *Device, ins []*Buffer, n int) ([]*Buffer, error)
 }
@@ -78,6 +79,36 @@ func mirrorCases() []mirrorCase {
 			return []*Buffer{b}, err
 		}},
 	)
+	return append(cases, shapeCases()...)
+}
+
+// mirrorShapes are (rows, cols) shapes for the layout and axis kernels: empty axes, vectors,
+// sizes off the 32x32 tiles and the 256-thread rows, and long rows and columns.
+var mirrorShapes = [][2]int{{0, 5}, {5, 0}, {1, 1}, {1, 33}, {33, 1}, {17, 65}, {31, 257}, {256, 256},
+	{1000, 1025}, {3, 100003}, {70000, 3}}
+
+func shapeCases() []mirrorCase {
+	var cases []mirrorCase
+	add := func(name string, lens []int, n int, run func(ins []*Buffer) (*Buffer, error)) {
+		cases = append(cases, mirrorCase{name: name, ins: len(lens), lens: lens, sizes: []int{n},
+			run: func(d *Device, ins []*Buffer, _ int) ([]*Buffer, error) {
+				b, err := run(ins)
+				return []*Buffer{b}, err
+			}})
+	}
+	for _, sh := range mirrorShapes {
+		r, c := sh[0], sh[1]
+		tag := fmt.Sprintf("%dx%d", r, c)
+		add("transpose2d/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], r, c) })
+		add("reduce_sum_by_row/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], r, c) })
+		add("reduce_max_by_row/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], r, c) })
+		add("reduce_sum_by_column/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByColumn(in[0], r, c) })
+		add("reduce_max_by_column/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByColumn(in[0], r, c) })
+		add("broadcast_vec_to_rows/"+tag, []int{c}, r*c, func(in []*Buffer) (*Buffer, error) { return BroadcastVecToRows(in[0], r, c) })
+		add("broadcast_vec_to_cols/"+tag, []int{r}, r*c, func(in []*Buffer) (*Buffer, error) { return BroadcastVecToCols(in[0], r, c) })
+		add("concat1d/"+tag, []int{r, c}, r+c, func(in []*Buffer) (*Buffer, error) { return Concat1d(in[0], in[1], r, c) })
+		add("slice1d/"+tag, []int{r + c}, r+c, func(in []*Buffer) (*Buffer, error) { return Slice1d(in[0], r+c, r/2, c) })
+	}
 	return cases
 }
 
@@ -222,10 +253,14 @@ func mirrorInputs(c mirrorCase, n int) [][]float32 {
 	host := make([][]float32, c.ins)
 	for k := range host {
 		var first []float32
-		if k > 0 {
+		if k > 0 && c.lens == nil {
 			first = host[0]
 		}
-		host[k] = mirrorInput(n, k, c.finite, first)
+		m := n
+		if c.lens != nil {
+			m = c.lens[k]
+		}
+		host[k] = mirrorInput(m, k, c.finite, first)
 	}
 	return host
 }

@@ -5,10 +5,12 @@ const (
 	Elementwise Module = "elementwise"
 	RNG         Module = "rng"
 	Reduce      Module = "reduce"
+	Layout      Module = "layout"
+	ReduceAxis  Module = "reduce_axis"
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis}
 
 // Elementwise kernels: forward.
 var (
@@ -60,6 +62,19 @@ var (
 	BernoulliMask = newKernel(RNG, "bernoulli_mask")
 	RandNormal    = newKernel(RNG, "rand_normal")
 	SumChunks     = newKernel(Reduce, "sum_chunks")
+)
+
+// Layout kernels and axis reductions.
+var (
+	Concat1d           = newKernel(Layout, "concat1d")
+	Slice1d            = newKernel(Layout, "slice1d")
+	BroadcastVecToRows = newKernel(Layout, "broadcast_vec_to_rows")
+	BroadcastVecToCols = newKernel(Layout, "broadcast_vec_to_cols")
+	Transpose2d        = newKernel(Layout, "transpose2d")
+	ReduceSumByRow     = newKernel(ReduceAxis, "reduce_sum_by_row")
+	ReduceMaxByRow     = newKernel(ReduceAxis, "reduce_max_by_row")
+	ReduceSumByColumn  = newKernel(ReduceAxis, "reduce_sum_by_column")
+	ReduceMaxByColumn  = newKernel(ReduceAxis, "reduce_max_by_column")
 )
 
 // All lists every kernel with a Go owner, in declaration order (Kernel.ID is the index); the

@@ -1,0 +1,83 @@
+package cpu
+
+import "math"
+
+// Reductions along one axis of a row-major (rows, cols) buffer: the twins of
+// ptx/reduce_axis.cu. The order of operations depends on the shape only.
+
+const rowThreads = 256
+
+// rowReduce folds each row r in [lo, hi) as the GPU does with one 256-thread block per row:
+// accumulator t folds elements t, t+256, ... in order from the identity id, then the halving tree
+// p[t] = f(p[t], p[t+s]), s = 128, ..., 1. An empty row gives 0.
+func rowReduce(dst, x []float32, cols, lo, hi int, id float32, f func(a, b float32) float32) {
+	var p [rowThreads]float32
+	for r := lo; r < hi; r++ {
+		if cols == 0 {
+			dst[r] = 0
+			continue
+		}
+		row := x[r*cols : (r+1)*cols]
+		for t := range p {
+			p[t] = id
+		}
+		for c, v := range row {
+			t := c % rowThreads
+			p[t] = f(p[t], v)
+		}
+		for s := rowThreads / 2; s >= 1; s /= 2 {
+			for t := 0; t < s; t++ {
+				p[t] = f(p[t], p[t+s])
+			}
+		}
+		dst[r] = p[0]
+	}
+}
+
+func add(a, b float32) float32 { return a + b }
+
+// ReduceSumByRow: dst[r] = sum of row r (rowReduce with identity -0.0 and +), r in [lo, hi).
+func ReduceSumByRow(dst, x []float32, cols, lo, hi int) {
+	rowReduce(dst, x, cols, lo, hi, negZero, add)
+}
+
+// ReduceMaxByRow: dst[r] = max of row r (rowReduce with identity -Inf and Maxf), r in [lo, hi).
+func ReduceMaxByRow(dst, x []float32, cols, lo, hi int) {
+	rowReduce(dst, x, cols, lo, hi, float32(math.Inf(-1)), Maxf)
+}
+
+// ReduceSumByColumn: dst[c] = ((-0.0 + x[0,c]) + x[1,c]) + ... for columns c in [lo, hi); 0 when
+// rows == 0. (The loop runs row by row over the columns: the same order per column.)
+func ReduceSumByColumn(dst, x []float32, rows, cols, lo, hi int) {
+	out := dst[lo:hi]
+	for c := range out {
+		out[c] = negZero
+	}
+	for r := 0; r < rows; r++ {
+		row := x[r*cols+lo : r*cols+hi]
+		for c, v := range row {
+			out[c] += v
+		}
+	}
+	if rows == 0 {
+		clear(out)
+	}
+}
+
+// ReduceMaxByColumn: dst[c] = Maxf(...Maxf(Maxf(-Inf, x[0,c]), x[1,c])...) for columns c in
+// [lo, hi); 0 when rows == 0.
+func ReduceMaxByColumn(dst, x []float32, rows, cols, lo, hi int) {
+	out := dst[lo:hi]
+	for c := range out {
+		out[c] = float32(math.Inf(-1))
+	}
+	for r := 0; r < rows; r++ {
+		row := x[r*cols+lo : r*cols+hi]
+		for c, v := range row {
+			out[c] = Maxf(out[c], v)
+		}
+	}
+	if rows == 0 {
+		clear(out)
+	}
+}
