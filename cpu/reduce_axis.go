@@ -81,3 +81,23 @@ func ReduceMaxByColumn(dst, x []float32, rows, cols, lo, hi int) {
 		clear(out)
 	}
 }
+
+// ColChunk is the number of rows each first-stage chunk of a column reduction covers.
+const ColChunk = 64
+
+// ReduceSumColumnChunks: for chunks ch in [lo, hi), dst[ch*cols + c] = ReduceSumByColumn of rows
+// [ch*ColChunk, min(rows, (ch+1)*ColChunk)) of column c (stage 1 of a two-stage column sum).
+func ReduceSumColumnChunks(dst, x []float32, rows, cols, lo, hi int) {
+	for ch := lo; ch < hi; ch++ {
+		r0, r1 := ch*ColChunk, min(rows, (ch+1)*ColChunk)
+		ReduceSumByColumn(dst[ch*cols:(ch+1)*cols], x[r0*cols:r1*cols], r1-r0, cols, 0, cols)
+	}
+}
+
+// ReduceMaxColumnChunks is ReduceSumColumnChunks with ReduceMaxByColumn.
+func ReduceMaxColumnChunks(dst, x []float32, rows, cols, lo, hi int) {
+	for ch := lo; ch < hi; ch++ {
+		r0, r1 := ch*ColChunk, min(rows, (ch+1)*ColChunk)
+		ReduceMaxByColumn(dst[ch*cols:(ch+1)*cols], x[r0*cols:r1*cols], r1-r0, cols, 0, cols)
+	}
+}

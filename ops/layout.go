@@ -46,6 +46,14 @@ var (
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByRow(o, in[0], b, lo, hi) }}
 	sumByColOp = &shapeOp{"reduce_sum_by_column", ptx.ReduceSumByColumn, 1, gridStride, func(a, b int) int { return b },
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceSumByColumn(o, in[0], a, b, lo, hi) }}
+	sumColChunksOp = &shapeOp{"reduce_sum_column_chunks", ptx.ReduceSumColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b },
+		func(o []float32, in [2][]float32, a, b, lo, hi int) {
+			cpu.ReduceSumColumnChunks(o, in[0], a, b, lo, hi)
+		}}
+	maxColChunksOp = &shapeOp{"reduce_max_column_chunks", ptx.ReduceMaxColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b },
+		func(o []float32, in [2][]float32, a, b, lo, hi int) {
+			cpu.ReduceMaxColumnChunks(o, in[0], a, b, lo, hi)
+		}}
 	maxByColOp = &shapeOp{"reduce_max_by_column", ptx.ReduceMaxByColumn, 1, gridStride, func(a, b int) int { return b },
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByColumn(o, in[0], a, b, lo, hi) }}
 )
@@ -58,6 +66,8 @@ func (op *shapeOp) cpuUnits(a, b int) int {
 		return b
 	case vecToRowsOp, vecToColsOp:
 		return a
+	case sumColChunksOp, maxColChunksOp:
+		return colChunks(a)
 	}
 	return op.space(a, b)
 }
@@ -180,12 +190,30 @@ func ReduceMaxByRow(x *Buffer, rows, cols int) (*Buffer, error) {
 	return maxByRowOp.run([]*Buffer{x}, rows, cols, rows)
 }
 
-// ReduceSumByColumn returns the column sums (length cols), rows added in order; 0 when rows = 0.
+func colChunks(rows int) int { return (rows + cpu.ColChunk - 1) / cpu.ColChunk }
+
+// byColumn runs a column reduction: directly for at most cpu.ColChunk rows, else in two stages
+// (chunks of cpu.ColChunk rows, then the chunk results in order).
+func byColumn(x *Buffer, rows, cols int, chunks, final *shapeOp) (*Buffer, error) {
+	if rows <= cpu.ColChunk {
+		return final.run([]*Buffer{x}, rows, cols, cols)
+	}
+	n := colChunks(rows)
+	part, err := chunks.run([]*Buffer{x}, rows, cols, n*cols)
+	if err != nil {
+		return nil, err
+	}
+	defer part.Release()
+	return final.run([]*Buffer{part}, n, cols, cols)
+}
+
+// ReduceSumByColumn returns the column sums (length cols); 0 when rows = 0. Rows are added in
+// order within chunks of cpu.ColChunk rows, and the chunk sums in order.
 func ReduceSumByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("reduce_sum_by_column", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return sumByColOp.run([]*Buffer{x}, rows, cols, cols)
+	return byColumn(x, rows, cols, sumColChunksOp, sumByColOp)
 }
 
 // ReduceMaxByColumn returns the column maxima (length cols); NaN propagates; 0 when rows = 0.
@@ -193,5 +221,5 @@ func ReduceMaxByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("reduce_max_by_column", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return maxByColOp.run([]*Buffer{x}, rows, cols, cols)
+	return byColumn(x, rows, cols, maxColChunksOp, maxByColOp)
 }

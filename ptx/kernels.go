@@ -75,6 +75,8 @@ var (
 	ReduceMaxByRow     = newKernel(ReduceAxis, "reduce_max_by_row")
 	ReduceSumByColumn  = newKernel(ReduceAxis, "reduce_sum_by_column")
 	ReduceMaxByColumn  = newKernel(ReduceAxis, "reduce_max_by_column")
+	ReduceSumColChunks = newKernel(ReduceAxis, "reduce_sum_column_chunks")
+	ReduceMaxColChunks = newKernel(ReduceAxis, "reduce_max_column_chunks")
 )
 
 // All lists every kernel with a Go owner, in declaration order (Kernel.ID is the index); the

@@ -59,3 +59,31 @@ extern "C" __global__ void reduce_max_by_column(float* out, const float* x, u64 
     out[c] = rows == 0 ? 0.0f : acc;
   }
 }
+
+// Column chunks: for large row counts the column reductions run in two stages. Stage 1 reduces
+// each chunk of COL_CHUNK consecutive rows of every column (one thread per (chunk, column), rows
+// in order from the identity) into a (chunks, cols) matrix; stage 2 is the column kernel above
+// on that matrix. The order is a function of the shape only.
+#define COL_CHUNK 64
+template <bool MAX>
+__device__ __forceinline__ void column_chunks(float* out, const float* x, u64 rows, u64 cols) {
+  u64 chunks = (rows + COL_CHUNK - 1) / COL_CHUNK;
+  TL_FOR(i, chunks * cols) {
+    u64 ch = i / cols, c = i % cols;
+    u64 r1 = min(rows, (ch + 1) * COL_CHUNK);
+    float acc = MAX ? __uint_as_float(0xff800000u) : -0.0f;
+    for (u64 r = ch * COL_CHUNK; r < r1; r++) {
+      float v = x[r * cols + c];
+      acc = MAX ? tl_maxf(acc, v) : acc + v;
+    }
+    out[i] = acc;
+  }
+}
+
+extern "C" __global__ void reduce_sum_column_chunks(float* out, const float* x, u64 rows, u64 cols) {
+  column_chunks<false>(out, x, rows, cols);
+}
+
+extern "C" __global__ void reduce_max_column_chunks(float* out, const float* x, u64 rows, u64 cols) {
+  column_chunks<true>(out, x, rows, cols);
+}
