@@ -225,7 +225,8 @@ func BenchmarkLayout(b *testing.B) {
 			f    func(*Buffer, int, int) (*Buffer, error)
 			out  int
 		}{{"transpose2d", Transpose2d, rows * cols}, {"reduce_sum_by_row", ReduceSumByRow, rows},
-			{"reduce_sum_by_column", ReduceSumByColumn, cols}, {"reduce_max_by_row", ReduceMaxByRow, rows}} {
+			{"reduce_sum_by_column", ReduceSumByColumn, cols}, {"reduce_max_by_row", ReduceMaxByRow, rows},
+			{"softmax", Softmax, rows * cols}, {"log_softmax", LogSoftmax, rows * cols}} {
 			b.Run(fmt.Sprintf("%s/%s/n=%d", r.name, dn.d.Kind(), rows*cols), func(b *testing.B) {
 				x := benchInputs(b, dn.d, 1, rows*cols)[0]
 				defer x.Release()

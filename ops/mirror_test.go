@@ -107,6 +107,18 @@ func shapeCases() []mirrorCase {
 		add("broadcast_vec_to_rows/"+tag, []int{c}, r*c, func(in []*Buffer) (*Buffer, error) { return BroadcastVecToRows(in[0], r, c) })
 		add("broadcast_vec_to_cols/"+tag, []int{r}, r*c, func(in []*Buffer) (*Buffer, error) { return BroadcastVecToCols(in[0], r, c) })
 		add("concat1d/"+tag, []int{r, c}, r+c, func(in []*Buffer) (*Buffer, error) { return Concat1d(in[0], in[1], r, c) })
+		add("softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
+		add("log_softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
+		add("softmax_bwd/"+tag, []int{r * c, r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
+		add("log_softmax_bwd/"+tag, []int{r * c, r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmaxBwd(in[0], in[1], r, c) })
+		add("masked_softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
+			mask, err := BernoulliMask(in[0].Device(), r*c, 0.7, 5)
+			if err != nil {
+				return nil, err
+			}
+			defer mask.Release()
+			return MaskedSoftmax(in[0], mask, r, c)
+		})
 		add("slice1d/"+tag, []int{r + c}, r+c, func(in []*Buffer) (*Buffer, error) { return Slice1d(in[0], r+c, r/2, c) })
 	}
 	return cases

@@ -7,10 +7,11 @@ const (
 	Reduce      Module = "reduce"
 	Layout      Module = "layout"
 	ReduceAxis  Module = "reduce_axis"
+	Softmax     Module = "softmax"
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax}
 
 // Elementwise kernels: forward.
 var (
@@ -77,6 +78,15 @@ var (
 	ReduceMaxByColumn  = newKernel(ReduceAxis, "reduce_max_by_column")
 	ReduceSumColChunks = newKernel(ReduceAxis, "reduce_sum_column_chunks")
 	ReduceMaxColChunks = newKernel(ReduceAxis, "reduce_max_column_chunks")
+)
+
+// Row softmax kernels.
+var (
+	SoftmaxFwd       = newKernel(Softmax, "softmax_fwd")
+	LogSoftmaxFwd    = newKernel(Softmax, "log_softmax_fwd")
+	MaskedSoftmaxFwd = newKernel(Softmax, "masked_softmax_fwd")
+	SoftmaxBwd       = newKernel(Softmax, "softmax_bwd")
+	LogSoftmaxBwd    = newKernel(Softmax, "log_softmax_bwd")
 )
 
 // All lists every kernel with a Go owner, in declaration order (Kernel.ID is the index); the

@@ -1,0 +1,105 @@
+package cpu
+
+import "math"
+
+// Row softmax kernels: the twins of ptx/softmax.cu. Each processes rows r in [lo, hi) of a
+// row-major (rows, cols) buffer. A row statistic is folded as the GPU's 256-thread block does:
+// partial t takes the elements t, t+256, ... in order, then the halving tree combines them.
+
+// rowStat folds f over the elements c of row for which keep(c) holds, starting from id.
+func rowStat(p *[rowThreads]float32, cols int, id float32, keep func(c int) bool, val func(c int) float32,
+	f func(a, b float32) float32) float32 {
+	for t := range p {
+		p[t] = id
+	}
+	for c := 0; c < cols; c++ {
+		if keep == nil || keep(c) {
+			t := c % rowThreads
+			p[t] = f(p[t], val(c))
+		}
+	}
+	for s := rowThreads / 2; s >= 1; s /= 2 {
+		for t := 0; t < s; t++ {
+			p[t] = f(p[t], p[t+s])
+		}
+	}
+	return p[0]
+}
+
+var negInf = float32(math.Inf(-1))
+
+// softmaxRows computes, per row, m = max over kept x (Maxf, from -Inf), s = sum over kept
+// Expf(x - m) (from -0.0), and then the output of the kind:
+// 0 softmax Expf(x - m) / s; 1 log-softmax (x - m) - Logf(s);
+// 2 masked softmax: mask != 0 && s != 0 ? Expf(x - m) / s : 0.
+func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
+	var p [rowThreads]float32
+	for r := lo; r < hi; r++ {
+		xr := x[r*cols : (r+1)*cols]
+		var keep func(c int) bool
+		var mr []float32
+		if kind == 2 {
+			mr = mask[r*cols : (r+1)*cols]
+			keep = func(c int) bool { return mr[c] != 0 }
+		}
+		m := rowStat(&p, cols, negInf, keep, func(c int) float32 { return xr[c] }, Maxf)
+		s := rowStat(&p, cols, negZero, keep, func(c int) float32 { return Expf(xr[c] - m) }, add)
+		out := dst[r*cols : (r+1)*cols]
+		switch kind {
+		case 1:
+			ls := Logf(s)
+			for c := range out {
+				out[c] = (xr[c] - m) - ls
+			}
+		case 2:
+			for c := range out {
+				var y float32
+				if mr[c] != 0 && s != 0 {
+					y = Expf(xr[c]-m) / s
+				}
+				out[c] = y
+			}
+		default:
+			for c := range out {
+				out[c] = Expf(xr[c]-m) / s
+			}
+		}
+	}
+}
+
+// SoftmaxFwd: rows r in [lo, hi) of y = Expf(x - m) / s (see softmaxRows).
+func SoftmaxFwd(dst, x []float32, cols, lo, hi int) { softmaxRows(0, dst, x, nil, cols, lo, hi) }
+
+// LogSoftmaxFwd: rows r in [lo, hi) of y = (x - m) - Logf(s).
+func LogSoftmaxFwd(dst, x []float32, cols, lo, hi int) { softmaxRows(1, dst, x, nil, cols, lo, hi) }
+
+// MaskedSoftmaxFwd: the hard-masked softmax (mask != 0 allowed; a fully blocked row is zeros).
+func MaskedSoftmaxFwd(dst, x, mask []float32, cols, lo, hi int) {
+	softmaxRows(2, dst, x, mask, cols, lo, hi)
+}
+
+// SoftmaxBwd: per row d = sum(g*y) (row order), dx = y * (g - d).
+func SoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
+	var p [rowThreads]float32
+	for r := lo; r < hi; r++ {
+		yr, gr := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
+		d := rowStat(&p, cols, negZero, nil, func(c int) float32 { return float32(gr[c] * yr[c]) }, add)
+		out := dx[r*cols : (r+1)*cols]
+		for c := range out {
+			out[c] = float32(yr[c] * (gr[c] - d))
+		}
+	}
+}
+
+// LogSoftmaxBwd: per row d = sum(g) (row order), dx = g - Expf(y) * d.
+func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
+	var p [rowThreads]float32
+	for r := lo; r < hi; r++ {
+		yr, gr := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
+		d := rowStat(&p, cols, negZero, nil, func(c int) float32 { return gr[c] }, add)
+		out := dx[r*cols : (r+1)*cols]
+		for c := range out {
+			out[c] = gr[c] - float32(Expf(yr[c])*d)
+		}
+	}
+}
