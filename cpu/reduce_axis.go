@@ -7,9 +7,8 @@ import "math"
 
 const rowThreads = 256
 
-// rowReduce folds each row r in [lo, hi) as the GPU does with one 256-thread block per row:
-// accumulator t folds elements t, t+256, ... in order from the identity id, then the halving tree
-// p[t] = f(p[t], p[t+s]), s = 128, ..., 1. An empty row gives 0.
+// rowReduce folds each row r in [lo, hi) as the GPU does with one 256-thread block per row
+// (rowStat from identity id with f); an empty row gives 0.
 func rowReduce(dst, x []float32, cols, lo, hi int, id float32, f func(a, b float32) float32) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
@@ -18,19 +17,7 @@ func rowReduce(dst, x []float32, cols, lo, hi int, id float32, f func(a, b float
 			continue
 		}
 		row := x[r*cols : (r+1)*cols]
-		for t := range p {
-			p[t] = id
-		}
-		for c, v := range row {
-			t := c % rowThreads
-			p[t] = f(p[t], v)
-		}
-		for s := rowThreads / 2; s >= 1; s /= 2 {
-			for t := 0; t < s; t++ {
-				p[t] = f(p[t], p[t+s])
-			}
-		}
-		dst[r] = p[0]
+		dst[r] = rowStat(&p, cols, id, nil, func(c int) float32 { return row[c] }, f)
 	}
 }
 

@@ -6,7 +6,9 @@ import "math"
 // row-major (rows, cols) buffer. A row statistic is folded as the GPU's 256-thread block does:
 // partial t takes the elements t, t+256, ... in order, then the halving tree combines them.
 
-// rowStat folds f over the elements c of row for which keep(c) holds, starting from id.
+// rowStat folds f over val(c) for the columns c < cols where keep is nil or keep(c) holds, as a
+// 256-thread block does: partial t = c mod 256 folds its elements in order from id, then the
+// halving tree p[t] = f(p[t], p[t+s]), s = 128, ..., 1, combines the partials.
 func rowStat(p *[rowThreads]float32, cols int, id float32, keep func(c int) bool, val func(c int) float32,
 	f func(a, b float32) float32) float32 {
 	for t := range p {
