@@ -33,6 +33,11 @@ __device__ __forceinline__ float block_reduce(float* part, float v) {
 //   m = max over (allowed) x;  s = sum over (allowed) exp(x - m)
 //   softmax: y = exp(x - m) / s;  log-softmax: y = (x - m) - log(s)
 //   masked: y = allowed && s != 0 ? exp(x - m) / s : 0 (a fully blocked row is all zeros)
+// For softmax and the masked softmax, rows of at most SM_THREADS*SM_REG elements are held in
+// registers (one read of x, each exp computed once); other rows, and log-softmax (measured slower
+// that way), read the row again for each statistic. Both paths compute the same values in the
+// same order.
+#define SM_REG 16
 template <int KIND>
 __device__ __forceinline__ void softmax_rows(float* out, const float* x, const float* mask,
                                              u64 rows, u64 cols) {
@@ -41,6 +46,50 @@ __device__ __forceinline__ void softmax_rows(float* out, const float* x, const f
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     const float* mr = KIND == 2 ? mask + r * cols : 0;
+    float* outr = out + r * cols;
+    if (KIND != 1 && cols <= SM_THREADS * SM_REG) {
+      float v[SM_REG];
+      u32 keep = 0;
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = t + (u64)j * SM_THREADS;
+        v[j] = c < cols ? xr[c] : 0.0f;
+        if (c < cols && (KIND != 2 || mr[c] != 0.0f)) keep |= 1u << j;
+      }
+      float m = NEG_INF;
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++)
+        if (keep & (1u << j)) m = sm_maxf(m, v[j]);
+      m = block_reduce<true>(part, m);
+      float s = -0.0f;
+      float e[SM_REG];
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        e[j] = 0.0f;
+        if (keep & (1u << j)) {
+          e[j] = tl_expf(v[j] - m);
+          s = s + e[j];
+        }
+      }
+      s = block_reduce<false>(part, s);
+      float ls = KIND == 1 ? tl_logf(s) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = t + (u64)j * SM_THREADS;
+        if (c < cols) {
+          float y;
+          if (KIND == 1) {
+            y = (v[j] - m) - ls;
+          } else if (KIND == 2) {
+            y = ((keep & (1u << j)) && s != 0.0f) ? e[j] / s : 0.0f;
+          } else {
+            y = e[j] / s;
+          }
+          outr[c] = y;
+        }
+      }
+      continue;
+    }
     float m = NEG_INF;
     for (u64 c = t; c < cols; c += SM_THREADS)
       if (KIND != 2 || mr[c] != 0.0f) m = sm_maxf(m, xr[c]);
@@ -59,7 +108,7 @@ __device__ __forceinline__ void softmax_rows(float* out, const float* x, const f
       } else {
         y = tl_expf(xr[c] - m) / s;
       }
-      out[r * cols + c] = y;
+      outr[c] = y;
     }
   }
 }
