@@ -9,16 +9,17 @@ import (
 )
 
 // The layout and axis-reduction family: kernels with parameters (out, inputs..., a, b) where a
-// and b are sizes. Each row pairs the PTX kernel with its CPU twin, which fills out[lo:hi] of the
-// row's index space (space(a, b) units, e.g. rows or columns), and says how the GPU grid is laid
-// out.
+// and b are sizes. Each row pairs the PTX kernel with its CPU twin and says how the GPU grid is
+// laid out (grid, over space(a, b) work items for grid-stride kernels). The CPU twin fills
+// out[lo:hi] of its index space of cpuSpace(a, b) units (e.g. rows or columns; nil: space).
 type shapeOp struct {
-	name   string
-	kernel *ptx.Kernel
-	ins    int
-	grid   gridKind
-	space  func(a, b int) int
-	cpu    func(out []float32, in [2][]float32, a, b, lo, hi int)
+	name     string
+	kernel   *ptx.Kernel
+	ins      int
+	grid     gridKind
+	space    func(a, b int) int
+	cpuSpace func(a, b int) int
+	cpu      func(out []float32, in [2][]float32, a, b, lo, hi int)
 }
 
 type gridKind int
@@ -30,44 +31,38 @@ const (
 )
 
 var (
-	concat1dOp = &shapeOp{"concat1d", ptx.Concat1d, 2, gridStride, func(a, b int) int { return a + b },
+	concat1dOp = &shapeOp{"concat1d", ptx.Concat1d, 2, gridStride, func(a, b int) int { return a + b }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Concat1d(o, in[0][:a], in[1][:b], lo, hi) }}
-	slice1dOp = &shapeOp{"slice1d", ptx.Slice1d, 1, gridStride, func(a, b int) int { return b },
+	slice1dOp = &shapeOp{"slice1d", ptx.Slice1d, 1, gridStride, func(a, b int) int { return b }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Slice1d(o, in[0], a, lo, hi) }}
-	vecToRowsOp = &shapeOp{"broadcast_vec_to_rows", ptx.BroadcastVecToRows, 1, gridStride, func(a, b int) int { return a * b },
+	vecToRowsOp = &shapeOp{"broadcast_vec_to_rows", ptx.BroadcastVecToRows, 1, gridStride, func(a, b int) int { return a * b }, rowsSpace,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.BroadcastVecToRows(o, in[0], b, lo, hi) }}
-	vecToColsOp = &shapeOp{"broadcast_vec_to_cols", ptx.BroadcastVecToCols, 1, gridStride, func(a, b int) int { return a * b },
+	vecToColsOp = &shapeOp{"broadcast_vec_to_cols", ptx.BroadcastVecToCols, 1, gridStride, func(a, b int) int { return a * b }, rowsSpace,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.BroadcastVecToCols(o, in[0], b, lo, hi) }}
-	transposeOp = &shapeOp{"transpose2d", ptx.Transpose2d, 1, gridTiles, func(a, b int) int { return a * b },
+	transposeOp = &shapeOp{"transpose2d", ptx.Transpose2d, 1, gridTiles, func(a, b int) int { return a * b }, func(a, b int) int { return b },
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Transpose2d(o, in[0], a, b, lo, hi) }}
-	sumByRowOp = &shapeOp{"reduce_sum_by_row", ptx.ReduceSumByRow, 1, gridRows, func(a, b int) int { return a },
+	sumByRowOp = &shapeOp{"reduce_sum_by_row", ptx.ReduceSumByRow, 1, gridRows, func(a, b int) int { return a }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceSumByRow(o, in[0], b, lo, hi) }}
-	maxByRowOp = &shapeOp{"reduce_max_by_row", ptx.ReduceMaxByRow, 1, gridRows, func(a, b int) int { return a },
+	maxByRowOp = &shapeOp{"reduce_max_by_row", ptx.ReduceMaxByRow, 1, gridRows, func(a, b int) int { return a }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByRow(o, in[0], b, lo, hi) }}
-	sumByColOp = &shapeOp{"reduce_sum_by_column", ptx.ReduceSumByColumn, 1, gridStride, func(a, b int) int { return b },
+	sumByColOp = &shapeOp{"reduce_sum_by_column", ptx.ReduceSumByColumn, 1, gridStride, func(a, b int) int { return b }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceSumByColumn(o, in[0], a, b, lo, hi) }}
-	sumColChunksOp = &shapeOp{"reduce_sum_column_chunks", ptx.ReduceSumColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b },
+	sumColChunksOp = &shapeOp{"reduce_sum_column_chunks", ptx.ReduceSumColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b }, func(a, b int) int { return colChunks(a) },
 		func(o []float32, in [2][]float32, a, b, lo, hi int) {
 			cpu.ReduceSumColumnChunks(o, in[0], a, b, lo, hi)
 		}}
-	maxColChunksOp = &shapeOp{"reduce_max_column_chunks", ptx.ReduceMaxColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b },
+	maxColChunksOp = &shapeOp{"reduce_max_column_chunks", ptx.ReduceMaxColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b }, func(a, b int) int { return colChunks(a) },
 		func(o []float32, in [2][]float32, a, b, lo, hi int) {
 			cpu.ReduceMaxColumnChunks(o, in[0], a, b, lo, hi)
 		}}
-	maxByColOp = &shapeOp{"reduce_max_by_column", ptx.ReduceMaxByColumn, 1, gridStride, func(a, b int) int { return b },
+	maxByColOp = &shapeOp{"reduce_max_by_column", ptx.ReduceMaxByColumn, 1, gridStride, func(a, b int) int { return b }, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByColumn(o, in[0], a, b, lo, hi) }}
 )
 
-// cpuUnits returns the CPU's index-space length (the split unit differs from the GPU's work
-// items for the transpose, whose CPU twin splits over output rows).
+// cpuUnits returns the length of the CPU twin's index space.
 func (op *shapeOp) cpuUnits(a, b int) int {
-	switch op {
-	case transposeOp:
-		return b
-	case vecToRowsOp, vecToColsOp:
-		return a
-	case sumColChunksOp, maxColChunksOp:
-		return colChunks(a)
+	if op.cpuSpace != nil {
+		return op.cpuSpace(a, b)
 	}
 	return op.space(a, b)
 }

@@ -8,15 +8,15 @@ import (
 // Row softmax along the last axis of a row-major (rows, cols) buffer (leading axes folded into
 // rows), one fused pass per row statistic; the order of every reduction depends on the shape only.
 var (
-	softmaxOp = &shapeOp{"softmax", ptx.SoftmaxFwd, 1, gridRows, rowsSpace,
+	softmaxOp = &shapeOp{"softmax", ptx.SoftmaxFwd, 1, gridRows, rowsSpace, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.SoftmaxFwd(o, in[0], b, lo, hi) }}
-	logSoftmaxOp = &shapeOp{"log_softmax", ptx.LogSoftmaxFwd, 1, gridRows, rowsSpace,
+	logSoftmaxOp = &shapeOp{"log_softmax", ptx.LogSoftmaxFwd, 1, gridRows, rowsSpace, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.LogSoftmaxFwd(o, in[0], b, lo, hi) }}
-	maskedSoftmaxOp = &shapeOp{"masked_softmax", ptx.MaskedSoftmaxFwd, 2, gridRows, rowsSpace,
+	maskedSoftmaxOp = &shapeOp{"masked_softmax", ptx.MaskedSoftmaxFwd, 2, gridRows, rowsSpace, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.MaskedSoftmaxFwd(o, in[0], in[1], b, lo, hi) }}
-	softmaxBwdOp = &shapeOp{"softmax_bwd", ptx.SoftmaxBwd, 2, gridRows, rowsSpace,
+	softmaxBwdOp = &shapeOp{"softmax_bwd", ptx.SoftmaxBwd, 2, gridRows, rowsSpace, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.SoftmaxBwd(o, in[0], in[1], b, lo, hi) }}
-	logSoftmaxBwdOp = &shapeOp{"log_softmax_bwd", ptx.LogSoftmaxBwd, 2, gridRows, rowsSpace,
+	logSoftmaxBwdOp = &shapeOp{"log_softmax_bwd", ptx.LogSoftmaxBwd, 2, gridRows, rowsSpace, nil,
 		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.LogSoftmaxBwd(o, in[0], in[1], b, lo, hi) }}
 )
 
