@@ -1,7 +1,8 @@
 #!/bin/bash
 # gen.sh regenerates the committed PTX from the CUDA sources in this folder:
 #
-#   bash ptx/gen.sh
+#   bash ptx/gen.sh              # every family
+#   bash ptx/gen.sh matmul.cu    # only the families named
 #
 # Every <family>.cu becomes <family>.ptx for the virtual architecture compute_70 (PTX ISA 7.8 from
 # nvcc 11.8, which drivers back to CUDA 11.8 load), with --fmad=false so that nvcc never contracts
@@ -25,7 +26,10 @@ fi
 version=$(nvcc --version | sed -n 's/^Cuda compilation tools, //p')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for cu in *.cu; do
+families=("$@")
+[ ${#families[@]} -gt 0 ] || families=(*.cu)
+for cu in "${families[@]}"; do
+  cu=$(basename "$cu")
   family=${cu%.cu}
   hash=$(cat "$cu" $(ls *.cuh 2>/dev/null | LC_ALL=C sort) | sha256sum | cut -d' ' -f1)
   nvcc -ptx -arch=compute_70 --fmad=false -O3 -std=c++14 -o "$tmp/$family.ptx" "$cu"
