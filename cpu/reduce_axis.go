@@ -23,9 +23,13 @@ func rowReduce(dst, x []float32, cols, lo, hi int, id float32, f func(a, b float
 
 func add(a, b float32) float32 { return a + b }
 
-// ReduceSumByRow: dst[r] = sum of row r (rowReduce with identity -0.0 and +), r in [lo, hi).
-func ReduceSumByRow(dst, x []float32, cols, lo, hi int) {
+// ReduceSumByRow: dst[r] = (sum of row r) / div (rowReduce with identity -0.0 and +; div is 1
+// for sums, the count for means), r in [lo, hi); an empty row gives 0 / div.
+func ReduceSumByRow(dst, x []float32, cols int, div float32, lo, hi int) {
 	rowReduce(dst, x, cols, lo, hi, negZero, add)
+	for r := lo; r < hi; r++ {
+		dst[r] /= div
+	}
 }
 
 // ReduceMaxByRow: dst[r] = max of row r (rowReduce with identity -Inf and Maxf), r in [lo, hi).
@@ -33,58 +37,137 @@ func ReduceMaxByRow(dst, x []float32, cols, lo, hi int) {
 	rowReduce(dst, x, cols, lo, hi, float32(math.Inf(-1)), Maxf)
 }
 
-// ReduceSumByColumn: dst[c] = ((-0.0 + x[0,c]) + x[1,c]) + ... for columns c in [lo, hi); 0 when
-// rows == 0. (The loop runs row by row over the columns: the same order per column.)
-func ReduceSumByColumn(dst, x []float32, rows, cols, lo, hi int) {
-	out := dst[lo:hi]
-	for c := range out {
-		out[c] = negZero
-	}
-	for r := 0; r < rows; r++ {
-		row := x[r*cols+lo : r*cols+hi]
-		for c, v := range row {
-			out[c] += v
-		}
-	}
-	if rows == 0 {
-		clear(out)
+// batchColumns splits the units [lo, hi) of a batch of matrices with cols units each into one
+// column range per matrix and calls f(b, c0, c1) for each.
+func batchColumns(cols, lo, hi int, f func(b, c0, c1 int)) {
+	for u := lo; u < hi; {
+		b, c := u/cols, u%cols
+		c1 := min(cols, c+hi-u)
+		f(b, c, c1)
+		u += c1 - c
 	}
 }
 
-// ReduceMaxByColumn: dst[c] = Maxf(...Maxf(Maxf(-Inf, x[0,c]), x[1,c])...) for columns c in
-// [lo, hi); 0 when rows == 0.
-func ReduceMaxByColumn(dst, x []float32, rows, cols, lo, hi int) {
-	out := dst[lo:hi]
+// columnFold folds rows 0, 1, ... of columns [c0, c1) of the (rows, cols) matrix x into
+// out[c - c0], row by row (the same order per column): sums from -0.0, or maxima (Maxf) from
+// -Inf.
+func columnFold(out, x []float32, rows, cols, c0, c1 int, isMax bool) {
+	id := negZero
+	if isMax {
+		id = negInf
+	}
 	for c := range out {
-		out[c] = float32(math.Inf(-1))
+		out[c] = id
 	}
 	for r := 0; r < rows; r++ {
-		row := x[r*cols+lo : r*cols+hi]
-		for c, v := range row {
-			out[c] = Maxf(out[c], v)
+		row := x[r*cols+c0 : r*cols+c1]
+		row = row[:len(out)]
+		if isMax {
+			for c, v := range row {
+				out[c] = Maxf(out[c], v)
+			}
+		} else {
+			for c, v := range row {
+				out[c] += v
+			}
 		}
 	}
-	if rows == 0 {
-		clear(out)
-	}
+}
+
+// ReduceSumByColumn: for a batch of (rows, cols) matrices, dst[b*cols + c] =
+// (((-0.0 + x[b,0,c]) + x[b,1,c]) + ...) / div for units b*cols + c in [lo, hi); an empty column
+// gives 0 / div.
+func ReduceSumByColumn(dst, x []float32, batch, rows, cols int, div float32, lo, hi int) {
+	batchColumns(cols, lo, hi, func(b, c0, c1 int) {
+		out := dst[b*cols+c0 : b*cols+c1]
+		columnFold(out, x[b*rows*cols:], rows, cols, c0, c1, false)
+		if rows == 0 {
+			clear(out)
+		}
+		for c := range out {
+			out[c] /= div
+		}
+	})
+}
+
+// ReduceMaxByColumn: dst[b*cols + c] = Maxf(...Maxf(Maxf(-Inf, x[b,0,c]), x[b,1,c])...) for
+// units b*cols + c in [lo, hi); 0 when rows == 0.
+func ReduceMaxByColumn(dst, x []float32, batch, rows, cols, lo, hi int) {
+	batchColumns(cols, lo, hi, func(b, c0, c1 int) {
+		out := dst[b*cols+c0 : b*cols+c1]
+		columnFold(out, x[b*rows*cols:], rows, cols, c0, c1, true)
+		if rows == 0 {
+			clear(out)
+		}
+	})
 }
 
 // ColChunk is the number of rows each first-stage chunk of a column reduction covers.
 const ColChunk = 64
 
-// ReduceSumColumnChunks: for chunks ch in [lo, hi), dst[ch*cols + c] = ReduceSumByColumn of rows
-// [ch*ColChunk, min(rows, (ch+1)*ColChunk)) of column c (stage 1 of a two-stage column sum).
-func ReduceSumColumnChunks(dst, x []float32, rows, cols, lo, hi int) {
-	for ch := lo; ch < hi; ch++ {
+// columnChunks is stage 1 of a two-stage column reduction: for units u = b*chunks + ch in
+// [lo, hi), dst[u*cols + c] folds (columnFold) rows [ch*ColChunk, min(rows, (ch+1)*ColChunk)) of
+// column c of matrix b.
+func columnChunks(dst, x []float32, batch, rows, cols, lo, hi int, isMax bool) {
+	chunks := (rows + ColChunk - 1) / ColChunk
+	for u := lo; u < hi; u++ {
+		b, ch := u/chunks, u%chunks
 		r0, r1 := ch*ColChunk, min(rows, (ch+1)*ColChunk)
-		ReduceSumByColumn(dst[ch*cols:(ch+1)*cols], x[r0*cols:r1*cols], r1-r0, cols, 0, cols)
+		columnFold(dst[u*cols:(u+1)*cols], x[(b*rows+r0)*cols:], r1-r0, cols, 0, cols, isMax)
 	}
 }
 
-// ReduceMaxColumnChunks is ReduceSumColumnChunks with ReduceMaxByColumn.
-func ReduceMaxColumnChunks(dst, x []float32, rows, cols, lo, hi int) {
-	for ch := lo; ch < hi; ch++ {
-		r0, r1 := ch*ColChunk, min(rows, (ch+1)*ColChunk)
-		ReduceMaxByColumn(dst[ch*cols:(ch+1)*cols], x[r0*cols:r1*cols], r1-r0, cols, 0, cols)
+// ReduceSumColumnChunks: stage 1 of a two-stage column sum (columnChunks of sums).
+func ReduceSumColumnChunks(dst, x []float32, batch, rows, cols, lo, hi int) {
+	columnChunks(dst, x, batch, rows, cols, lo, hi, false)
+}
+
+// ReduceMaxColumnChunks: stage 1 of a two-stage column max (columnChunks of maxima).
+func ReduceMaxColumnChunks(dst, x []float32, batch, rows, cols, lo, hi int) {
+	columnChunks(dst, x, batch, rows, cols, lo, hi, true)
+}
+
+// ReduceFromBroadcast is the twin of reduce_from_broadcast, the adjoint of BroadcastTo for the
+// same (dims, kept): for input elements i in [lo, hi), dst[i] = -0.0 + dout[o_0] + dout[o_1] + ...
+// over the output elements o that read i, the broadcast axes visited in row-major order; 0 when
+// there are none.
+func ReduceFromBroadcast(dst, dout []float32, dims []int, kept uint, lo, hi int) {
+	ostride := make([]int, len(dims))
+	s, free := 1, 1
+	for j := len(dims) - 1; j >= 0; j-- {
+		ostride[j] = s
+		s *= dims[j]
+		if kept>>j&1 == 0 {
+			free *= dims[j]
+		}
+	}
+	ctr := make([]int, len(dims))
+	for i := lo; i < hi; i++ {
+		rem, off := i, 0
+		for j := len(dims) - 1; j >= 0; j-- {
+			if kept>>j&1 != 0 {
+				off += rem % dims[j] * ostride[j]
+				rem /= dims[j]
+			}
+		}
+		clear(ctr)
+		acc := negZero
+		for f := 0; f < free; f++ {
+			acc += dout[off]
+			for j := len(dims) - 1; j >= 0; j-- {
+				if kept>>j&1 == 0 {
+					off += ostride[j]
+					if ctr[j]++; ctr[j] < dims[j] {
+						break
+					}
+					off -= dims[j] * ostride[j]
+					ctr[j] = 0
+				}
+			}
+		}
+		if free == 0 {
+			acc = 0
+		}
+		dst[i] = acc
 	}
 }

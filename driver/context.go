@@ -170,6 +170,17 @@ func (x *Context) CopyHtoDBytes(dst DevicePtr, src []byte) error {
 	return err
 }
 
+// CopyHtoDU32 is CopyHtoD for uint32 values (index arrays).
+func (x *Context) CopyHtoDU32(dst DevicePtr, src []uint32) error {
+	if len(src) == 0 {
+		return nil
+	}
+	err := x.call("cuMemcpyHtoD_v2", x.c.fn.memcpyHtoD,
+		uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src))*4)
+	runtime.KeepAlive(src)
+	return err
+}
+
 // CopyDtoHBytes is CopyDtoH for raw bytes.
 func (x *Context) CopyDtoHBytes(dst []byte, src DevicePtr) error {
 	if len(dst) == 0 {

@@ -25,7 +25,7 @@ type backend interface {
 	mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars [2]float32) error
 	randKernel(op *randOp, dst storage, n int, key uint64, scalars [2]float32) error
 	sumChunks(out, x storage, n int, divisor float32) error
-	shapeKernel(op *shapeOp, out storage, ins [2]storage, a, b int) error
+	kernel(op *kernelOp, a *launchArgs) error
 
 	sync() error
 	memInfo() (free, total uint64)

@@ -125,16 +125,19 @@ func (*cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
 	return nil
 }
 
-func (*cpuBackend) shapeKernel(op *shapeOp, out storage, ins [2]storage, a, b int) error {
-	var in [2][]float32
+func (*cpuBackend) kernel(op *kernelOp, a *launchArgs) error {
+	h := hostArgs{idx: a.idx, s: a.sizes, f: a.scalars}
 	total := 0
-	for k := range op.ins {
-		in[k] = ins[k].host
-		total = max(total, len(in[k]))
+	for k := range op.outs + op.ins {
+		h.b[k] = a.bufs[k].host
+		total = max(total, len(h.b[k]))
 	}
-	units := op.cpuUnits(a, b)
-	total = max(total, len(out.host))
+	units := op.cpuUnits(a.sizes)
+	if op.selfParallel {
+		op.cpu(&h, 0, units)
+		return nil
+	}
 	perUnit := max(1, total/max(1, units))
-	cpu.Parallel(units, max(1, grain/perUnit), func(lo, hi int) { op.cpu(out.host, in, a, b, lo, hi) })
+	cpu.Parallel(units, max(1, grain/perUnit), func(lo, hi int) { op.cpu(&h, lo, hi) })
 	return nil
 }

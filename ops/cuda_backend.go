@@ -364,7 +364,7 @@ func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 // argPack is a kernel's arguments with their PTX types, checked against the .param list.
 type argPack struct {
 	a     driver.Args
-	kinds [16]ptx.Param
+	kinds [driver.MaxArgs]ptx.Param
 	n     int
 }
 
@@ -455,25 +455,47 @@ func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
 	return g.launch(ptx.SumChunks, uint32(chunks), 256, &p)
 }
 
-func (g *cudaBackend) shapeKernel(op *shapeOp, out storage, ins [2]storage, a, b int) error {
+func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
+	var tmp [maxIdx]storage
+	for k := range op.idx {
+		n := max(1, len(a.idx[k]))
+		s, err := g.alloc(n)
+		if err != nil {
+			return err
+		}
+		defer g.free(s, n)
+		tmp[k] = s
+	}
 	if err := g.ctx.Lock(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
 	var p argPack
-	p.ptr(out)
-	for _, s := range ins[:op.ins] {
+	for _, s := range a.bufs[:op.outs+op.ins] {
 		p.ptr(s)
 	}
-	p.u64(uint64(a))
-	p.u64(uint64(b))
-	switch op.grid {
-	case gridRows:
-		return g.launch(op.kernel, uint32(max(1, min(a, int(g.maxBlocks)))), 256, &p)
-	case gridTiles:
-		gx := (b + 31) / 32
-		gy := min((a+31)/32, 65535)
-		return g.launchGrid(op.kernel, [3]uint32{uint32(gx), uint32(max(1, gy)), 1}, [3]uint32{32, 8, 1}, &p)
+	for k, s := range tmp[:op.idx] {
+		if err := g.ctx.CopyHtoDU32(s.ptr, a.idx[k]); err != nil {
+			return err
+		}
+		p.ptr(s)
 	}
-	return g.launch(op.kernel, g.gridFor(uint64(op.space(a, b)), 256), 256, &p)
+	for _, v := range a.sizes {
+		p.u64(uint64(v))
+	}
+	for _, v := range a.scalars {
+		p.f32(v)
+	}
+	switch op.geometry.kind {
+	case gridRows:
+		rows := op.geometry.space(a.sizes)
+		return g.launch(op.kernel, uint32(max(1, min(rows, int(g.maxBlocks)))), 256, &p)
+	case gridTiles:
+		batch, rows, cols := a.sizes[0], a.sizes[1], a.sizes[2]
+		gx := min((cols+31)/32, 1<<31-1)
+		gy := min((rows+31)/32, 65535)
+		gz := min(batch, 65535)
+		return g.launchGrid(op.kernel, [3]uint32{uint32(max(1, gx)), uint32(max(1, gy)), uint32(max(1, gz))}, [3]uint32{32, 8, 1}, &p)
+	}
+	return g.launch(op.kernel, g.gridFor(uint64(op.geometry.space(a.sizes)), 256), 256, &p)
 }

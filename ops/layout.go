@@ -2,101 +2,39 @@ package ops
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
 )
 
-// The layout and axis-reduction family: kernels with parameters (out, inputs..., a, b) where a
-// and b are sizes. Each row pairs the PTX kernel with its CPU twin and says how the GPU grid is
-// laid out (grid, over space(a, b) work items for grid-stride kernels). The CPU twin fills
-// out[lo:hi] of its index space of cpuSpace(a, b) units (e.g. rows or columns; nil: space).
-type shapeOp struct {
-	name     string
-	kernel   *ptx.Kernel
-	ins      int
-	grid     gridKind
-	space    func(a, b int) int
-	cpuSpace func(a, b int) int
-	cpu      func(out []float32, in [2][]float32, a, b, lo, hi int)
-}
-
-type gridKind int
-
-const (
-	gridStride gridKind = iota // 256-thread blocks over space(a, b) items
-	gridRows                   // one 256-thread block per row (a rows)
-	gridTiles                  // 32x8-thread blocks over 32x32 tiles of an (a, b) matrix
-)
-
+// The layout family (ptx/layout.cu): copies that move elements without arithmetic.
 var (
-	concat1dOp = &shapeOp{"concat1d", ptx.Concat1d, 2, gridStride, func(a, b int) int { return a + b }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Concat1d(o, in[0][:a], in[1][:b], lo, hi) }}
-	slice1dOp = &shapeOp{"slice1d", ptx.Slice1d, 1, gridStride, func(a, b int) int { return b }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Slice1d(o, in[0], a, lo, hi) }}
-	vecToRowsOp = &shapeOp{"broadcast_vec_to_rows", ptx.BroadcastVecToRows, 1, gridStride, func(a, b int) int { return a * b }, rowsSpace,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.BroadcastVecToRows(o, in[0], b, lo, hi) }}
-	vecToColsOp = &shapeOp{"broadcast_vec_to_cols", ptx.BroadcastVecToCols, 1, gridStride, func(a, b int) int { return a * b }, rowsSpace,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.BroadcastVecToCols(o, in[0], b, lo, hi) }}
-	transposeOp = &shapeOp{"transpose2d", ptx.Transpose2d, 1, gridTiles, func(a, b int) int { return a * b }, func(a, b int) int { return b },
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.Transpose2d(o, in[0], a, b, lo, hi) }}
-	sumByRowOp = &shapeOp{"reduce_sum_by_row", ptx.ReduceSumByRow, 1, gridRows, func(a, b int) int { return a }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceSumByRow(o, in[0], b, lo, hi) }}
-	maxByRowOp = &shapeOp{"reduce_max_by_row", ptx.ReduceMaxByRow, 1, gridRows, func(a, b int) int { return a }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByRow(o, in[0], b, lo, hi) }}
-	sumByColOp = &shapeOp{"reduce_sum_by_column", ptx.ReduceSumByColumn, 1, gridStride, func(a, b int) int { return b }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceSumByColumn(o, in[0], a, b, lo, hi) }}
-	sumColChunksOp = &shapeOp{"reduce_sum_column_chunks", ptx.ReduceSumColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b }, func(a, b int) int { return colChunks(a) },
-		func(o []float32, in [2][]float32, a, b, lo, hi int) {
-			cpu.ReduceSumColumnChunks(o, in[0], a, b, lo, hi)
+	concat1dOp = &kernelOp{name: "concat1d", kernel: ptx.Concat1d, outs: 1, ins: 2,
+		geometry: strided(sizeSum), cpuUnits: sizeSum,
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Concat1d(h.b[0], h.b[1][:h.s[0]], h.b[2][:h.s[1]], lo, hi) }}
+	slice1dOp = &kernelOp{name: "slice1d", kernel: ptx.Slice1d, outs: 1, ins: 1,
+		geometry: strided(size(1)), cpuUnits: size(1),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Slice1d(h.b[0], h.b[1], h.s[0], lo, hi) }}
+	vecToRowsOp = &kernelOp{name: "broadcast_vec_to_rows", kernel: ptx.BroadcastVecToRows, outs: 1, ins: 1,
+		geometry: strided(product(0, 1)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToRows(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	vecToColsOp = &kernelOp{name: "broadcast_vec_to_cols", kernel: ptx.BroadcastVecToCols, outs: 1, ins: 1,
+		geometry: strided(product(0, 1)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToCols(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	transposeOp = &kernelOp{name: "transpose2d", kernel: ptx.Transpose2d, outs: 1, ins: 1,
+		geometry: tiles, cpuUnits: product(0, 2),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Transpose2d(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }}
+	swapAdjacentOp = &kernelOp{name: "swap_adjacent", kernel: ptx.SwapAdjacent, outs: 1, ins: 1,
+		geometry: strided(product(0, 1, 2, 3)), cpuUnits: product(0, 1, 2),
+		cpu: func(h *hostArgs, lo, hi int) {
+			cpu.SwapAdjacent(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], h.s[3], lo, hi)
 		}}
-	maxColChunksOp = &shapeOp{"reduce_max_column_chunks", ptx.ReduceMaxColChunks, 1, gridStride, func(a, b int) int { return colChunks(a) * b }, func(a, b int) int { return colChunks(a) },
-		func(o []float32, in [2][]float32, a, b, lo, hi int) {
-			cpu.ReduceMaxColumnChunks(o, in[0], a, b, lo, hi)
-		}}
-	maxByColOp = &shapeOp{"reduce_max_by_column", ptx.ReduceMaxByColumn, 1, gridStride, func(a, b int) int { return b }, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.ReduceMaxByColumn(o, in[0], a, b, lo, hi) }}
+	broadcastToOp = &kernelOp{name: "broadcast_to", kernel: ptx.BroadcastTo, outs: 1, ins: 1,
+		geometry: strided(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastTo(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi) }}
 )
 
-// cpuUnits returns the length of the CPU twin's index space.
-func (op *shapeOp) cpuUnits(a, b int) int {
-	if op.cpuSpace != nil {
-		return op.cpuSpace(a, b)
-	}
-	return op.space(a, b)
-}
-
-// run checks nothing about sizes (the exported functions do) and runs the kernel into a fresh
-// buffer of outLen elements.
-func (op *shapeOp) run(ins []*Buffer, a, b, outLen int) (*Buffer, error) {
-	d := ins[0].dev
-	for _, x := range ins {
-		if err := x.live(); err != nil {
-			return nil, fmt.Errorf("%w (%s)", err, op.name)
-		}
-		if x.dev != d {
-			return nil, fmt.Errorf("ops: %s: operands on different devices (%s, %s)", op.name, d, x.dev)
-		}
-	}
-	out, err := newBuffer(d, outLen)
-	if err != nil || outLen == 0 {
-		return out, err
-	}
-	var im [2]storage
-	for k, x := range ins {
-		im[k] = x.mem
-	}
-	err = d.be.shapeKernel(op, out.mem, im, a, b)
-	for _, x := range ins {
-		runtime.KeepAlive(x)
-	}
-	if err != nil {
-		out.Release()
-		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
-	}
-	return out, nil
-}
+func sizeSum(s []int) int { return s[0] + s[1] }
 
 func checkLen(op string, x *Buffer, want int, what string) error {
 	if err := x.live(); err != nil {
@@ -116,7 +54,7 @@ func Concat1d(a, b *Buffer, n, m int) (*Buffer, error) {
 	if err := checkLen("concat1d", b, m, "b"); err != nil {
 		return nil, err
 	}
-	return concat1dOp.run([]*Buffer{a, b}, n, m, n+m)
+	return concat1dOp.call1(n+m, []*Buffer{a, b}, nil, []int{n, m})
 }
 
 // Slice1d returns x[start : start+length]; x must have n elements and start+length <= n.
@@ -127,7 +65,7 @@ func Slice1d(x *Buffer, n, start, length int) (*Buffer, error) {
 	if start < 0 || length < 0 || start+length > n {
 		return nil, fmt.Errorf("ops: slice1d: [%d, %d+%d) is outside a buffer of %d", start, start, length, n)
 	}
-	return slice1dOp.run([]*Buffer{x}, start, length, length)
+	return slice1dOp.call1(length, []*Buffer{x}, nil, []int{start, length})
 }
 
 // BroadcastVecToRows returns the (rows, cols) matrix whose every row is vec (length cols).
@@ -138,7 +76,7 @@ func BroadcastVecToRows(vec *Buffer, rows, cols int) (*Buffer, error) {
 	if rows < 0 {
 		return nil, fmt.Errorf("ops: broadcast_vec_to_rows: negative rows %d", rows)
 	}
-	return vecToRowsOp.run([]*Buffer{vec}, rows, cols, rows*cols)
+	return vecToRowsOp.call1(rows*cols, []*Buffer{vec}, nil, []int{rows, cols})
 }
 
 // BroadcastVecToCols returns the (rows, cols) matrix whose every column is vec (length rows).
@@ -149,7 +87,7 @@ func BroadcastVecToCols(vec *Buffer, rows, cols int) (*Buffer, error) {
 	if cols < 0 {
 		return nil, fmt.Errorf("ops: broadcast_vec_to_cols: negative cols %d", cols)
 	}
-	return vecToColsOp.run([]*Buffer{vec}, rows, cols, rows*cols)
+	return vecToColsOp.call1(rows*cols, []*Buffer{vec}, nil, []int{rows, cols})
 }
 
 // matrix checks that x holds a (rows, cols) matrix.
@@ -165,56 +103,155 @@ func Transpose2d(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("transpose2d", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return transposeOp.run([]*Buffer{x}, rows, cols, rows*cols)
+	return transposeOp.call1(rows*cols, []*Buffer{x}, nil, []int{1, rows, cols})
 }
 
-// ReduceSumByRow returns the rows sums (length rows) of a (rows, cols) matrix; 0 for empty rows.
-// The order of additions depends on cols only (cpu.ReduceSumByRow).
-func ReduceSumByRow(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_sum_by_row", x, rows, cols); err != nil {
-		return nil, err
+// maxRank is the largest rank of the N-D layout and reduction ops.
+const maxRank = 8
+
+// shape checks that x holds a contiguous buffer of the given dims (rank <= maxRank) and returns
+// the element count.
+func shape(op string, x *Buffer, dims []int, what string) (int, error) {
+	if len(dims) > maxRank {
+		return 0, fmt.Errorf("ops: %s: rank %d of %s is above %d", op, len(dims), what, maxRank)
 	}
-	return sumByRowOp.run([]*Buffer{x}, rows, cols, rows)
+	n := 1
+	for _, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("ops: %s: negative dimension in %s %v", op, what, dims)
+		}
+		n *= d
+	}
+	if x != nil {
+		if err := checkLen(op, x, n, fmt.Sprintf("%s %v", what, dims)); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
-// ReduceMaxByRow returns the row maxima (length rows); NaN propagates; 0 for empty rows.
-func ReduceMaxByRow(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_max_by_row", x, rows, cols); err != nil {
-		return nil, err
-	}
-	return maxByRowOp.run([]*Buffer{x}, rows, cols, rows)
-}
-
-func colChunks(rows int) int { return (rows + cpu.ColChunk - 1) / cpu.ColChunk }
-
-// byColumn runs a column reduction: directly for at most cpu.ColChunk rows, else in two stages
-// (chunks of cpu.ColChunk rows, then the chunk results in order).
-func byColumn(x *Buffer, rows, cols int, chunks, final *shapeOp) (*Buffer, error) {
-	if rows <= cpu.ColChunk {
-		return final.run([]*Buffer{x}, rows, cols, cols)
-	}
-	n := colChunks(rows)
-	part, err := chunks.run([]*Buffer{x}, rows, cols, n*cols)
+// SwapAdjacentAtDepth returns x (a contiguous buffer of the given dims, 2 <= rank <= 8) with the
+// axes depth and depth+1 swapped.
+func SwapAdjacentAtDepth(x *Buffer, dims []int, depth int) (*Buffer, error) {
+	const op = "swap_adjacent_at_depth"
+	n, err := shape(op, x, dims, "dims")
 	if err != nil {
 		return nil, err
 	}
-	defer part.Release()
-	return final.run([]*Buffer{part}, n, cols, cols)
+	if len(dims) < 2 || depth < 0 || depth+1 >= len(dims) {
+		return nil, fmt.Errorf("ops: %s: depth %d needs axes %d and %d of a rank-%d buffer", op, depth, depth, depth+1, len(dims))
+	}
+	outer, inner := 1, 1
+	for _, d := range dims[:depth] {
+		outer *= d
+	}
+	for _, d := range dims[depth+2:] {
+		inner *= d
+	}
+	b, c := dims[depth], dims[depth+1]
+	if inner == 1 {
+		return transposeOp.call1(n, []*Buffer{x}, nil, []int{outer, b, c})
+	}
+	return swapAdjacentOp.call1(n, []*Buffer{x}, nil, []int{outer, b, c, inner})
 }
 
-// ReduceSumByColumn returns the column sums (length cols); 0 when rows = 0. Rows are added in
-// order within chunks of cpu.ColChunk rows, and the chunk sums in order.
-func ReduceSumByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_sum_by_column", x, rows, cols); err != nil {
-		return nil, err
-	}
-	return byColumn(x, rows, cols, sumColChunksOp, sumByColOp)
+// broadcast is the canonical form of a broadcast (inDims -> outDims by axisMap): the output
+// axes of size 1 dropped and runs of adjacent axes of the same kind merged. Bit j of kept is set
+// when axis j reads the input (an input axis of the same size), clear when it is broadcast.
+type broadcast struct {
+	dims      []int
+	kept      uint
+	inN, outN int
 }
 
-// ReduceMaxByColumn returns the column maxima (length cols); NaN propagates; 0 when rows = 0.
-func ReduceMaxByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_max_by_column", x, rows, cols); err != nil {
+// free reports whether axis j is broadcast.
+func (b broadcast) free(j int) bool { return b.kept>>j&1 == 0 }
+
+// newBroadcast checks (inDims, outDims, axisMap) in the convention of the seeds (ranks <= 8;
+// axisMap[j] = 0: output axis j is inserted; k+1: it reads input axis k, whose size must be 1 or
+// outDims[j]) and returns its canonical form. The nonzero entries of axisMap must increase (a
+// broadcast does not permute), and input axes that no output axis reads must have size 1.
+func newBroadcast(op string, inDims, outDims, axisMap []int) (broadcast, error) {
+	var b broadcast
+	var err error
+	if b.inN, err = shape(op, nil, inDims, "inDims"); err != nil {
+		return b, err
+	}
+	if b.outN, err = shape(op, nil, outDims, "outDims"); err != nil {
+		return b, err
+	}
+	if len(axisMap) != len(outDims) {
+		return b, fmt.Errorf("ops: %s: axisMap %v has %d entries for %d output axes", op, axisMap, len(axisMap), len(outDims))
+	}
+	read := make([]bool, len(inDims))
+	last := -1
+	for j, m := range axisMap {
+		if m == 0 {
+			continue
+		}
+		k := m - 1
+		if k < 0 || k >= len(inDims) || k <= last {
+			return b, fmt.Errorf("ops: %s: axisMap %v: entry %d is not an increasing input axis + 1", op, axisMap, j)
+		}
+		last, read[k] = k, true
+		if inDims[k] != 1 && inDims[k] != outDims[j] {
+			return b, fmt.Errorf("ops: %s: input axis %d of size %d cannot broadcast to %d", op, k, inDims[k], outDims[j])
+		}
+	}
+	for k, r := range read {
+		if !r && inDims[k] != 1 {
+			return b, fmt.Errorf("ops: %s: input axis %d (size %d) is not in axisMap %v", op, k, inDims[k], axisMap)
+		}
+	}
+	prev := -1 // kind of the last kept axis: 0 free, 1 kept
+	for j, d := range outDims {
+		if d == 1 {
+			continue
+		}
+		kind := 0
+		if axisMap[j] != 0 && inDims[axisMap[j]-1] == d {
+			kind = 1
+		}
+		if kind == prev {
+			b.dims[len(b.dims)-1] *= d
+			continue
+		}
+		b.kept |= uint(kind) << len(b.dims)
+		b.dims = append(b.dims, d)
+		prev = kind
+	}
+	return b, nil
+}
+
+// sizes returns the kernel sizes (n, rank, kept, d0..d7) of the broadcast for n work items.
+func (b broadcast) sizes(n int) []int {
+	s := make([]int, 3+maxRank)
+	s[0], s[1], s[2] = n, len(b.dims), int(b.kept)
+	copy(s[3:], b.dims)
+	return s
+}
+
+// BroadcastTo returns x (of shape inDims) broadcast to outDims by axisMap, in the convention of
+// the seeds: axisMap[j] = 0 inserts output axis j; axisMap[j] = k+1 reads input axis k, which
+// must have size 1 (broadcast) or outDims[j]. Ranks are at most 8.
+func BroadcastTo(x *Buffer, inDims, outDims, axisMap []int) (*Buffer, error) {
+	const op = "broadcast_to"
+	b, err := newBroadcast(op, inDims, outDims, axisMap)
+	if err != nil {
 		return nil, err
 	}
-	return byColumn(x, rows, cols, maxColChunksOp, maxByColOp)
+	if err := checkLen(op, x, b.inN, fmt.Sprintf("inDims %v", inDims)); err != nil {
+		return nil, err
+	}
+	switch {
+	case b.outN == 0:
+		return newBuffer(x.dev, 0)
+	case b.kept == 1<<len(b.dims)-1: // nothing broadcast: a copy
+		return Copy(x)
+	case len(b.dims) == 2 && b.kept == 2:
+		return BroadcastVecToRows(x, b.dims[0], b.dims[1])
+	case len(b.dims) == 2 && b.kept == 1:
+		return BroadcastVecToCols(x, b.dims[0], b.dims[1])
+	}
+	return broadcastToOp.call1(b.outN, []*Buffer{x}, nil, b.sizes(b.outN))
 }

@@ -79,7 +79,77 @@ func mirrorCases() []mirrorCase {
 			return []*Buffer{b}, err
 		}},
 	)
-	return append(cases, shapeCases()...)
+	cases = append(cases, shapeCases()...)
+	return append(cases, ndCases()...)
+}
+
+// mirrorBroadcasts add shapes that cross block edges to viewCases.
+var mirrorBroadcasts = append(viewCases[1:len(viewCases):len(viewCases)],
+	struct{ in, out, axisMap []int }{[]int{1000, 1, 17}, []int{1000, 33, 17}, []int{1, 2, 3}},
+	struct{ in, out, axisMap []int }{[]int{1, 300, 1}, []int{40, 300, 50}, []int{1, 2, 3}},
+	struct{ in, out, axisMap []int }{[]int{}, []int{70000}, []int{0}},
+	struct{ in, out, axisMap []int }{[]int{257}, []int{1000, 257}, []int{0, 1}},
+	struct{ in, out, axisMap []int }{[]int{1000, 1}, []int{1000, 257}, []int{1, 2}})
+
+// mirrorIndices are k = 5000 host indices into 4099 rows: repeats, and out-of-range ones.
+func mirrorIndices() []int {
+	idx := make([]int, 5000)
+	for j := range idx {
+		idx[j] = int(cpu.SplitMix64(uint64(j)) % 4200)
+	}
+	return idx
+}
+
+// ndCases are the N-D layout, axis-reduction and indexing cases (the scatters in deterministic
+// mode).
+func ndCases() []mirrorCase {
+	var cases []mirrorCase
+	add := func(name string, lens []int, run func(ins []*Buffer) (*Buffer, error)) {
+		cases = append(cases, mirrorCase{name: name, ins: len(lens), lens: lens, sizes: []int{lens[0]},
+			run: func(d *Device, ins []*Buffer, _ int) ([]*Buffer, error) {
+				b, err := run(ins)
+				return []*Buffer{b}, err
+			}})
+	}
+	for _, c := range mirrorBroadcasts {
+		tag := fmt.Sprintf("%v->%v", c.in, c.out)
+		add("broadcast_to/"+tag, []int{numel(c.in)}, func(in []*Buffer) (*Buffer, error) {
+			return BroadcastTo(in[0], c.in, c.out, c.axisMap)
+		})
+		add("reduce_from_broadcast/"+tag, []int{numel(c.out)}, func(in []*Buffer) (*Buffer, error) {
+			return ReduceFromBroadcastTo(in[0], c.in, c.out, c.axisMap)
+		})
+	}
+	for _, c := range []struct {
+		dims  []int
+		depth int
+	}{{[]int{17, 65}, 0}, {[]int{5, 33, 65, 3}, 1}, {[]int{3, 31, 257, 1}, 1}, {[]int{2, 1, 2, 1, 2, 1, 2, 3}, 6},
+		{[]int{64, 300, 70}, 0}} {
+		add(fmt.Sprintf("swap_adjacent_at_depth/%v@%d", c.dims, c.depth), []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) {
+			return SwapAdjacentAtDepth(in[0], c.dims, c.depth)
+		})
+	}
+	for _, c := range []struct {
+		dims []int
+		axis int
+	}{{[]int{70000, 3}, 0}, {[]int{3, 100003}, 1}, {[]int{5, 130, 7}, 1}, {[]int{4, 3, 2, 5}, 2}, {[]int{3, 0, 4}, 1},
+		{[]int{33, 1000, 31}, 1}} {
+		tag := fmt.Sprintf("%v@%d", c.dims, c.axis)
+		add("reduce_sum_axis/"+tag, []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) { return ReduceSumAxis(in[0], c.dims, c.axis) })
+		add("reduce_mean_axis/"+tag, []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) { return ReduceMeanAxis(in[0], c.dims, c.axis) })
+	}
+	idx := mirrorIndices()
+	for _, cols := range []int{1, 33} {
+		rows, k := 4099, len(idx)
+		tag := fmt.Sprintf("%dx%d", rows, cols)
+		add("gather_rows/"+tag, []int{rows * cols}, func(in []*Buffer) (*Buffer, error) { return GatherRows(in[0], rows, cols, idx) })
+		add("scatter_add_rows/"+tag, []int{rows * cols, k * cols}, func(in []*Buffer) (*Buffer, error) {
+			defer SetDeterministic(Deterministic())
+			SetDeterministic(true)
+			return ScatterAddRows(in[0], in[1], rows, cols, idx)
+		})
+	}
+	return cases
 }
 
 // mirrorShapes are (rows, cols) shapes for the layout and axis kernels: empty axes, vectors,

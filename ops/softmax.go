@@ -8,26 +8,29 @@ import (
 // Row softmax along the last axis of a row-major (rows, cols) buffer (leading axes folded into
 // rows), one fused pass per row statistic; the order of every reduction depends on the shape only.
 var (
-	softmaxOp = &shapeOp{"softmax", ptx.SoftmaxFwd, 1, gridRows, rowsSpace, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.SoftmaxFwd(o, in[0], b, lo, hi) }}
-	logSoftmaxOp = &shapeOp{"log_softmax", ptx.LogSoftmaxFwd, 1, gridRows, rowsSpace, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.LogSoftmaxFwd(o, in[0], b, lo, hi) }}
-	maskedSoftmaxOp = &shapeOp{"masked_softmax", ptx.MaskedSoftmaxFwd, 2, gridRows, rowsSpace, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.MaskedSoftmaxFwd(o, in[0], in[1], b, lo, hi) }}
-	softmaxBwdOp = &shapeOp{"softmax_bwd", ptx.SoftmaxBwd, 2, gridRows, rowsSpace, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.SoftmaxBwd(o, in[0], in[1], b, lo, hi) }}
-	logSoftmaxBwdOp = &shapeOp{"log_softmax_bwd", ptx.LogSoftmaxBwd, 2, gridRows, rowsSpace, nil,
-		func(o []float32, in [2][]float32, a, b, lo, hi int) { cpu.LogSoftmaxBwd(o, in[0], in[1], b, lo, hi) }}
+	softmaxOp = &kernelOp{name: "softmax", kernel: ptx.SoftmaxFwd, outs: 1, ins: 1,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.SoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	logSoftmaxOp = &kernelOp{name: "log_softmax", kernel: ptx.LogSoftmaxFwd, outs: 1, ins: 1,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	maskedSoftmaxOp = &kernelOp{name: "masked_softmax", kernel: ptx.MaskedSoftmaxFwd, outs: 1, ins: 2,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.MaskedSoftmaxFwd(h.b[0], h.b[1], h.b[2], h.s[1], lo, hi) }}
+	softmaxBwdOp = &kernelOp{name: "softmax_bwd", kernel: ptx.SoftmaxBwd, outs: 1, ins: 2,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.SoftmaxBwd(h.b[0], h.b[1], h.b[2], h.s[1], lo, hi) }}
+	logSoftmaxBwdOp = &kernelOp{name: "log_softmax_bwd", kernel: ptx.LogSoftmaxBwd, outs: 1, ins: 2,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxBwd(h.b[0], h.b[1], h.b[2], h.s[1], lo, hi) }}
 )
-
-func rowsSpace(a, b int) int { return a }
 
 // Softmax returns exp(x - max) / sum(exp(x - max)) along each row of a (rows, cols) matrix.
 func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("softmax", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return softmaxOp.run([]*Buffer{x}, rows, cols, rows*cols)
+	return softmaxOp.call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
 }
 
 // LogSoftmax returns (x - max) - log(sum(exp(x - max))) along each row.
@@ -35,7 +38,7 @@ func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("log_softmax", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return logSoftmaxOp.run([]*Buffer{x}, rows, cols, rows*cols)
+	return logSoftmaxOp.call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
 }
 
 // MaskedSoftmax is the hard-masked row softmax: entries whose mask is 0 are excluded from the
@@ -47,7 +50,7 @@ func MaskedSoftmax(x, mask *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("masked_softmax", mask, rows, cols); err != nil {
 		return nil, err
 	}
-	return maskedSoftmaxOp.run([]*Buffer{x, mask}, rows, cols, rows*cols)
+	return maskedSoftmaxOp.call1(rows*cols, []*Buffer{x, mask}, nil, []int{rows, cols})
 }
 
 // SoftmaxBwd returns the VJP of Softmax from its output y and the cotangent g:
@@ -59,7 +62,7 @@ func SoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("softmax_bwd", g, rows, cols); err != nil {
 		return nil, err
 	}
-	return softmaxBwdOp.run([]*Buffer{y, g}, rows, cols, rows*cols)
+	return softmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
 }
 
 // LogSoftmaxBwd returns the VJP of LogSoftmax from its output y and the cotangent g:
@@ -71,5 +74,5 @@ func LogSoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("log_softmax_bwd", g, rows, cols); err != nil {
 		return nil, err
 	}
-	return logSoftmaxBwdOp.run([]*Buffer{y, g}, rows, cols, rows*cols)
+	return logSoftmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
 }

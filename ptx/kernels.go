@@ -8,10 +8,11 @@ const (
 	Layout      Module = "layout"
 	ReduceAxis  Module = "reduce_axis"
 	Softmax     Module = "softmax"
+	Index       Module = "index"
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index}
 
 // Elementwise kernels: forward.
 var (
@@ -67,17 +68,20 @@ var (
 
 // Layout kernels and axis reductions.
 var (
-	Concat1d           = newKernel(Layout, "concat1d")
-	Slice1d            = newKernel(Layout, "slice1d")
-	BroadcastVecToRows = newKernel(Layout, "broadcast_vec_to_rows")
-	BroadcastVecToCols = newKernel(Layout, "broadcast_vec_to_cols")
-	Transpose2d        = newKernel(Layout, "transpose2d")
-	ReduceSumByRow     = newKernel(ReduceAxis, "reduce_sum_by_row")
-	ReduceMaxByRow     = newKernel(ReduceAxis, "reduce_max_by_row")
-	ReduceSumByColumn  = newKernel(ReduceAxis, "reduce_sum_by_column")
-	ReduceMaxByColumn  = newKernel(ReduceAxis, "reduce_max_by_column")
-	ReduceSumColChunks = newKernel(ReduceAxis, "reduce_sum_column_chunks")
-	ReduceMaxColChunks = newKernel(ReduceAxis, "reduce_max_column_chunks")
+	Concat1d            = newKernel(Layout, "concat1d")
+	Slice1d             = newKernel(Layout, "slice1d")
+	BroadcastVecToRows  = newKernel(Layout, "broadcast_vec_to_rows")
+	BroadcastVecToCols  = newKernel(Layout, "broadcast_vec_to_cols")
+	Transpose2d         = newKernel(Layout, "transpose2d")
+	SwapAdjacent        = newKernel(Layout, "swap_adjacent")
+	BroadcastTo         = newKernel(Layout, "broadcast_to")
+	ReduceSumByRow      = newKernel(ReduceAxis, "reduce_sum_by_row")
+	ReduceMaxByRow      = newKernel(ReduceAxis, "reduce_max_by_row")
+	ReduceSumByColumn   = newKernel(ReduceAxis, "reduce_sum_by_column")
+	ReduceMaxByColumn   = newKernel(ReduceAxis, "reduce_max_by_column")
+	ReduceSumColChunks  = newKernel(ReduceAxis, "reduce_sum_column_chunks")
+	ReduceMaxColChunks  = newKernel(ReduceAxis, "reduce_max_column_chunks")
+	ReduceFromBroadcast = newKernel(ReduceAxis, "reduce_from_broadcast")
 )
 
 // Row softmax kernels.
@@ -87,6 +91,15 @@ var (
 	MaskedSoftmaxFwd = newKernel(Softmax, "masked_softmax_fwd")
 	SoftmaxBwd       = newKernel(Softmax, "softmax_bwd")
 	LogSoftmaxBwd    = newKernel(Softmax, "log_softmax_bwd")
+	LayerNormFwd     = newKernel(Softmax, "layer_norm_fwd") // grid: rows blocks of 256 threads
+	LayerNormBwd     = newKernel(Softmax, "layer_norm_bwd") // grid: ceil(rows/64) blocks of 256 threads
+)
+
+// Indexing kernels (host indices uploaded as u32).
+var (
+	GatherRows           = newKernel(Index, "gather_rows")
+	ScatterAddRowsAtomic = newKernel(Index, "scatter_add_rows_atomic")
+	ScatterAddRowsSorted = newKernel(Index, "scatter_add_rows_sorted")
 )
 
 // All lists every kernel with a Go owner, in declaration order (Kernel.ID is the index); the

@@ -22,22 +22,84 @@ extern "C" __global__ void broadcast_vec_to_cols(float* out, const float* vec, u
   TL_FOR(i, rows * cols) { out[i] = vec[i / cols]; }
 }
 
-// transpose2d: out[c, r] = x[r, c] for a (rows, cols) input, through 32x32 shared-memory tiles
-// (blocks of 32x8 threads; grid.x over column tiles, grid.y over row tiles, grid-stride in y).
+// transpose2d: out[b, c, r] = x[b, r, c] for a batch of (rows, cols) inputs, through 32x32
+// shared-memory tiles (blocks of 32x8 threads; grid.x over column tiles, grid.y over row tiles
+// and grid.z over the batch, grid-stride in y and z).
 #define TILE 32
-extern "C" __global__ void transpose2d(float* out, const float* x, u64 rows, u64 cols) {
+extern "C" __global__ void transpose2d(float* out, const float* x, u64 batch, u64 rows, u64 cols) {
   __shared__ float tile[TILE][TILE + 1];
   u64 c0 = (u64)blockIdx.x * TILE;
-  for (u64 r0 = (u64)blockIdx.y * TILE; r0 < rows; r0 += (u64)gridDim.y * TILE) {
-    for (u32 j = threadIdx.y; j < TILE; j += blockDim.y) {
-      u64 r = r0 + j, c = c0 + threadIdx.x;
-      if (r < rows && c < cols) tile[j][threadIdx.x] = x[r * cols + c];
+  for (u64 b = blockIdx.z; b < batch; b += gridDim.z) {
+    const float* xb = x + b * rows * cols;
+    float* ob = out + b * rows * cols;
+    for (u64 r0 = (u64)blockIdx.y * TILE; r0 < rows; r0 += (u64)gridDim.y * TILE) {
+      for (u32 j = threadIdx.y; j < TILE; j += blockDim.y) {
+        u64 r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = xb[r * cols + c];
+      }
+      __syncthreads();
+      for (u32 j = threadIdx.y; j < TILE; j += blockDim.y) {
+        u64 c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) ob[c * rows + r] = tile[threadIdx.x][j];
+      }
+      __syncthreads();
     }
-    __syncthreads();
-    for (u32 j = threadIdx.y; j < TILE; j += blockDim.y) {
-      u64 c = c0 + j, r = r0 + threadIdx.x;
-      if (r < rows && c < cols) out[c * rows + r] = tile[threadIdx.x][j];
-    }
-    __syncthreads();
   }
+}
+
+// swap_adjacent: out[a, c, b, d] = x[a, b, c, d] for an (na, nb, nc, nd) input (the axes b and c
+// swapped; with nd = 1 the batched transpose2d is used instead).
+template <typename I>
+__device__ __forceinline__ void swap_adjacent_t(float* out, const float* x, I na, I nb, I nc, I nd) {
+  I n = na * nb * nc * nd;
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+    I d = i % nd, t = i / nd;
+    I b = t % nb;
+    t /= nb;
+    I c = t % nc, a = t / nc;
+    out[i] = x[((a * nb + b) * nc + c) * nd + d];
+  }
+}
+
+extern "C" __global__ void swap_adjacent(float* out, const float* x, u64 na, u64 nb, u64 nc, u64 nd) {
+  if (na * nb * nc * nd <= 0xffffffffull - (u64)gridDim.x * blockDim.x)
+    swap_adjacent_t<u32>(out, x, (u32)na, (u32)nb, (u32)nc, (u32)nd);
+  else
+    swap_adjacent_t<u64>(out, x, na, nb, nc, nd);
+}
+
+// broadcast_to: an output of rank <= 8 with dims d0..d7 (outermost first; the first rank are
+// used). Bit j of kept set: output axis j reads the input along an axis of the same size; clear:
+// the axis is broadcast (input coordinate 0). The input is the kept axes in order, contiguous:
+// out[i] = x[sum over kept j of coord_j(i) * (product of the kept dims after j)].
+#define TL_DIMS u64 d0, u64 d1, u64 d2, u64 d3, u64 d4, u64 d5, u64 d6, u64 d7
+template <typename I>
+__device__ __forceinline__ void broadcast_to_t(float* out, const float* x, I n, u32 rank, u32 kept,
+                                               const u64* dims) {
+  I d[8];
+#pragma unroll
+  for (int j = 0; j < 8; j++) d[j] = (I)dims[j];
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+    I rem = i, off = 0, stride = 1;
+#pragma unroll
+    for (int j = 7; j >= 0; j--) {
+      if ((u32)j < rank) {
+        I c = rem % d[j];
+        rem /= d[j];
+        if (kept >> j & 1) {
+          off += c * stride;
+          stride *= d[j];
+        }
+      }
+    }
+    out[i] = x[off];
+  }
+}
+
+extern "C" __global__ void broadcast_to(float* out, const float* x, u64 n, u64 rank, u64 kept, TL_DIMS) {
+  const u64 dims[8] = {d0, d1, d2, d3, d4, d5, d6, d7};
+  if (n <= 0xffffffffull - (u64)gridDim.x * blockDim.x)
+    broadcast_to_t<u32>(out, x, (u32)n, (u32)rank, (u32)kept, dims);
+  else
+    broadcast_to_t<u64>(out, x, n, (u32)rank, (u32)kept, dims);
 }

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -68,9 +69,10 @@ func TestGeneratedMatchesSources(t *testing.T) {
 
 // TestNoContraction checks that nvcc kept every multiply and add separate: the only fused
 // operations in the PTX are the explicit fma.rn of the kernels that ask for it, and there are
-// no approximate or flush-to-zero instructions.
+// no approximate or flush-to-zero instructions. (Atomic adds, atom.*.add.f32, are the fast mode
+// of the kernels named *_atomic; TestAtomicsNamed checks that.)
 func TestNoContraction(t *testing.T) {
-	bad := regexp.MustCompile(`\b((mul|add|sub|mad|fma)\.f32|mad\.rn\.f32|[a-z0-9]+\.approx\.[a-z0-9.]*|[a-z0-9.]*\.ftz\.[a-z0-9.]*)\b`)
+	bad := regexp.MustCompile(`(?:^|[^.\w])((mul|add|sub|mad|fma)\.f32|mad\.rn\.f32|[a-z0-9]+\.approx\.[a-z0-9.]*|[a-z0-9.]*\.ftz\.[a-z0-9.]*)\b`)
 	for _, m := range Modules {
 		src, err := m.Source()
 		if err != nil {
@@ -78,6 +80,28 @@ func TestNoContraction(t *testing.T) {
 		}
 		if hit := bad.Find(src); hit != nil {
 			t.Errorf("%s.ptx contains %s", m, hit)
+		}
+	}
+}
+
+// TestAtomicsNamed checks that atomic instructions appear only in kernels whose name ends in
+// _atomic: the fast-mode kernels that deterministic mode never runs.
+func TestAtomicsNamed(t *testing.T) {
+	for _, m := range Modules {
+		src, err := m.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := entryRE.FindAllSubmatchIndex(src, -1)
+		for i, e := range entries {
+			end := len(src)
+			if i+1 < len(entries) {
+				end = entries[i+1][0]
+			}
+			name := string(src[e[2]:e[3]])
+			if bytes.Contains(src[e[0]:end], []byte("atom.")) && !strings.HasSuffix(name, "_atomic") {
+				t.Errorf("%s.%s uses atomics but is not named *_atomic", m, name)
+			}
 		}
 	}
 }

@@ -1,0 +1,88 @@
+package ops
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestIndexSemantics(t *testing.T) {
+	defer SetDeterministic(Deterministic())
+	for _, d := range devices(t) {
+		vec := mustBuf(t, d, []float32{10, 20, 30})
+		mat := mustBuf(t, d, []float32{1, 2, 3, 4, 5, 6}) // (3, 2)
+		r, err := GatherVec(vec, 3, []int{2, 0, 3, math.MaxUint32, 2})
+		expect(t, "gather_vec", download(t, r, err), 30, 10, 0, 0, 30)
+		r, err = GatherRows(mat, 3, 2, []int{1, 7, 0})
+		expect(t, "gather_rows", download(t, r, err), 3, 4, 0, 0, 1, 2)
+		r, err = GatherRows(mat, 3, 2, nil)
+		if got := download(t, r, err); len(got) != 0 {
+			t.Errorf("gather of no rows: %v", got)
+		}
+		for _, det := range []bool{false, true} {
+			SetDeterministic(det)
+			vals := mustBuf(t, d, []float32{1, 2, 4, 8})
+			r, err = ScatterAdd(vec, vals, 3, []int{2, 5, 2, 0})
+			expect(t, "scatter_add", download(t, r, err), 18, 20, 35)
+			r, err = ScatterAddRows(mat, vals, 3, 2, []int{2, 2})
+			expect(t, "scatter_add_rows", download(t, r, err), 1, 2, 3, 4, 5+1+4, 6+2+8)
+			r, err = ScatterAddRows(mat, vals, 3, 2, []int{9, 1})
+			expect(t, "scatter_add_rows ignores out of range", download(t, r, err), 1, 2, 3+4, 4+8, 5, 6)
+			row := mustBuf(t, d, []float32{100, 200})
+			r, err = ScatterAddRow(mat, row, 3, 2, 1)
+			expect(t, "scatter_add_row", download(t, r, err), 1, 2, 103, 204, 5, 6)
+			if _, err := ScatterAddRow(mat, row, 3, 2, 3); err == nil || !strings.Contains(err.Error(), "row 3") {
+				t.Errorf("scatter_add_row past the last row: %v", err)
+			}
+			// -0.0 in the matrix survives rows that receive nothing.
+			z := mustBuf(t, d, []float32{float32(math.Copysign(0, -1)), 1})
+			r, err = ScatterAdd(z, vals, 2, []int{1, 1, 1, 1})
+			got := download(t, r, err)
+			if !math.Signbit(float64(got[0])) || got[1] != 16 {
+				t.Errorf("scatter_add (det %v) into [-0, 1]: %v", det, got)
+			}
+			vals.Release()
+			row.Release()
+			z.Release()
+		}
+		// Bad indices and sizes are errors.
+		for _, idx := range [][]int{{-1}, {math.MaxUint32 + 1}} {
+			if _, err := GatherVec(vec, 3, idx); err == nil || !strings.Contains(err.Error(), "uint32") {
+				t.Errorf("gather with index %v: %v", idx, err)
+			}
+			one := mustBuf(t, d, []float32{1})
+			if _, err := ScatterAdd(vec, one, 3, idx); err == nil || !strings.Contains(err.Error(), "uint32") {
+				t.Errorf("scatter with index %v: %v", idx, err)
+			}
+			one.Release()
+		}
+		if _, err := ScatterAdd(vec, vec, 3, []int{0, 1}); err == nil {
+			t.Error("scatter with 3 values for 2 indices accepted")
+		}
+		if _, err := GatherRows(mat, 2, 2, []int{0}); err == nil {
+			t.Error("gather from a wrong shape accepted")
+		}
+		vec.Release()
+		mat.Release()
+	}
+}
+
+// TestSortedRows checks the stable counting sort behind the deterministic scatter.
+func TestSortedRows(t *testing.T) {
+	order, start := sortedRows([]uint32{3, 1, 3, 9, 0, 1, 3}, 4)
+	want := []uint32{4, 1, 5, 0, 2, 6}
+	wantStart := []uint32{0, 1, 3, 3, 6}
+	if len(order) != len(want) || len(start) != len(wantStart) {
+		t.Fatalf("order %v start %v", order, start)
+	}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("order %v, want %v", order, want)
+		}
+	}
+	for i := range wantStart {
+		if start[i] != wantStart[i] {
+			t.Fatalf("start %v, want %v", start, wantStart)
+		}
+	}
+}

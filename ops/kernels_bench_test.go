@@ -1,0 +1,110 @@
+package ops
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// kernelBench is one row of BenchmarkKernels: a named shape whose PyTorch counterpart has the
+// same name in internal/bench/torch_bench.py (KERNELS there), so the GPU check can print ratios.
+// bytes is the traffic counted for GB/s (inputs read + outputs written, once each).
+type kernelBench struct {
+	name  string
+	ins   []int // input lengths (uniform random)
+	bytes int
+	run   func(ins []*Buffer) (*Buffer, error)
+}
+
+// benchIndices returns k indices in [0, rows) (a fixed pseudo-random pattern).
+func benchIndices(k, rows int) []int {
+	idx := make([]int, k)
+	for j := range idx {
+		idx[j] = int(uint32(j)*2654435761) % rows
+	}
+	return idx
+}
+
+func kernelBenches() []kernelBench {
+	const r, c = 16384, 4096
+	var ks []kernelBench
+	add := func(name string, ins []int, bytes int, run func(ins []*Buffer) (*Buffer, error)) {
+		ks = append(ks, kernelBench{name, ins, bytes, run})
+	}
+	rc := []int{r * c}
+	add("transpose2d_8192x8192", []int{8192 * 8192}, 8*8192*8192, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], 8192, 8192) })
+	add("softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
+	add("softmax_4096x32768", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], 4096, 32768) })
+	add("log_softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
+	add("softmax_bwd_16384x4096", []int{r * c, r * c}, 12*r*c, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
+	add("reduce_sum_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], r, c) })
+	add("reduce_max_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], r, c) })
+	add("reduce_sum_by_column_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByColumn(in[0], r, c) })
+	add("reduce_sum_axis_64x1024x1024@1", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) {
+		return ReduceSumAxis(in[0], []int{64, 1024, 1024}, 1)
+	})
+	add("broadcast_to_64x1x4096->64x256x4096", []int{64 * 4096}, 4*r*c, func(in []*Buffer) (*Buffer, error) {
+		return BroadcastTo(in[0], []int{64, 1, 4096}, []int{64, 256, 4096}, []int{1, 2, 3})
+	})
+	add("reduce_from_broadcast_64x256x4096->64x1x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) {
+		return ReduceFromBroadcastTo(in[0], []int{64, 1, 4096}, []int{64, 256, 4096}, []int{1, 2, 3})
+	})
+	add("reduce_from_broadcast_256x1x256->256x1024x256", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) {
+		return ReduceFromBroadcastTo(in[0], []int{256, 1, 256}, []int{256, 1024, 256}, []int{1, 2, 3})
+	})
+	add("swap_adjacent_64x512x64x32@1", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) {
+		return SwapAdjacentAtDepth(in[0], []int{64, 512, 64, 32}, 1)
+	})
+	const k, rows, cols = 1 << 20, 65536, 64
+	idx := benchIndices(k, rows)
+	add("gather_rows_1Mx64_from_65536", []int{rows * cols}, 8*k*cols, func(in []*Buffer) (*Buffer, error) {
+		return GatherRows(in[0], rows, cols, idx)
+	})
+	for _, det := range []bool{false, true} {
+		name := "scatter_add_rows_1Mx64_to_65536"
+		if det {
+			name += "_deterministic"
+		}
+		add(name, []int{rows * cols, k * cols}, 4*k*cols+8*rows*cols, func(in []*Buffer) (*Buffer, error) {
+			defer SetDeterministic(Deterministic())
+			SetDeterministic(det)
+			return ScatterAddRows(in[0], in[1], rows, cols, idx)
+		})
+	}
+	return ks
+}
+
+// BenchmarkKernels times each kernel family at the shapes of the PyTorch baselines
+// (BenchmarkKernels/<name>/<device>), reporting GB/s.
+func BenchmarkKernels(b *testing.B) {
+	for _, dn := range benchDevices(b) {
+		for _, k := range kernelBenches() {
+			b.Run(fmt.Sprintf("%s/%s", k.name, dn.d.Kind()), func(b *testing.B) {
+				ins := make([]*Buffer, len(k.ins))
+				for i, n := range k.ins {
+					var err error
+					if ins[i], err = RandUniform(dn.d, n, uint64(i+1)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				defer ReleaseThen(nil, ins...)
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					y, err := k.run(ins)
+					if err != nil {
+						b.Fatal(err)
+					}
+					y.Release()
+				}
+				if err := dn.d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				reportGBs(b, k.bytes, time.Since(start))
+			})
+		}
+	}
+}
