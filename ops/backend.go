@@ -18,6 +18,7 @@ type backend interface {
 	alloc(n int) (storage, error)
 	free(s storage, n int)
 	upload(dst storage, src []float32) error
+	uploadIndex(dst storage, src []uint32) error // the bits of src into len(src) float32 slots
 	download(dst []float32, src storage) error
 	fill(dst storage, n int, v float32) error
 	copy(dst, src storage, n int) error

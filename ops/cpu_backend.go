@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -70,6 +71,13 @@ func (*cpuBackend) upload(dst storage, src []float32) error {
 	return nil
 }
 
+func (*cpuBackend) uploadIndex(dst storage, src []uint32) error {
+	for i, v := range src {
+		dst.host[i] = math.Float32frombits(v)
+	}
+	return nil
+}
+
 func (*cpuBackend) download(dst []float32, src storage) error {
 	copy(dst, src.host)
 	return nil
@@ -126,7 +134,10 @@ func (*cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
 }
 
 func (*cpuBackend) kernel(op *kernelOp, a *launchArgs) error {
-	h := hostArgs{idx: a.idx, s: a.sizes, f: a.scalars}
+	h := hostArgs{s: a.sizes, f: a.scalars}
+	for k, ix := range a.idx[:op.idx] {
+		h.idx[k] = ix.host
+	}
 	total := 0
 	for k := range op.outs + op.ins {
 		h.b[k] = a.bufs[k].host

@@ -305,6 +305,14 @@ func (g *cudaBackend) upload(dst storage, src []float32) error {
 	return g.ctx.CopyHtoD(dst.ptr, src)
 }
 
+func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
+	return g.ctx.CopyHtoDU32(dst.ptr, src)
+}
+
 func (g *cudaBackend) download(dst []float32, src storage) error {
 	if err := g.ctx.Lock(); err != nil {
 		return err
@@ -456,16 +464,6 @@ func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
 }
 
 func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
-	var tmp [maxIdx]storage
-	for k := range op.idx {
-		n := max(1, len(a.idx[k]))
-		s, err := g.alloc(n)
-		if err != nil {
-			return err
-		}
-		defer g.free(s, n)
-		tmp[k] = s
-	}
 	if err := g.ctx.Lock(); err != nil {
 		return err
 	}
@@ -474,11 +472,8 @@ func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
 	for _, s := range a.bufs[:op.outs+op.ins] {
 		p.ptr(s)
 	}
-	for k, s := range tmp[:op.idx] {
-		if err := g.ctx.CopyHtoDU32(s.ptr, a.idx[k]); err != nil {
-			return err
-		}
-		p.ptr(s)
+	for _, ix := range a.idx[:op.idx] {
+		p.ptr(ix.buf.mem)
 	}
 	for _, v := range a.sizes {
 		p.u64(uint64(v))

@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -30,45 +31,166 @@ var (
 		}}
 )
 
-// hostIndices checks idx and returns it as uint32.
-func hostIndices(op string, idx []int) ([]uint32, error) {
-	out := make([]uint32, len(idx))
+// Indices is an array of row indices prepared for one device: checked, converted to uint32 and
+// uploaded once, so that a gather and the scatter-add of its backward pass (or many steps over
+// the same batch) share one upload; the deterministic scatter's sorted form is built once per
+// target row count and kept. Release frees the device memory (a GC cleanup is a safety net).
+type Indices struct {
+	dev  *Device
+	host []uint32
+	buf  *Buffer // the indices' bits, one float32 slot each
+
+	mu       sync.Mutex
+	released bool
+	sorted   map[int][2]*Indices // rows -> (order, start) of sortedRows
+}
+
+// NewIndices checks idx (a negative index or one above math.MaxUint32 is an error) and uploads
+// it to d.
+func NewIndices(d *Device, idx []int) (*Indices, error) { return prepareIndices("indices", d, idx) }
+
+func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
+	host := make([]uint32, len(idx))
 	for j, i := range idx {
 		if i < 0 || uint64(i) > math.MaxUint32 {
 			return nil, fmt.Errorf("ops: %s: index %d at position %d does not fit in uint32", op, i, j)
 		}
-		out[j] = uint32(i)
+		host[j] = uint32(i)
 	}
-	return out, nil
+	return newIndices(d, host)
+}
+
+func newIndices(d *Device, host []uint32) (*Indices, error) {
+	buf, err := newBuffer(d, len(host))
+	if err != nil {
+		return nil, err
+	}
+	if len(host) > 0 {
+		if err := d.be.uploadIndex(buf.mem, host); err != nil {
+			buf.Release()
+			return nil, err
+		}
+	}
+	return &Indices{dev: d, host: host, buf: buf}, nil
+}
+
+// Len returns the number of indices.
+func (ix *Indices) Len() int { return len(ix.host) }
+
+// Device returns the device the indices live on.
+func (ix *Indices) Device() *Device { return ix.dev }
+
+// Release frees the indices and their sorted forms; true the first time.
+func (ix *Indices) Release() bool {
+	if ix == nil {
+		return false
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.released {
+		return false
+	}
+	ix.released = true
+	ix.buf.Release()
+	for _, s := range ix.sorted {
+		s[0].Release()
+		s[1].Release()
+	}
+	ix.sorted = nil
+	return true
+}
+
+func (ix *Indices) live() error {
+	if ix == nil {
+		return fmt.Errorf("ops: nil indices")
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.released {
+		return fmt.Errorf("ops: indices: %w", ErrReleased)
+	}
+	return nil
+}
+
+// sortedFor returns the (order, start) arrays of sortedRows for a target of rows rows, building
+// and uploading them on first use.
+func (ix *Indices) sortedFor(rows int) (order, start *Indices, err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if s, ok := ix.sorted[rows]; ok {
+		return s[0], s[1], nil
+	}
+	o, st := sortedRows(ix.host, rows)
+	if order, err = newIndices(ix.dev, o); err != nil {
+		return nil, nil, err
+	}
+	if start, err = newIndices(ix.dev, st); err != nil {
+		order.Release()
+		return nil, nil, err
+	}
+	if ix.sorted == nil {
+		ix.sorted = map[int][2]*Indices{}
+	}
+	ix.sorted[rows] = [2]*Indices{order, start}
+	return order, start, nil
+}
+
+// withIndices runs f with idx prepared on d, and releases them afterwards.
+func withIndices(op string, d *Device, idx []int, f func(ix *Indices) (*Buffer, error)) (*Buffer, error) {
+	ix, err := prepareIndices(op, d, idx)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Release()
+	return f(ix)
 }
 
 // GatherVec returns out[j] = vec[idx[j]] (length len(idx)), 0 where idx[j] >= n.
 func GatherVec(vec *Buffer, n int, idx []int) (*Buffer, error) {
-	return gather("gather_vec", vec, n, 1, idx)
+	if err := vec.live(); err != nil {
+		return nil, err
+	}
+	return withIndices("gather_vec", vec.dev, idx, func(ix *Indices) (*Buffer, error) {
+		return gather("gather_vec", vec, n, 1, ix)
+	})
 }
 
 // GatherRows returns the (len(idx), cols) matrix of rows idx[j] of the (rows, cols) matrix mat,
 // a zero row where idx[j] >= rows.
 func GatherRows(mat *Buffer, rows, cols int, idx []int) (*Buffer, error) {
-	return gather("gather_rows", mat, rows, cols, idx)
+	if err := mat.live(); err != nil {
+		return nil, err
+	}
+	return withIndices("gather_rows", mat.dev, idx, func(ix *Indices) (*Buffer, error) {
+		return gather("gather_rows", mat, rows, cols, ix)
+	})
 }
 
-func gather(op string, mat *Buffer, rows, cols int, idx []int) (*Buffer, error) {
+// GatherRowsIdx is GatherRows with prepared indices (a vector is a matrix of one column).
+func GatherRowsIdx(mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
+	return gather("gather_rows", mat, rows, cols, ix)
+}
+
+func gather(op string, mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
 	if err := matrix(op, mat, rows, cols); err != nil {
 		return nil, err
 	}
-	ix, err := hostIndices(op, idx)
-	if err != nil {
+	if err := ix.live(); err != nil {
 		return nil, err
 	}
-	k := len(ix)
-	return gatherRowsOp.call1(k*cols, []*Buffer{mat}, [][]uint32{ix}, []int{k, rows, cols})
+	k := ix.Len()
+	return gatherRowsOp.call1(k*cols, []*Buffer{mat}, []*Indices{ix}, []int{k, rows, cols})
 }
 
 // ScatterAdd returns a copy of x (length n) with values[j] added at idx[j] for every j
 // (len(values) == len(idx)); indices >= n are ignored, repeated ones accumulate.
 func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
-	return scatter("scatter_add", x, values, n, 1, idx)
+	if err := x.live(); err != nil {
+		return nil, err
+	}
+	return withIndices("scatter_add", x.dev, idx, func(ix *Indices) (*Buffer, error) {
+		return scatter("scatter_add", x, values, n, 1, ix)
+	})
 }
 
 // ScatterAddRow returns a copy of the (rows, cols) matrix mat with rowVec (length cols) added to
@@ -77,7 +199,7 @@ func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
 	if i < 0 || i >= rows {
 		return nil, fmt.Errorf("ops: scatter_add_row: row %d of a matrix of %d rows", i, rows)
 	}
-	return scatter("scatter_add_row", mat, rowVec, rows, cols, []int{i})
+	return ScatterAddRows(mat, rowVec, rows, cols, []int{i})
 }
 
 // ScatterAddRows returns a copy of the (rows, cols) matrix mat with row j of values (a
@@ -90,42 +212,55 @@ func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
 // with atomics in an order that can vary from run to run where indices repeat, on the CPU in the
 // order of j.
 func ScatterAddRows(mat, values *Buffer, rows, cols int, idx []int) (*Buffer, error) {
-	return scatter("scatter_add_rows", mat, values, rows, cols, idx)
+	if err := mat.live(); err != nil {
+		return nil, err
+	}
+	return withIndices("scatter_add_rows", mat.dev, idx, func(ix *Indices) (*Buffer, error) {
+		return scatter("scatter_add_rows", mat, values, rows, cols, ix)
+	})
 }
 
-func scatter(op string, mat, values *Buffer, rows, cols int, idx []int) (*Buffer, error) {
+// ScatterAddRowsIdx is ScatterAddRows with prepared indices (a vector is a matrix of one column).
+// In deterministic mode the sorted form of the indices is built on first use for this row count
+// and kept with them.
+func ScatterAddRowsIdx(mat, values *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
+	return scatter("scatter_add_rows", mat, values, rows, cols, ix)
+}
+
+func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
 	if err := matrix(op, mat, rows, cols); err != nil {
 		return nil, err
 	}
-	if err := matrix(op, values, len(idx), cols); err != nil {
+	if err := ix.live(); err != nil {
 		return nil, err
 	}
-	ix, err := hostIndices(op, idx)
-	if err != nil {
+	k := ix.Len()
+	if err := matrix(op, values, k, cols); err != nil {
 		return nil, err
 	}
 	if err := sameDevice(op, []*Buffer{mat, values}); err != nil {
 		return nil, err
-	}
-	k := len(ix)
-	if uint64(k) > math.MaxUint32 {
-		return nil, fmt.Errorf("ops: %s: %d indices; at most %d", op, k, uint64(math.MaxUint32))
 	}
 	if !Deterministic() {
 		out, err := Copy(mat)
 		if err != nil || out.n == 0 || k == 0 {
 			return out, err
 		}
-		if err := scatterAtomicOp.launch([]*Buffer{out}, []*Buffer{values}, [][]uint32{ix}, []int{k, rows, cols}); err != nil {
+		if err := scatterAtomicOp.launch([]*Buffer{out}, []*Buffer{values}, []*Indices{ix}, []int{k, rows, cols}); err != nil {
 			out.Release()
 			return nil, err
 		}
 		return out, nil
 	}
-	order, start := sortedRows(ix, rows)
-	return scatterSortedOp.call1(rows*cols, []*Buffer{mat, values}, [][]uint32{order, start}, []int{rows, cols})
+	if rows*cols == 0 {
+		return newBuffer(mat.dev, 0)
+	}
+	order, start, err := ix.sortedFor(rows)
+	if err != nil {
+		return nil, err
+	}
+	return scatterSortedOp.call1(rows*cols, []*Buffer{mat, values}, []*Indices{order, start}, []int{rows, cols})
 }
-
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
 // i, the range start[i] .. start[i+1] of order whose index is i (a stable counting sort).
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {

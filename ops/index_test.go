@@ -86,3 +86,33 @@ func TestSortedRows(t *testing.T) {
 		}
 	}
 }
+
+func TestIndicesReuse(t *testing.T) {
+	defer SetDeterministic(Deterministic())
+	for _, d := range devices(t) {
+		ix, err := NewIndices(d, []int{2, 0, 2, 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mat := mustBuf(t, d, []float32{1, 2, 3, 4, 5, 6}) // (3, 2)
+		g := dl(t, func() (*Buffer, error) { return GatherRowsIdx(mat, 3, 2, ix) })
+		expect(t, "gather", g, 5, 6, 1, 2, 5, 6, 0, 0)
+		vals := mustBuf(t, d, g)
+		for _, det := range []bool{true, true, false} { // the second deterministic call reuses the sort
+			SetDeterministic(det)
+			r := dl(t, func() (*Buffer, error) { return ScatterAddRowsIdx(mat, vals, 3, 2, ix) })
+			expect(t, "scatter", r, 1+1, 2+2, 3, 4, 5+5+5, 6+6+6)
+		}
+		if !ix.Release() || ix.Release() {
+			t.Error("Release not true exactly once")
+		}
+		if _, err := GatherRowsIdx(mat, 3, 2, ix); err == nil || !strings.Contains(err.Error(), "released") {
+			t.Errorf("gather with released indices: %v", err)
+		}
+		if _, err := NewIndices(d, []int{1, -2}); err == nil {
+			t.Error("negative index accepted")
+		}
+		mat.Release()
+		vals.Release()
+	}
+}

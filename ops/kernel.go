@@ -9,8 +9,8 @@ import (
 
 // kernelOp is one row of the table of one-off kernels (layout, axis reductions, softmax,
 // indexing...). Its PTX parameters are, in order: the buffers (outs destinations, then ins
-// inputs), the host index arrays (idx of them, uint32: uploaded for the GPU, read in place by
-// the CPU), the sizes (u64) and the float32 scalars. The CPU twin computes the units [lo, hi) of
+// inputs), the index arrays (idx of them, uint32, as Indices), the sizes (u64) and the float32
+// scalars. The CPU twin computes the units [lo, hi) of
 // its index space of cpuUnits(sizes) units (rows, columns, chunks...); units are independent, so
 // any split gives the same bits. geometry gives the GPU launch.
 type kernelOp struct {
@@ -34,7 +34,7 @@ const (
 // launchArgs are the operands of one kernelOp launch.
 type launchArgs struct {
 	bufs    [maxBufs]storage
-	idx     [maxIdx][]uint32
+	idx     [maxIdx]*Indices
 	sizes   []int
 	scalars []float32
 }
@@ -82,7 +82,7 @@ func product(ks ...int) func(s []int) int {
 
 // call runs op on the device of ins[0] into fresh outputs of the given lengths. Inputs are
 // borrowed; an error releases the outputs.
-func (op *kernelOp) call(outLens []int, ins []*Buffer, idx [][]uint32, sizes []int, scalars ...float32) ([]*Buffer, error) {
+func (op *kernelOp) call(outLens []int, ins []*Buffer, idx []*Indices, sizes []int, scalars ...float32) ([]*Buffer, error) {
 	if err := sameDevice(op.name, ins); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (op *kernelOp) call(outLens []int, ins []*Buffer, idx [][]uint32, sizes []i
 }
 
 // call1 is call for one output.
-func (op *kernelOp) call1(outLen int, ins []*Buffer, idx [][]uint32, sizes []int, scalars ...float32) (*Buffer, error) {
+func (op *kernelOp) call1(outLen int, ins []*Buffer, idx []*Indices, sizes []int, scalars ...float32) (*Buffer, error) {
 	outs, err := op.call([]int{outLen}, ins, idx, sizes, scalars...)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (op *kernelOp) call1(outLen int, ins []*Buffer, idx [][]uint32, sizes []int
 }
 
 // launch runs op with existing outputs (which it may read: some kernels accumulate into them).
-func (op *kernelOp) launch(outs, ins []*Buffer, idx [][]uint32, sizes []int, scalars ...float32) error {
+func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, scalars ...float32) error {
 	if len(outs) != op.outs || len(ins) != op.ins || len(idx) != op.idx {
 		return fmt.Errorf("ops: %s: %d outputs, %d inputs, %d index arrays; want %d, %d, %d",
 			op.name, len(outs), len(ins), len(idx), op.outs, op.ins, op.idx)
@@ -130,11 +130,20 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx [][]uint32, sizes []int, sca
 	for k, b := range append(append([]*Buffer(nil), outs...), ins...) {
 		a.bufs[k] = b.mem
 	}
-	copy(a.idx[:], idx)
+	for k, ix := range idx {
+		if err := ix.live(); err != nil {
+			return fmt.Errorf("%w (%s)", err, op.name)
+		}
+		if ix.dev != outs[0].dev {
+			return fmt.Errorf("ops: %s: indices on %s, operands on %s", op.name, ix.dev, outs[0].dev)
+		}
+		a.idx[k] = ix
+	}
 	a.sizes, a.scalars = sizes, scalars
 	err := outs[0].dev.be.kernel(op, &a)
 	runtime.KeepAlive(outs)
 	runtime.KeepAlive(ins)
+	runtime.KeepAlive(idx)
 	if err != nil {
 		return fmt.Errorf("ops: %s: %w", op.name, err)
 	}

@@ -265,8 +265,22 @@ def main():
         for l in keep[:6]:
             p("go cold start: " + l[:150])
 
+    # kernel families: time ratios against the PyTorch rows of the same name
+    kt = torch.get("kernels") or {}
+    if kt:
+        p("%-48s %10s %10s %7s %7s %5s" % ("kernel (cuda)", "ours ms", "torch ms", "ratio", "target", ""))
+        for name, t in kt.items():
+            rec = go.get("BenchmarkKernels/%s/cuda" % name)
+            ours = rec["ns"] / 1e6 if rec and rec.get("ns") else None
+            r = ratio(t.get("ms"), ours)
+            v = verdict(r, t.get("target", 1.0))
+            n_pass += v == "PASS"
+            n_miss += v == "MISS"
+            p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
+                                               fmt(r, "%.3f"), ">=%.2f" % t.get("target", 1.0), v))
+
     # anything else the Go run benchmarked on the GPU, briefly
-    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy)/")
+    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels)/")
     others = sorted(k for k in go if not known.match(k))
     for k in others[:15]:
         rec = go[k]

@@ -114,6 +114,25 @@ def main():
             log("torch_bench: %s failed: %r" % (name, ex))
             res[name] = {"error": repr(ex)}
 
+    # Kernel families at the shapes of the Go BenchmarkKernels rows (same names): median GPU ms.
+    kernels = {}
+    for name, (setup, target) in kernel_table(torch, F, dev).items():
+        if args.ops and name not in wanted:
+            continue
+        try:
+            fn = setup()
+            ms = time_gpu(torch, fn, args.warmup, max(5, args.reps // 5))
+            kernels[name] = {"ms": round(ms, 5), "target": target}
+            log("torch_bench: %-48s %9.4f ms" % (name, ms))
+        except Exception as ex:
+            log("torch_bench: %s failed: %r" % (name, ex))
+            kernels[name] = {"error": repr(ex), "target": target}
+        finally:
+            torch.use_deterministic_algorithms(False)
+            fn = None
+            torch.cuda.empty_cache()
+    res["kernels"] = kernels
+
     # Eager dispatch: host time per 1-element op (x * 2.0), no sync per op, sync at the end.
     try:
         one = torch.ones(1, device=dev, dtype=torch.float32)
@@ -148,6 +167,110 @@ def main():
     }
     emit(res, args.out)
     return 0
+
+
+def time_gpu(torch, fn, warmup, reps):
+    """Median GPU ms of fn over reps (CUDA events), after warm-up."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    keep = None
+    for s, e in evs:
+        keep = None
+        s.record()
+        keep = fn()
+        e.record()
+    torch.cuda.synchronize()
+    del keep
+    return statistics.median(s.elapsed_time(e) for s, e in evs)
+
+
+def kernel_table(torch, F, dev):
+    """name -> (setup returning the timed callable, target ratio torch_ms/our_ms).
+
+    Names match the Go rows BenchmarkKernels/<name>/cuda (ops/kernels_bench_test.go); targets are
+    those of shared/reference/performance-targets.md."""
+    aten = torch.ops.aten
+
+    def rnd(*shape):
+        return torch.rand(*shape, device=dev, dtype=torch.float32)
+
+    def softmax(r, c, log=False):
+        def setup():
+            x = rnd(r, c)
+            return (lambda: torch.log_softmax(x, -1)) if log else (lambda: torch.softmax(x, -1))
+        return setup
+
+    def softmax_bwd():
+        x = rnd(16384, 4096)
+        y, g = torch.softmax(x, -1), rnd(16384, 4096)
+        return lambda: aten._softmax_backward_data(g, y, -1, torch.float32)
+
+    def layer_norm_fwd():
+        x, w, b = rnd(16384, 4096), rnd(4096), rnd(4096)
+        return lambda: F.layer_norm(x, (4096,), w, b, eps=1e-6)
+
+    def layer_norm_bwd():
+        x, w, b, g = rnd(16384, 4096), rnd(4096), rnd(4096), rnd(16384, 4096)
+        _, mean, rstd = aten.native_layer_norm(x, [4096], w, b, 1e-6)
+        return lambda: aten.native_layer_norm_backward(g, x, [4096], mean, rstd, w, b, [True, True, True])
+
+    def matmul(m, n, p, batch=0):
+        def setup():
+            if batch:
+                a, b = rnd(batch, m, n), rnd(batch, n, p)
+                return lambda: torch.bmm(a, b)
+            a, b = rnd(m, n), rnd(n, p)
+            return lambda: torch.mm(a, b)
+        return setup
+
+    def unary(shape, f):
+        def setup():
+            x = rnd(*shape)
+            return lambda: f(x)
+        return setup
+
+    def index(det, scatter):
+        def setup():
+            k, rows, cols = 1 << 20, 65536, 64
+            j = torch.arange(k, device=dev, dtype=torch.int64)
+            idx = (j * 2654435761 % (1 << 32)) % rows
+            mat, vals = rnd(rows, cols), rnd(k, cols)
+            if not scatter:
+                return lambda: torch.index_select(mat, 0, idx)
+            torch.use_deterministic_algorithms(det)
+            return lambda: mat.index_add(0, idx, vals)
+        return setup
+
+    return {
+        "transpose2d_8192x8192": (unary((8192, 8192), lambda x: x.t().contiguous()), 2.0),
+        "softmax_16384x4096": (softmax(16384, 4096), 1.0),
+        "softmax_4096x32768": (softmax(4096, 32768), 1.5),
+        "log_softmax_16384x4096": (softmax(16384, 4096, log=True), 1.0),
+        "softmax_bwd_16384x4096": (softmax_bwd, 1.6),
+        "layer_norm_fwd_16384x4096": (layer_norm_fwd, 1.3),
+        "layer_norm_bwd_16384x4096": (layer_norm_bwd, 1.8),
+        "reduce_sum_by_row_16384x4096": (unary((16384, 4096), lambda x: x.sum(1)), 1.0),
+        "reduce_max_by_row_16384x4096": (unary((16384, 4096), lambda x: x.amax(1)), 1.0),
+        "reduce_sum_by_column_16384x4096": (unary((16384, 4096), lambda x: x.sum(0)), 1.0),
+        "reduce_sum_axis_64x1024x1024@1": (unary((64, 1024, 1024), lambda x: x.sum(1)), 1.0),
+        "broadcast_to_64x1x4096->64x256x4096": (unary((64, 1, 4096), lambda x: x.expand(64, 256, 4096).contiguous()), 1.0),
+        "reduce_from_broadcast_64x256x4096->64x1x4096": (unary((64, 256, 4096), lambda x: x.sum(1, keepdim=True)), 1.0),
+        "reduce_from_broadcast_256x1x256->256x1024x256": (unary((256, 1024, 256), lambda x: x.sum(1, keepdim=True)), 1.0),
+        "swap_adjacent_64x512x64x32@1": (unary((64, 512, 64, 32), lambda x: x.transpose(1, 2).contiguous()), 1.0),
+        "gather_rows_1Mx64_from_65536": (index(False, False), 1.0),
+        "scatter_add_rows_1Mx64_to_65536": (index(False, True), 1.0),
+        "scatter_add_rows_1Mx64_to_65536_deterministic": (index(True, True), 1.5),
+        "gather_rows_1Mx64_from_65536_host": (index(False, False), 1.0),
+        "scatter_add_rows_1Mx64_to_65536_host": (index(False, True), 1.0),
+        "scatter_add_rows_1Mx64_to_65536_deterministic_host": (index(True, True), 1.5),
+        "matmul_1024x1024x1024": (matmul(1024, 1024, 1024), 0.75),
+        "matmul_2048x2048x2048": (matmul(2048, 2048, 2048), 0.9),
+        "matmul_4096x4096x4096": (matmul(4096, 4096, 4096), 0.9),
+        "matmul_256x4096x4096": (matmul(256, 4096, 4096), 0.75),
+        "bmm_64x512x64x512": (matmul(512, 64, 512, batch=64), 1.5),
+    }
 
 
 def emit(res, out):
