@@ -1,40 +1,71 @@
 package cpu
 
-import "math"
-
 // Reductions along one axis of a row-major (rows, cols) buffer: the twins of
 // ptx/reduce_axis.cu. The order of operations depends on the shape only.
 
 const rowThreads = 256
 
-// rowReduce folds each row r in [lo, hi) as the GPU does with one 256-thread block per row
-// (rowStat from identity id with f); an empty row gives 0.
-func rowReduce(dst, x []float32, cols, lo, hi int, id float32, f func(a, b float32) float32) {
+// rowFold folds one row as the GPU does with one 256-thread block per row: thread t's partial
+// p[t] folds the elements t, t+256, ... in order from the identity (sum: -0.0 and +; max: -Inf and
+// Maxf), then the halving tree p[t] = f(p[t], p[t+s]), s = 128, ..., 1 (rowStat's order, with
+// the loops specialized).
+func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
+	id := negZero
+	if isMax {
+		id = negInf
+	}
+	for t := range p {
+		p[t] = id
+	}
+	for base := 0; base < len(row); base += rowThreads {
+		seg := row[base:min(len(row), base+rowThreads)]
+		part := p[:len(seg)]
+		if isMax {
+			for t, v := range seg {
+				part[t] = Maxf(part[t], v)
+			}
+		} else {
+			for t, v := range seg {
+				part[t] += v
+			}
+		}
+	}
+	for s := rowThreads / 2; s >= 1; s /= 2 {
+		for t := 0; t < s; t++ {
+			if isMax {
+				p[t] = Maxf(p[t], p[t+s])
+			} else {
+				p[t] += p[t+s]
+			}
+		}
+	}
+	return p[0]
+}
+
+// rowReduce folds each row r in [lo, hi) with rowFold; an empty row gives 0.
+func rowReduce(dst, x []float32, cols, lo, hi int, isMax bool) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
 		if cols == 0 {
 			dst[r] = 0
 			continue
 		}
-		row := x[r*cols : (r+1)*cols]
-		dst[r] = rowStat(&p, cols, id, nil, func(c int) float32 { return row[c] }, f)
+		dst[r] = rowFold(&p, x[r*cols:(r+1)*cols], isMax)
 	}
 }
 
-func add(a, b float32) float32 { return a + b }
-
-// ReduceSumByRow: dst[r] = (sum of row r) / div (rowReduce with identity -0.0 and +; div is 1
+// ReduceSumByRow: dst[r] = (sum of row r) / div (rowFold of sums; div is 1
 // for sums, the count for means), r in [lo, hi); an empty row gives 0 / div.
 func ReduceSumByRow(dst, x []float32, cols int, div float32, lo, hi int) {
-	rowReduce(dst, x, cols, lo, hi, negZero, add)
+	rowReduce(dst, x, cols, lo, hi, false)
 	for r := lo; r < hi; r++ {
 		dst[r] /= div
 	}
 }
 
-// ReduceMaxByRow: dst[r] = max of row r (rowReduce with identity -Inf and Maxf), r in [lo, hi).
+// ReduceMaxByRow: dst[r] = max of row r (rowFold of maxima), r in [lo, hi).
 func ReduceMaxByRow(dst, x []float32, cols, lo, hi int) {
-	rowReduce(dst, x, cols, lo, hi, float32(math.Inf(-1)), Maxf)
+	rowReduce(dst, x, cols, lo, hi, true)
 }
 
 // batchColumns splits the units [lo, hi) of a batch of matrices with cols units each into one
@@ -171,3 +202,5 @@ func ReduceFromBroadcast(dst, dout []float32, dims []int, kept uint, lo, hi int)
 		dst[i] = acc
 	}
 }
+
+func add(a, b float32) float32 { return a + b }
