@@ -261,6 +261,7 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 	}
 	return scatterSortedOp.call1(rows*cols, []*Buffer{mat, values}, []*Indices{order, start}, []int{rows, cols})
 }
+
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
 // i, the range start[i] .. start[i+1] of order whose index is i (a stable counting sort).
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {
