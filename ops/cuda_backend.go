@@ -491,6 +491,11 @@ func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
 		gy := min((rows+31)/32, 65535)
 		gz := min(batch, 65535)
 		return g.launchGrid(op.kernel, [3]uint32{uint32(max(1, gx)), uint32(max(1, gy)), uint32(max(1, gz))}, [3]uint32{32, 8, 1}, &p)
+	case gridBlocks:
+		return g.launch(op.kernel, uint32(max(1, min(op.geometry.space(a.sizes), 1<<31-1))), 256, &p)
+	case gridCustom:
+		k, grid, block := op.geometry.custom(a.sizes)
+		return g.launchGrid(k, grid, block, &p)
 	}
 	return g.launch(op.kernel, g.gridFor(uint64(op.geometry.space(a.sizes)), 256), 256, &p)
 }

@@ -49,8 +49,9 @@ type hostArgs struct {
 
 // geometry is a GPU launch shape as a function of the sizes.
 type geometry struct {
-	kind  gridKind
-	space func(s []int) int // work items (gridStride), rows (gridRows)
+	kind   gridKind
+	space  func(s []int) int // work items (gridStride), rows (gridRows), blocks (gridBlocks)
+	custom func(s []int) (k *ptx.Kernel, grid, block [3]uint32)
 }
 
 type gridKind int
@@ -59,10 +60,19 @@ const (
 	gridStride gridKind = iota // 256-thread blocks over space work items, grid-stride
 	gridRows                   // one 256-thread block per row (space rows), grid-stride
 	gridTiles                  // 32x8-thread blocks over 32x32 tiles of sizes (batch, rows, cols)
+	gridBlocks                 // exactly space 256-thread blocks (at least 1)
+	gridCustom                 // kernel and shape chosen by custom (op.kernel is unused)
 )
 
-func strided(space func(s []int) int) geometry { return geometry{gridStride, space} }
-func perRow(rows func(s []int) int) geometry   { return geometry{gridRows, rows} }
+func strided(space func(s []int) int) geometry { return geometry{kind: gridStride, space: space} }
+func perRow(rows func(s []int) int) geometry   { return geometry{kind: gridRows, space: rows} }
+
+func blocks(n func(s []int) int) geometry { return geometry{kind: gridBlocks, space: n} }
+
+// chosen is the geometry of an op whose kernel itself depends on the sizes.
+func chosen(f func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32)) geometry {
+	return geometry{kind: gridCustom, custom: f}
+}
 
 var tiles = geometry{kind: gridTiles}
 

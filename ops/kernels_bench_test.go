@@ -37,6 +37,22 @@ func kernelBenches() []kernelBench {
 	add("softmax_4096x32768", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], 4096, 32768) })
 	add("log_softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
 	add("softmax_bwd_16384x4096", []int{r * c, r * c}, 12*r*c, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
+	add("layer_norm_fwd_16384x4096", []int{r * c, c, c}, 12*r*c, func(in []*Buffer) (*Buffer, error) {
+		o, h, s, err := LayerNormFwd(in[0], in[1], in[2], r, c, LayerNormEps)
+		if err != nil {
+			return nil, err
+		}
+		ReleaseThen(nil, h, s)
+		return o, nil
+	})
+	add("layer_norm_bwd_16384x4096", []int{r * c, r * c, r, c}, 12*r*c, func(in []*Buffer) (*Buffer, error) {
+		dx, dg, db, err := LayerNormBwd(in[0], in[1], in[2], in[3], r, c)
+		if err != nil {
+			return nil, err
+		}
+		ReleaseThen(nil, dg, db)
+		return dx, nil
+	})
 	add("reduce_sum_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], r, c) })
 	add("reduce_max_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], r, c) })
 	add("reduce_sum_by_column_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByColumn(in[0], r, c) })
@@ -55,9 +71,24 @@ func kernelBenches() []kernelBench {
 	add("swap_adjacent_64x512x64x32@1", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) {
 		return SwapAdjacentAtDepth(in[0], []int{64, 512, 64, 32}, 1)
 	})
+	// Gathers and scatters: with indices prepared once (as PyTorch's index tensor is), and with
+	// host indices checked and uploaded (and, deterministic, sorted) in every call.
 	const k, rows, cols = 1 << 20, 65536, 64
 	idx := benchIndices(k, rows)
+	var prepared *Indices
+	prep := func(d *Device) *Indices {
+		if prepared == nil || prepared.Device() != d {
+			var err error
+			if prepared, err = NewIndices(d, idx); err != nil {
+				panic(err)
+			}
+		}
+		return prepared
+	}
 	add("gather_rows_1Mx64_from_65536", []int{rows * cols}, 8*k*cols, func(in []*Buffer) (*Buffer, error) {
+		return GatherRowsIdx(in[0], rows, cols, prep(in[0].Device()))
+	})
+	add("gather_rows_1Mx64_from_65536_host", []int{rows * cols}, 8*k*cols, func(in []*Buffer) (*Buffer, error) {
 		return GatherRows(in[0], rows, cols, idx)
 	})
 	for _, det := range []bool{false, true} {
@@ -65,11 +96,17 @@ func kernelBenches() []kernelBench {
 		if det {
 			name += "_deterministic"
 		}
-		add(name, []int{rows * cols, k * cols}, 4*k*cols+8*rows*cols, func(in []*Buffer) (*Buffer, error) {
+		bytes := 4*k*cols + 8*rows*cols
+		scatter := func(in []*Buffer, host bool) (*Buffer, error) {
 			defer SetDeterministic(Deterministic())
 			SetDeterministic(det)
-			return ScatterAddRows(in[0], in[1], rows, cols, idx)
-		})
+			if host {
+				return ScatterAddRows(in[0], in[1], rows, cols, idx)
+			}
+			return ScatterAddRowsIdx(in[0], in[1], rows, cols, prep(in[0].Device()))
+		}
+		add(name, []int{rows * cols, k * cols}, bytes, func(in []*Buffer) (*Buffer, error) { return scatter(in, false) })
+		add(name+"_host", []int{rows * cols, k * cols}, bytes, func(in []*Buffer) (*Buffer, error) { return scatter(in, true) })
 	}
 	return ks
 }

@@ -190,6 +190,19 @@ func shapeCases() []mirrorCase {
 			return MaskedSoftmax(in[0], mask, r, c)
 		})
 		add("slice1d/"+tag, []int{r + c}, r+c, func(in []*Buffer) (*Buffer, error) { return Slice1d(in[0], r+c, r/2, c) })
+		if c == 0 {
+			continue
+		}
+		cases = append(cases, mirrorCase{name: "layer_norm_fwd/" + tag, ins: 3, lens: []int{r * c, c, c}, sizes: []int{r * c},
+			run: func(d *Device, in []*Buffer, _ int) ([]*Buffer, error) {
+				o, h, s, err := LayerNormFwd(in[0], in[1], in[2], r, c, LayerNormEps)
+				return []*Buffer{o, h, s}, err
+			}})
+		cases = append(cases, mirrorCase{name: "layer_norm_bwd/" + tag, ins: 4, lens: []int{r * c, r * c, r, c}, sizes: []int{r * c},
+			run: func(d *Device, in []*Buffer, _ int) ([]*Buffer, error) {
+				dx, dg, db, err := LayerNormBwd(in[0], in[1], in[2], in[3], r, c)
+				return []*Buffer{dx, dg, db}, err
+			}})
 	}
 	return cases
 }

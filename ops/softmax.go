@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
 )
@@ -75,4 +77,115 @@ func LogSoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
 		return nil, err
 	}
 	return logSoftmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
+}
+
+// LayerNormEps is the epsilon of the layer norm of the seeds.
+const LayerNormEps = 1e-6
+
+var (
+	layerNormFwdOp = &kernelOp{name: "layer_norm_fwd", kernel: ptx.LayerNormFwd, outs: 3, ins: 3,
+		geometry: perRow(size(0)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			cpu.LayerNormFwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.s[1], h.f[0], h.f[1], lo, hi)
+		}}
+	layerNormBwdOp = &kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 4,
+		geometry: blocks(layerNormBwdBlocks), cpuUnits: chunksOf(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			cpu.LayerNormBwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.b[6], h.s[0], h.s[1], h.f[0], h.f[1], lo, hi)
+		}}
+)
+
+// layerNormBwdBlocks is the grid of layer_norm_bwd (see softmax.cu): one block per chunk of 64
+// rows when rows are short and many, else one per row plus one per 256 columns of each chunk.
+func layerNormBwdBlocks(s []int) int {
+	rows, cols, chunks := s[0], s[1], colChunks(s[0])
+	if cols <= 4096 && rows >= 4096 {
+		return chunks
+	}
+	return rows + chunks*((cols+255)/256)
+}
+
+// chunksOf returns the function giving the number of cpu.ColChunk-row chunks of sizes[k] rows.
+func chunksOf(k int) func(s []int) int { return func(s []int) int { return colChunks(s[k]) } }
+
+// LayerNormFwd normalizes each row of the (rows, cols) matrix x and applies the per-column gamma
+// and beta (length cols): mean and biased variance per row, sd = sqrt(var + eps),
+// xhat = (x - mean) / sd, out = xhat*gamma + beta (every operation rounded separately; row sums
+// in the order of ReduceSumByRow). It returns out, xhat and invStd = 1/sd (length rows), which
+// LayerNormBwd takes. eps is usually LayerNormEps.
+func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, xhat, invStd *Buffer, err error) {
+	const op = "layer_norm_fwd"
+	if err := matrix(op, x, rows, cols); err != nil {
+		return nil, nil, nil, err
+	}
+	if cols == 0 {
+		return nil, nil, nil, fmt.Errorf("ops: %s: rows of 0 columns", op)
+	}
+	if err := checkLen(op, gamma, cols, "gamma"); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkLen(op, beta, cols, "beta"); err != nil {
+		return nil, nil, nil, err
+	}
+	o, err := layerNormFwdOp.call([]int{rows * cols, rows * cols, rows}, []*Buffer{x, gamma, beta}, nil,
+		[]int{rows, cols}, 1/float32(cols), eps)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return o[0], o[1], o[2], nil
+}
+
+// LayerNormBwd returns the VJP of LayerNormFwd for the cotangent dOut: dX (rows, cols) and the
+// parameter gradients dGamma = column sums of dOut*xhat and dBeta = column sums of dOut (in the
+// order of ReduceSumByColumn). Per row, with dxh = dOut*gamma, S1 = sum(dxh) and
+// S2 = sum(dxh*xhat): dX = ((dxh*cols - S1) - xhat*S2) * invStd / cols.
+func LayerNormBwd(dOut, xhat, invStd, gamma *Buffer, rows, cols int) (dX, dGamma, dBeta *Buffer, err error) {
+	const op = "layer_norm_bwd"
+	if err := matrix(op, dOut, rows, cols); err != nil {
+		return nil, nil, nil, err
+	}
+	if cols == 0 {
+		return nil, nil, nil, fmt.Errorf("ops: %s: rows of 0 columns", op)
+	}
+	if err := matrix(op, xhat, rows, cols); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkLen(op, invStd, rows, "invStd"); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkLen(op, gamma, cols, "gamma"); err != nil {
+		return nil, nil, nil, err
+	}
+	if rows == 0 {
+		return zeros3(dOut.dev, 0, cols, cols)
+	}
+	n := colChunks(rows)
+	o, err := layerNormBwdOp.call([]int{rows * cols, n * cols, n * cols}, []*Buffer{dOut, xhat, invStd, gamma}, nil,
+		[]int{rows, cols}, float32(cols), 1/float32(cols))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer o[1].Release()
+	defer o[2].Release()
+	dGamma, err = sumByColOp.call1(cols, []*Buffer{o[1]}, nil, []int{1, n, cols}, 1)
+	if err == nil {
+		dBeta, err = sumByColOp.call1(cols, []*Buffer{o[2]}, nil, []int{1, n, cols}, 1)
+	}
+	if err != nil {
+		releaseAll([]*Buffer{o[0], dGamma})
+		return nil, nil, nil, err
+	}
+	return o[0], dGamma, dBeta, nil
+}
+
+// zeros3 returns three zero buffers of the given lengths.
+func zeros3(d *Device, a, b, c int) (x, y, z *Buffer, err error) {
+	var bs [3]*Buffer
+	for k, n := range []int{a, b, c} {
+		if bs[k], err = Zeros(d, n); err != nil {
+			releaseAll(bs[:k])
+			return nil, nil, nil, err
+		}
+	}
+	return bs[0], bs[1], bs[2], nil
 }

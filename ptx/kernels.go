@@ -12,7 +12,7 @@ const (
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index, Matmul}
 
 // Elementwise kernels: forward.
 var (
@@ -91,8 +91,12 @@ var (
 	MaskedSoftmaxFwd = newKernel(Softmax, "masked_softmax_fwd")
 	SoftmaxBwd       = newKernel(Softmax, "softmax_bwd")
 	LogSoftmaxBwd    = newKernel(Softmax, "log_softmax_bwd")
-	LayerNormFwd     = newKernel(Softmax, "layer_norm_fwd") // grid: rows blocks of 256 threads
-	LayerNormBwd     = newKernel(Softmax, "layer_norm_bwd") // grid: ceil(rows/64) blocks of 256 threads
+	// Layer norm, in blocks of 256 threads (any grid computes the same values; these give one
+	// block per unit of work, see softmax.cu): layer_norm_fwd takes rows blocks (capped at will);
+	// layer_norm_bwd takes ceil(rows/64) blocks when cols <= 4096 and rows >= 4096, else
+	// rows + ceil(rows/64)*ceil(cols/256).
+	LayerNormFwd = newKernel(Softmax, "layer_norm_fwd")
+	LayerNormBwd = newKernel(Softmax, "layer_norm_bwd")
 )
 
 // Indexing kernels (host indices uploaded as u32).

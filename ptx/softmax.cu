@@ -1,7 +1,8 @@
-// softmax.cu: row softmax and log-softmax of a row-major (rows, cols) buffer and their VJPs,
-// one 256-thread block per row. Every row statistic is a row reduction in the order of
-// reduce_axis.cu (thread t folds elements t, t+256, ... in order, then the halving tree), so the
-// result depends on the shape only. Twins: cpu/softmax.go.
+// softmax.cu: row softmax and log-softmax of a row-major (rows, cols) buffer and their VJPs, and
+// the fused layer norm forward and backward, with 256-thread blocks. Every row statistic is a row
+// reduction in the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then
+// the halving tree), so the result depends on the shape only, never on the launch geometry or on
+// the code path below. Twins: cpu/softmax.go.
 #include "common.cuh"
 #include "f32math.cuh"
 
@@ -11,137 +12,266 @@ __device__ __forceinline__ float sm_maxf(float a, float b) {
   return (a != a || b != b) ? a + b : (a > b ? a : b);
 }
 
-// block_reduce combines the 256 per-thread partials by the halving tree and returns the result
-// to every thread.
+template <bool MAX>
+__device__ __forceinline__ float tree_op(float a, float b) {
+  return MAX ? sm_maxf(a, b) : a + b;
+}
+
+// warp_tree evaluates, in every warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1,
+// over the 256 partials p and returns p[0] to every lane: lane l forms the s = 128, 64, 32 levels
+//   V32[l] = f(f(f(p[l], p[l+128]), f(p[l+64], p[l+192])), f(f(p[l+32], p[l+160]), f(p[l+96], p[l+224])))
+// and the s = 16, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
+// tree's, bit for bit.
+template <bool MAX>
+__device__ __forceinline__ float warp_tree(const float* p) {
+  u32 l = threadIdx.x & 31;
+  float a = tree_op<MAX>(tree_op<MAX>(p[l], p[l + 128]), tree_op<MAX>(p[l + 64], p[l + 192]));
+  float b = tree_op<MAX>(tree_op<MAX>(p[l + 32], p[l + 160]), tree_op<MAX>(p[l + 96], p[l + 224]));
+  float v = tree_op<MAX>(a, b);
+#pragma unroll
+  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// block_reduce_n performs N independent block reductions behind one barrier: v[i] becomes the tree
+// (warp_tree) of the 256 threads' partials v[i]. part holds N*SM_THREADS floats. No second barrier
+// protects part: consecutive reductions alternate between two buffers, since a thread can write a
+// buffer again only after passing the barrier of the reduction in between, which every thread
+// reaches after its reads of the buffer.
+template <bool MAX, int N>
+__device__ __forceinline__ void block_reduce_n(float* part, float* v) {
+#pragma unroll
+  for (int i = 0; i < N; i++) part[i * SM_THREADS + threadIdx.x] = v[i];
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < N; i++) v[i] = warp_tree<MAX>(part + i * SM_THREADS);
+}
+
 template <bool MAX>
 __device__ __forceinline__ float block_reduce(float* part, float v) {
-  u32 t = threadIdx.x;
-  part[t] = v;
-  __syncthreads();
-  for (u32 s = SM_THREADS / 2; s >= 1; s >>= 1) {
-    if (t < s) part[t] = MAX ? sm_maxf(part[t], part[t + s]) : part[t] + part[t + s];
-    __syncthreads();
-  }
-  float r = part[0];
-  __syncthreads();
-  return r;
+  block_reduce_n<MAX, 1>(part, &v);
+  return v;
 }
 
 #define NEG_INF __uint_as_float(0xff800000u)
+
+// Register paths. Rows of at most SM_THREADS*SM_REG elements are held in registers, R rows at a
+// time (R = 4 for rows of at most 1024 elements, else 1; J = SM_REG/R): thread t holds
+// v[i*J + j] = x[r0 + i, t + 256 j]. The R rows' statistics share each barrier, and the next
+// group's loads are issued before the current group is processed. Longer rows take loop paths
+// (in tiles of SM_REG elements per thread) that compute the same values in the same order.
+#define SM_REG 16
+#define SM_RMAX 4
+
+// rows_load loads the group of rows r0 .. r0+R-1 into v (0 outside the matrix, without reading);
+// bit i*J + j of in is set where the element exists, of keep where it also takes part in the
+// statistics (mask != 0 when MASK).
+template <int J, int R, bool MASK>
+__device__ __forceinline__ void rows_load(float* v, u32& in, u32& keep, const float* x,
+                                          const float* mask, u64 r0, u64 rows, u64 cols) {
+  u32 t = threadIdx.x;
+  in = 0;
+  keep = 0;
+#pragma unroll
+  for (int i = 0; i < R; i++) {
+    u64 r = r0 + i;
+    const float* xr = x + r * cols;
+    const float* mr = MASK ? mask + r * cols : 0;
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      u32 c = t + j * SM_THREADS;
+      bool e = r < rows && c < cols;
+      v[i * J + j] = e ? xr[c] : 0.0f;
+      if (e) {
+        in |= 1u << (i * J + j);
+        if (!MASK || mr[c] != 0.0f) keep |= 1u << (i * J + j);
+      }
+    }
+  }
+}
+
+// row_groups runs body(v, in, keep, r0) over the groups of R rows r0 = R*g, g = blockIdx.x,
+// blockIdx.x + gridDim.x, ..., loading each group while the previous one is processed.
+template <int J, int R, bool MASK, class Body>
+__device__ __forceinline__ void row_groups(const float* x, const float* mask, u64 rows, u64 cols,
+                                           Body body) {
+  u64 g = blockIdx.x;
+  if (g * R >= rows) return;
+  float v[SM_REG];
+  u32 in, keep;
+  rows_load<J, R, MASK>(v, in, keep, x, mask, g * R, rows, cols);
+  for (; g * R < rows; g += gridDim.x) {
+    float vn[SM_REG];
+    u32 inn, keepn;
+    rows_load<J, R, MASK>(vn, inn, keepn, x, mask, (g + gridDim.x) * R, rows, cols);
+    body(v, in, keep, g * R);
+#pragma unroll
+    for (int k = 0; k < SM_REG; k++) v[k] = vn[k];
+    in = inn;
+    keep = keepn;
+  }
+}
 
 // Kinds: 0 softmax, 1 log-softmax, 2 hard-masked softmax (mask != 0 allowed).
 //   m = max over (allowed) x;  s = sum over (allowed) exp(x - m)
 //   softmax: y = exp(x - m) / s;  log-softmax: y = (x - m) - log(s)
 //   masked: y = allowed && s != 0 ? exp(x - m) / s : 0 (a fully blocked row is all zeros)
-// For softmax and the masked softmax, rows of at most SM_THREADS*SM_REG elements are held in
-// registers (one read of x, each exp computed once); other rows, and log-softmax (measured slower
-// that way), read the row again for each statistic. Both paths compute the same values in the
-// same order.
-#define SM_REG 16
+// Softmax keeps each exp in registers; log-softmax needs only s.
+template <int KIND, int J, int R>
+__device__ __forceinline__ void softmax_reg(float* out, const float* x, const float* mask, u64 rows,
+                                            u64 cols, float* part0, float* part1) {
+  row_groups<J, R, KIND == 2>(x, mask, rows, cols, [&](const float* v, u32 in, u32 keep, u64 r0) {
+    u32 t = threadIdx.x;
+    float m[R], s[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      m[i] = NEG_INF;
+#pragma unroll
+      for (int j = 0; j < J; j++)
+        if (keep & (1u << (i * J + j))) m[i] = sm_maxf(m[i], v[i * J + j]);
+    }
+    block_reduce_n<true, R>(part0, m);
+    if (KIND == 1) {
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        s[i] = -0.0f;
+#pragma unroll
+        for (int j = 0; j < J; j++)
+          if (keep & (1u << (i * J + j))) s[i] = s[i] + tl_expf(v[i * J + j] - m[i]);
+      }
+      block_reduce_n<false, R>(part1, s);
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        float ls = tl_logf(s[i]);
+        float* outr = out + (r0 + i) * cols;
+#pragma unroll
+        for (int j = 0; j < J; j++)
+          if (in & (1u << (i * J + j))) outr[t + j * SM_THREADS] = (v[i * J + j] - m[i]) - ls;
+      }
+    } else {
+      float e[SM_REG];
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        s[i] = -0.0f;
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+          int k = i * J + j;
+          e[k] = 0.0f;
+          if (keep & (1u << k)) {
+            e[k] = tl_expf(v[k] - m[i]);
+            s[i] = s[i] + e[k];
+          }
+        }
+      }
+      block_reduce_n<false, R>(part1, s);
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        float* outr = out + (r0 + i) * cols;
+#pragma unroll
+        for (int j = 0; j < J; j++) {
+          int k = i * J + j;
+          if (in & (1u << k)) {
+            float y;
+            if (KIND == 2) {
+              y = ((keep & (1u << k)) && s[i] != 0.0f) ? e[k] / s[i] : 0.0f;
+            } else {
+              y = e[k] / s[i];
+            }
+            outr[t + j * SM_THREADS] = y;
+          }
+        }
+      }
+    }
+  });
+}
+
 template <int KIND>
 __device__ __forceinline__ void softmax_rows(float* out, const float* x, const float* mask,
                                              u64 rows, u64 cols) {
-  __shared__ float part[SM_THREADS];
+  __shared__ float part[2][SM_RMAX * SM_THREADS];
+  if (cols <= SM_THREADS * 4) {
+    softmax_reg<KIND, 4, 4>(out, x, mask, rows, cols, part[0], part[1]);
+    return;
+  } else if (cols <= SM_THREADS * 16) {
+    softmax_reg<KIND, 16, 1>(out, x, mask, rows, cols, part[0], part[1]);
+    return;
+  }
   u32 t = threadIdx.x;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     const float* mr = KIND == 2 ? mask + r * cols : 0;
     float* outr = out + r * cols;
-    if (KIND != 1 && cols <= SM_THREADS * SM_REG) {
-      float v[SM_REG];
-      u32 keep = 0;
-#pragma unroll
-      for (int j = 0; j < SM_REG; j++) {
-        u64 c = t + (u64)j * SM_THREADS;
-        v[j] = c < cols ? xr[c] : 0.0f;
-        if (c < cols && (KIND != 2 || mr[c] != 0.0f)) keep |= 1u << j;
-      }
-      float m = NEG_INF;
+    float v[SM_REG];
+    u32 in, keep;
+    float m = NEG_INF;
+    for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
 #pragma unroll
       for (int j = 0; j < SM_REG; j++)
         if (keep & (1u << j)) m = sm_maxf(m, v[j]);
-      m = block_reduce<true>(part, m);
-      float s = -0.0f;
-      float e[SM_REG];
+    }
+    m = block_reduce<true>(part[0], m);
+    float s = -0.0f;
+    for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++)
+        if (keep & (1u << j)) s = s + tl_expf(v[j] - m);
+    }
+    s = block_reduce<false>(part[1], s);
+    float ls = KIND == 1 ? tl_logf(s) : 0.0f;
+    for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
 #pragma unroll
       for (int j = 0; j < SM_REG; j++) {
-        e[j] = 0.0f;
-        if (keep & (1u << j)) {
-          e[j] = tl_expf(v[j] - m);
-          s = s + e[j];
-        }
-      }
-      s = block_reduce<false>(part, s);
-      float ls = KIND == 1 ? tl_logf(s) : 0.0f;
-#pragma unroll
-      for (int j = 0; j < SM_REG; j++) {
-        u64 c = t + (u64)j * SM_THREADS;
-        if (c < cols) {
+        if (in & (1u << j)) {
           float y;
           if (KIND == 1) {
             y = (v[j] - m) - ls;
           } else if (KIND == 2) {
-            y = ((keep & (1u << j)) && s != 0.0f) ? e[j] / s : 0.0f;
+            y = ((keep & (1u << j)) && s != 0.0f) ? tl_expf(v[j] - m) / s : 0.0f;
           } else {
-            y = e[j] / s;
+            y = tl_expf(v[j] - m) / s;
           }
-          outr[c] = y;
+          outr[c0 + t + j * SM_THREADS] = y;
         }
       }
-      continue;
-    }
-    float m = NEG_INF;
-    for (u64 c = t; c < cols; c += SM_THREADS)
-      if (KIND != 2 || mr[c] != 0.0f) m = sm_maxf(m, xr[c]);
-    m = block_reduce<true>(part, m);
-    float s = -0.0f;
-    for (u64 c = t; c < cols; c += SM_THREADS)
-      if (KIND != 2 || mr[c] != 0.0f) s = s + tl_expf(xr[c] - m);
-    s = block_reduce<false>(part, s);
-    float ls = KIND == 1 ? tl_logf(s) : 0.0f;
-    for (u64 c = t; c < cols; c += SM_THREADS) {
-      float y;
-      if (KIND == 1) {
-        y = (xr[c] - m) - ls;
-      } else if (KIND == 2) {
-        y = (mr[c] != 0.0f && s != 0.0f) ? tl_expf(xr[c] - m) / s : 0.0f;
-      } else {
-        y = tl_expf(xr[c] - m) / s;
-      }
-      outr[c] = y;
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(SM_THREADS)
+// Grid of the softmax forward kernels: any number of blocks of 256 threads (rows, capped, is the
+// intended launch; blocks beyond the row groups exit at once).
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
     softmax_fwd(float* out, const float* x, u64 rows, u64 cols) {
   softmax_rows<0>(out, x, 0, rows, cols);
 }
 
-extern "C" __global__ void __launch_bounds__(SM_THREADS)
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
     log_softmax_fwd(float* out, const float* x, u64 rows, u64 cols) {
   softmax_rows<1>(out, x, 0, rows, cols);
 }
 
-extern "C" __global__ void __launch_bounds__(SM_THREADS)
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
     masked_softmax_fwd(float* out, const float* x, const float* mask, u64 rows, u64 cols) {
   softmax_rows<2>(out, x, mask, rows, cols);
 }
 
-// VJPs from the forward output y and the cotangent g:
+// VJPs from the forward output y and the cotangent g, one block per row:
 //   softmax:     d = sum(g*y);  dx = y * (g - d)
 //   log-softmax: d = sum(g);    dx = g - exp(y) * d
 template <bool LOG>
 __device__ __forceinline__ void softmax_bwd_rows(float* dx, const float* y, const float* g,
                                                  u64 rows, u64 cols) {
-  __shared__ float part[SM_THREADS];
+  __shared__ float part[2][SM_THREADS];
   u32 t = threadIdx.x;
-  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+  u32 flip = 0;
+  for (u64 r = blockIdx.x; r < rows; r += gridDim.x, flip ^= 1) {
     const float* yr = y + r * cols;
     const float* gr = g + r * cols;
     float d = -0.0f;
     for (u64 c = t; c < cols; c += SM_THREADS) d = d + (LOG ? gr[c] : gr[c] * yr[c]);
-    d = block_reduce<false>(part, d);
+    d = block_reduce<false>(part[flip], d);
     for (u64 c = t; c < cols; c += SM_THREADS)
       dx[r * cols + c] = LOG ? gr[c] - tl_expf(yr[c]) * d : yr[c] * (gr[c] - d);
   }
@@ -155,4 +285,332 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS)
 extern "C" __global__ void __launch_bounds__(SM_THREADS)
     log_softmax_bwd(float* dx, const float* y, const float* g, u64 rows, u64 cols) {
   softmax_bwd_rows<true>(dx, y, g, rows, cols);
+}
+
+// Layer norm over the rows of a row-major (rows, cols) buffer, with per-column gamma and beta.
+// Every row sum is a block reduction (thread t folds elements t, t+256, ... from -0.0, then the
+// halving tree). Rows of at most 4096 elements take register paths like softmax's (x read once in
+// the forward; dout and xhat read once in the backward's fused scheme); longer rows are read again
+// for each pass, in tiles of SM_REG elements per thread. All compute the same values in the same
+// order.
+//
+// layer_norm_fwd: grid = rows blocks of 256 threads, capped at will (blocks stride over the rows;
+// blocks beyond the row groups exit at once; the values never depend on the grid). Per row r:
+//   mean = rowsum(x) * inv_cols
+//   var = rowsum((x - mean) * (x - mean)) * inv_cols
+//   std = sqrt_rn(var + eps);  inv_std[r] = 1 / std
+//   xhat = (x - mean) / std;  out = xhat * gamma[c] + beta[c]
+template <int J, int R>
+__device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* xhat, float* inv_std,
+                                                   const float* x, const float* gamma,
+                                                   const float* beta, u64 rows, u64 cols,
+                                                   float inv_cols, float eps, float* part0,
+                                                   float* part1) {
+  row_groups<J, R, false>(x, 0, rows, cols, [&](const float* v, u32 in, u32 keep, u64 r0) {
+    u32 t = threadIdx.x;
+    float mean[R], sd[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      mean[i] = -0.0f;
+#pragma unroll
+      for (int j = 0; j < J; j++)
+        if (in & (1u << (i * J + j))) mean[i] = mean[i] + v[i * J + j];
+    }
+    block_reduce_n<false, R>(part0, mean);
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      mean[i] = mean[i] * inv_cols;
+      sd[i] = -0.0f;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        if (in & (1u << (i * J + j))) {
+          float d = v[i * J + j] - mean[i];
+          sd[i] = sd[i] + d * d;
+        }
+      }
+    }
+    block_reduce_n<false, R>(part1, sd);
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      sd[i] = __fsqrt_rn(sd[i] * inv_cols + eps);
+      if (t == 0 && r0 + i < rows) inv_std[r0 + i] = 1.0f / sd[i];
+    }
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      u32 c = t + j * SM_THREADS;
+      if (c < cols) {
+        float gc = gamma[c], bc = beta[c];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+          if (in & (1u << (i * J + j))) {
+            float h = (v[i * J + j] - mean[i]) / sd[i];
+            xhat[(r0 + i) * cols + c] = h;
+            out[(r0 + i) * cols + c] = h * gc + bc;
+          }
+        }
+      }
+    }
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
+    layer_norm_fwd(float* out, float* xhat, float* inv_std, const float* x, const float* gamma,
+                   const float* beta, u64 rows, u64 cols, float inv_cols, float eps) {
+  __shared__ float part[2][SM_RMAX * SM_THREADS];
+  if (cols <= SM_THREADS * 4) {
+    layer_norm_fwd_reg<4, 4>(out, xhat, inv_std, x, gamma, beta, rows, cols, inv_cols, eps, part[0],
+                             part[1]);
+    return;
+  } else if (cols <= SM_THREADS * 16) {
+    layer_norm_fwd_reg<16, 1>(out, xhat, inv_std, x, gamma, beta, rows, cols, inv_cols, eps,
+                              part[0], part[1]);
+    return;
+  }
+  u32 t = threadIdx.x;
+  for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    float* outr = out + r * cols;
+    float* xhr = xhat + r * cols;
+    float s = -0.0f;
+    for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      float v[SM_REG];
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = c0 + j * SM_THREADS;
+        v[j] = c < cols ? xr[c] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++)
+        if (c0 + j * SM_THREADS < cols) s = s + v[j];
+    }
+    float mean = block_reduce<false>(part[0], s) * inv_cols;
+    float q = -0.0f;
+    for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      float v[SM_REG];
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = c0 + j * SM_THREADS;
+        v[j] = c < cols ? xr[c] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        if (c0 + j * SM_THREADS < cols) {
+          float d = v[j] - mean;
+          q = q + d * d;
+        }
+      }
+    }
+    float sd = __fsqrt_rn(block_reduce<false>(part[1], q) * inv_cols + eps);
+    if (t == 0) inv_std[r] = 1.0f / sd;
+    for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      float v[SM_REG];
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = c0 + j * SM_THREADS;
+        v[j] = c < cols ? xr[c] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        u64 c = c0 + j * SM_THREADS;
+        if (c < cols) {
+          float h = (v[j] - mean) / sd;
+          xhr[c] = h;
+          outr[c] = h * gamma[c] + beta[c];
+        }
+      }
+    }
+  }
+}
+
+// layer_norm_bwd. Per row r:
+//   dxh = dout * gamma[c];  S1 = rowsum(dxh);  S2 = rowsum(dxh * xhat)
+//   dx = ((((dxh * cols_scale) - S1) - xhat * S2) * inv_std[r]) * inv_cols
+// and the column partials of each chunk ch of COL_CHUNK = 64 rows r0..r1-1, rows ascending:
+//   dgamma_part[ch*cols + c] = ((-0.0 + dout[r0,c]*xhat[r0,c]) + dout[r0+1,c]*xhat[r0+1,c]) + ...
+//   dbeta_part[ch*cols + c]  = ((-0.0 + dout[r0,c]) + dout[r0+1,c]) + ...
+// the order of reduce_sum_column_chunks, so reducing the (chunks, cols) partials with
+// reduce_sum_by_column gives the repo's column sums of dout*xhat and dout.
+//
+// Two schemes, by shape, with the same values; blocks stride over the units, so any grid computes
+// the same result, and the grid below gives one block per unit:
+//   - fused (cols <= 4096 and rows >= LN_FUSED_ROWS = 4096): one unit per chunk, grid =
+//     ceil(rows/64) blocks of 256 threads. The block walks the rows of its chunk in ascending order
+//     (R at a time in registers, dout and xhat read once), thread t owning the columns t, t+256, ...
+//     of the partials.
+//   - split (otherwise: long rows, or too few chunks to fill the GPU): grid = rows +
+//     ceil(rows/64) * ceil(cols/256) blocks of 256 threads: units [0, rows) compute the dx of one
+//     row each, the others the partials of one chunk and 256 columns (thread t one column).
+#define LN_CHUNK 64
+#define LN_FUSED_ROWS 4096
+
+// layer_norm_bwd_fused: rows r0..r1-1 of a chunk, R at a time (J = SM_REG/R columns per thread).
+template <int J, int R>
+__device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, float* dbp,
+                                                     const float* dout, const float* xhat,
+                                                     const float* inv_std, const float* gamma,
+                                                     u64 r0, u64 r1, u64 cols, float cols_scale,
+                                                     float inv_cols,
+                                                     float (*part)[2 * SM_RMAX * SM_THREADS],
+                                                     u32& flip) {
+  u32 t = threadIdx.x;
+  float g[J], ag[J], ab[J];
+#pragma unroll
+  for (int j = 0; j < J; j++) {
+    u32 c = t + j * SM_THREADS;
+    g[j] = c < cols ? gamma[c] : 0.0f;
+    ag[j] = -0.0f;
+    ab[j] = -0.0f;
+  }
+  for (u64 r = r0; r < r1; r += R, flip ^= 1) {
+    float o[SM_REG], h[SM_REG], is[R], s[2 * R];
+    u32 in = 0;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      const float* dor = dout + (r + i) * cols;
+      const float* xhr = xhat + (r + i) * cols;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        u32 c = t + j * SM_THREADS;
+        bool e = r + i < r1 && c < cols;
+        o[i * J + j] = e ? dor[c] : 0.0f;
+        h[i * J + j] = e ? xhr[c] : 0.0f;
+        if (e) in |= 1u << (i * J + j);
+      }
+      is[i] = r + i < r1 ? inv_std[r + i] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      s[2 * i] = -0.0f;
+      s[2 * i + 1] = -0.0f;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        int k = i * J + j;
+        if (in & (1u << k)) {
+          float d = o[k] * g[j];
+          s[2 * i] = s[2 * i] + d;
+          s[2 * i + 1] = s[2 * i + 1] + d * h[k];
+          ag[j] = ag[j] + o[k] * h[k];
+          ab[j] = ab[j] + o[k];
+          o[k] = d;
+        }
+      }
+    }
+    block_reduce_n<false, 2 * R>(part[flip], s);
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      float* dxr = dx + (r + i) * cols;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        int k = i * J + j;
+        if (in & (1u << k))
+          dxr[t + j * SM_THREADS] =
+              ((((o[k] * cols_scale) - s[2 * i]) - h[k] * s[2 * i + 1]) * is[i]) * inv_cols;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < J; j++) {
+    u32 c = t + j * SM_THREADS;
+    if (c < cols) {
+      dgp[c] = ag[j];
+      dbp[c] = ab[j];
+    }
+  }
+}
+
+// ln_bwd_tile loads the tile of SM_REG elements per thread starting at column c0 of row r.
+__device__ __forceinline__ void ln_bwd_tile(float* o, float* h, float* g, u32& in,
+                                            const float* dout, const float* xhat,
+                                            const float* gamma, u64 r, u64 cols, u64 c0) {
+  u32 t = threadIdx.x;
+  in = 0;
+#pragma unroll
+  for (int j = 0; j < SM_REG; j++) {
+    u64 c = c0 + t + j * SM_THREADS;
+    bool e = c < cols;
+    o[j] = e ? dout[r * cols + c] : 0.0f;
+    h[j] = e ? xhat[r * cols + c] : 0.0f;
+    g[j] = e ? gamma[c] : 0.0f;
+    if (e) in |= 1u << j;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
+    layer_norm_bwd(float* dx, float* dgamma_part, float* dbeta_part, const float* dout,
+                   const float* xhat, const float* inv_std, const float* gamma, u64 rows,
+                   u64 cols, float cols_scale, float inv_cols) {
+  __shared__ float part[2][2 * SM_RMAX * SM_THREADS];
+  u32 t = threadIdx.x;
+  u64 chunks = (rows + LN_CHUNK - 1) / LN_CHUNK;
+  u32 flip = 0;
+  if (cols <= SM_THREADS * SM_REG && rows >= LN_FUSED_ROWS) {
+    for (u64 ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
+      u64 r0 = ch * LN_CHUNK, r1 = min(rows, r0 + LN_CHUNK);
+      if (cols <= SM_THREADS * 4) {
+        layer_norm_bwd_fused<4, 4>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout, xhat,
+                                   inv_std, gamma, r0, r1, cols, cols_scale, inv_cols, part, flip);
+      } else {
+        layer_norm_bwd_fused<16, 1>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout,
+                                    xhat, inv_std, gamma, r0, r1, cols, cols_scale, inv_cols, part,
+                                    flip);
+      }
+    }
+    return;
+  }
+  u64 slices = (cols + SM_THREADS - 1) / SM_THREADS;
+  for (u64 u = blockIdx.x; u < rows + chunks * slices; u += gridDim.x) {
+    if (u >= rows) {
+      // Partials of chunk ch, column c: 64 rows folded in order, 16 loads at a time.
+      u64 ch = (u - rows) / slices, c = ((u - rows) % slices) * SM_THREADS + t;
+      if (c >= cols) continue;
+      u64 r0 = ch * LN_CHUNK, r1 = min(rows, r0 + LN_CHUNK);
+      float ag = -0.0f, ab = -0.0f;
+      for (u64 r = r0; r < r1; r += SM_REG) {
+        float o[SM_REG], h[SM_REG];
+#pragma unroll
+        for (int i = 0; i < SM_REG; i++) {
+          bool e = r + i < r1;
+          o[i] = e ? dout[(r + i) * cols + c] : 0.0f;
+          h[i] = e ? xhat[(r + i) * cols + c] : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < SM_REG; i++) {
+          if (r + i < r1) {
+            ag = ag + o[i] * h[i];
+            ab = ab + o[i];
+          }
+        }
+      }
+      dgamma_part[ch * cols + c] = ag;
+      dbeta_part[ch * cols + c] = ab;
+      continue;
+    }
+    // dx of row r: the sums over the row in tiles, then the row again.
+    u64 r = u;
+    float o[SM_REG], h[SM_REG], g[SM_REG];
+    u32 in;
+    float s[2] = {-0.0f, -0.0f};
+    for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      ln_bwd_tile(o, h, g, in, dout, xhat, gamma, r, cols, c0);
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++) {
+        if (in & (1u << j)) {
+          float d = o[j] * g[j];
+          s[0] = s[0] + d;
+          s[1] = s[1] + d * h[j];
+        }
+      }
+    }
+    block_reduce_n<false, 2>(part[flip], s);
+    flip ^= 1;
+    float is = inv_std[r];
+    for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
+      ln_bwd_tile(o, h, g, in, dout, xhat, gamma, r, cols, c0);
+#pragma unroll
+      for (int j = 0; j < SM_REG; j++)
+        if (in & (1u << j))
+          dx[r * cols + c0 + t + j * SM_THREADS] =
+              ((((o[j] * g[j]) * cols_scale) - s[0]) - h[j] * s[1]) * is * inv_cols;
+    }
+  }
 }

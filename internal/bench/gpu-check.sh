@@ -15,7 +15,7 @@
 #   f. torch_bench.py: the PyTorch baseline
 #   g. compare.py: the table, written to $OUT/bench-table.txt and printed last
 #
-# Environment: GPU_CHECK_ARGS (arguments for every test binary), GPU_CHECK_SKIP (comma list of
+# Environment: GPU_CHECK_GOLDEN=1 (regenerate the golden file first, step a2), GPU_CHECK_ARGS (arguments for every test binary), GPU_CHECK_SKIP (comma list of
 # steps to skip: tests,sanitizer,coldstart,launch,torch), GPU_CHECK_RACECHECK=1,
 # GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240), TORCH_BENCH_ARGS.
 # Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, bench-table.txt.
@@ -72,6 +72,17 @@ if [ -n "$cufft_dir" ]; then
   say "   cufft: $cufft_dir ($(cd "$cufft_dir" && ls libcufft.so.* 2>/dev/null | tr '\n' ' '))"
 else
   say "   cufft: not found in the PyTorch install (cuFFT tests may skip or fail)"
+fi
+
+# ---- a2. golden first (GPU_CHECK_GOLDEN=1): after a kernel change, the mirror test writes the
+# new GPU hashes into this copy's ops/testdata (and $OUT) before the whole suite runs, so that
+# the CPU-side golden test of the same run checks them. ----
+if [ "${GPU_CHECK_GOLDEN:-0}" = 1 ] && [ -f .gpu/bin/ops.test.gz ]; then
+  step "a2. golden (TestMirror writes ops/testdata/mirror-golden.txt)"
+  gunzip -kf .gpu/bin/ops.test.gz && chmod +x .gpu/bin/ops.test
+  (cd ops && TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_GOLDEN_OUT=testdata ../.gpu/bin/ops.test -test.run 'TestMirror$') > "$work/golden.out" 2>&1
+  say "   exit $? ($(tail -n 1 "$work/golden.out"))"
+  cp ops/testdata/mirror-golden.txt "$OUT/mirror-golden.txt" 2>/dev/null
 fi
 
 # ---- b. tests and benchmarks ----

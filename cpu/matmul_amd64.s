@@ -1,0 +1,299 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// SGEMM micro-kernels: func(kc int, ap, bp, c *float32, ldc int, load bool), see gemmKernel in
+// matmul.go. Per step k: load the nr floats of B, then for each row i broadcast A(i, k) and
+// VFMADD231PS it into the row's accumulators (acc = fma(a_ik, b_kj, acc), one rounding). The
+// step loop is unrolled by 4. The tile is stored with NaN lanes replaced by 0x7fffffff
+// (CanonicalNaN). Registers: AX = ap, BX = bp, DI = c, R8 = ldc*4, CX/R11 = step counters,
+// DX = row pointer.
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512, 14 x 32: accumulators Z0..Z27 (row r in Z(2r), Z(2r+1)), B in Z28, Z29, A broadcast
+// alternately into Z30, Z31. One step reads 56 bytes of ap and 128 bytes of bp.
+
+#define Z_ROW(off, r0, r1, bc) \
+	VBROADCASTSS off(AX), bc; \
+	VFMADD231PS  Z28, bc, r0; \
+	VFMADD231PS  Z29, bc, r1
+
+#define Z_STEP(ao, bo) \
+	VMOVUPS bo(BX), Z28; \
+	VMOVUPS bo+64(BX), Z29; \
+	Z_ROW(ao+0, Z0, Z1, Z30); \
+	Z_ROW(ao+4, Z2, Z3, Z31); \
+	Z_ROW(ao+8, Z4, Z5, Z30); \
+	Z_ROW(ao+12, Z6, Z7, Z31); \
+	Z_ROW(ao+16, Z8, Z9, Z30); \
+	Z_ROW(ao+20, Z10, Z11, Z31); \
+	Z_ROW(ao+24, Z12, Z13, Z30); \
+	Z_ROW(ao+28, Z14, Z15, Z31); \
+	Z_ROW(ao+32, Z16, Z17, Z30); \
+	Z_ROW(ao+36, Z18, Z19, Z31); \
+	Z_ROW(ao+40, Z20, Z21, Z30); \
+	Z_ROW(ao+44, Z22, Z23, Z31); \
+	Z_ROW(ao+48, Z24, Z25, Z30); \
+	Z_ROW(ao+52, Z26, Z27, Z31)
+
+// Z_LOAD loads one row of C and advances DX; Z_ZERO sets one row to +0.
+#define Z_LOAD(r0, r1) \
+	VMOVUPS (DX), r0; \
+	VMOVUPS 64(DX), r1; \
+	ADDQ    R8, DX
+
+#define Z_ZERO(r0, r1) \
+	VPXORD r0, r0, r0; \
+	VPXORD r1, r1, r1
+
+// Z_STORE stores one row (NaN lanes from Z28 = CanonicalNaN) and advances DX.
+#define Z_STORE(r0, r1) \
+	VCMPPS  $3, r0, r0, K1; \
+	VCMPPS  $3, r1, r1, K2; \
+	VMOVAPS Z28, K1, r0; \
+	VMOVAPS Z28, K2, r1; \
+	VMOVUPS r0, (DX); \
+	VMOVUPS r1, 64(DX); \
+	ADDQ    R8, DX
+
+// Z_PREF prefetches one row of the next tile down and advances R10.
+#define Z_PREF \
+	PREFETCHT0 (R10); \
+	PREFETCHT0 64(R10); \
+	ADDQ       R8, R10
+
+// func gemmAVX512(kc int, ap, bp, c *float32, ldc int, load bool)
+TEXT ·gemmAVX512(SB), NOSPLIT, $0-41
+	MOVQ    kc+0(FP), CX
+	MOVQ    ap+8(FP), AX
+	MOVQ    bp+16(FP), BX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVBQZX load+40(FP), R9
+	MOVQ    DI, DX
+	TESTQ   R9, R9
+	JZ      z_zero
+
+	Z_LOAD(Z0, Z1)
+	Z_LOAD(Z2, Z3)
+	Z_LOAD(Z4, Z5)
+	Z_LOAD(Z6, Z7)
+	Z_LOAD(Z8, Z9)
+	Z_LOAD(Z10, Z11)
+	Z_LOAD(Z12, Z13)
+	Z_LOAD(Z14, Z15)
+	Z_LOAD(Z16, Z17)
+	Z_LOAD(Z18, Z19)
+	Z_LOAD(Z20, Z21)
+	Z_LOAD(Z22, Z23)
+	Z_LOAD(Z24, Z25)
+	Z_LOAD(Z26, Z27)
+	JMP z_pref
+
+z_zero:
+	Z_ZERO(Z0, Z1)
+	Z_ZERO(Z2, Z3)
+	Z_ZERO(Z4, Z5)
+	Z_ZERO(Z6, Z7)
+	Z_ZERO(Z8, Z9)
+	Z_ZERO(Z10, Z11)
+	Z_ZERO(Z12, Z13)
+	Z_ZERO(Z14, Z15)
+	Z_ZERO(Z16, Z17)
+	Z_ZERO(Z18, Z19)
+	Z_ZERO(Z20, Z21)
+	Z_ZERO(Z22, Z23)
+	Z_ZERO(Z24, Z25)
+	Z_ZERO(Z26, Z27)
+
+z_pref:
+	// The next tile down (rows 14..27 from c) is most often the next call's C: prefetching
+	// past the end of C is harmless.
+	MOVQ DI, R10
+	IMUL3Q $14, R8, R9
+	ADDQ R9, R10
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+
+	MOVQ  CX, R11
+	ANDQ  $3, R11
+	SHRQ  $2, CX
+	JZ    z_tail
+
+z_loop4:
+	Z_STEP(0, 0)
+	Z_STEP(56, 128)
+	Z_STEP(112, 256)
+	Z_STEP(168, 384)
+	ADDQ $224, AX
+	ADDQ $512, BX
+	DECQ CX
+	JNZ  z_loop4
+
+z_tail:
+	TESTQ R11, R11
+	JZ    z_store
+
+z_loop1:
+	Z_STEP(0, 0)
+	ADDQ $56, AX
+	ADDQ $128, BX
+	DECQ R11
+	JNZ  z_loop1
+
+z_store:
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z28
+	MOVQ         DI, DX
+	Z_STORE(Z0, Z1)
+	Z_STORE(Z2, Z3)
+	Z_STORE(Z4, Z5)
+	Z_STORE(Z6, Z7)
+	Z_STORE(Z8, Z9)
+	Z_STORE(Z10, Z11)
+	Z_STORE(Z12, Z13)
+	Z_STORE(Z14, Z15)
+	Z_STORE(Z16, Z17)
+	Z_STORE(Z18, Z19)
+	Z_STORE(Z20, Z21)
+	Z_STORE(Z22, Z23)
+	Z_STORE(Z24, Z25)
+	Z_STORE(Z26, Z27)
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------------------------------
+// AVX2 + FMA, 6 x 16: accumulators Y0..Y11 (row r in Y(2r), Y(2r+1)), B in Y12, Y13, A
+// broadcast alternately into Y14, Y15. One step reads 24 bytes of ap and 64 bytes of bp.
+
+#define Y_ROW(off, r0, r1, bc) \
+	VBROADCASTSS off(AX), bc; \
+	VFMADD231PS  Y12, bc, r0; \
+	VFMADD231PS  Y13, bc, r1
+
+#define Y_STEP(ao, bo) \
+	VMOVUPS bo(BX), Y12; \
+	VMOVUPS bo+32(BX), Y13; \
+	Y_ROW(ao+0, Y0, Y1, Y14); \
+	Y_ROW(ao+4, Y2, Y3, Y15); \
+	Y_ROW(ao+8, Y4, Y5, Y14); \
+	Y_ROW(ao+12, Y6, Y7, Y15); \
+	Y_ROW(ao+16, Y8, Y9, Y14); \
+	Y_ROW(ao+20, Y10, Y11, Y15)
+
+#define Y_LOAD(r0, r1) \
+	VMOVUPS (DX), r0; \
+	VMOVUPS 32(DX), r1; \
+	ADDQ    R8, DX
+
+#define Y_ZERO(r0, r1) \
+	VXORPS r0, r0, r0; \
+	VXORPS r1, r1, r1
+
+// Y_STORE stores one row (NaN lanes from Y12 = CanonicalNaN, Y13 the mask) and advances DX.
+#define Y_STORE(r0, r1) \
+	VCMPPS    $3, r0, r0, Y13; \
+	VBLENDVPS Y13, Y12, r0, r0; \
+	VCMPPS    $3, r1, r1, Y13; \
+	VBLENDVPS Y13, Y12, r1, r1; \
+	VMOVUPS   r0, (DX); \
+	VMOVUPS   r1, 32(DX); \
+	ADDQ      R8, DX
+
+#define Y_PREF \
+	PREFETCHT0 (R10); \
+	PREFETCHT0 60(R10); \
+	ADDQ       R8, R10
+
+// func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
+TEXT ·gemmAVX2(SB), NOSPLIT, $0-41
+	MOVQ    kc+0(FP), CX
+	MOVQ    ap+8(FP), AX
+	MOVQ    bp+16(FP), BX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVBQZX load+40(FP), R9
+	MOVQ    DI, DX
+	TESTQ   R9, R9
+	JZ      y_zero
+
+	Y_LOAD(Y0, Y1)
+	Y_LOAD(Y2, Y3)
+	Y_LOAD(Y4, Y5)
+	Y_LOAD(Y6, Y7)
+	Y_LOAD(Y8, Y9)
+	Y_LOAD(Y10, Y11)
+	JMP y_pref
+
+y_zero:
+	Y_ZERO(Y0, Y1)
+	Y_ZERO(Y2, Y3)
+	Y_ZERO(Y4, Y5)
+	Y_ZERO(Y6, Y7)
+	Y_ZERO(Y8, Y9)
+	Y_ZERO(Y10, Y11)
+
+y_pref:
+	MOVQ  DI, R10
+	IMUL3Q $6, R8, R9
+	ADDQ  R9, R10
+	Y_PREF
+	Y_PREF
+	Y_PREF
+	Y_PREF
+	Y_PREF
+	Y_PREF
+
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   y_tail
+
+y_loop4:
+	Y_STEP(0, 0)
+	Y_STEP(24, 64)
+	Y_STEP(48, 128)
+	Y_STEP(72, 192)
+	ADDQ $96, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNZ  y_loop4
+
+y_tail:
+	TESTQ R11, R11
+	JZ    y_store
+
+y_loop1:
+	Y_STEP(0, 0)
+	ADDQ $24, AX
+	ADDQ $64, BX
+	DECQ R11
+	JNZ  y_loop1
+
+y_store:
+	MOVL         $0x7fffffff, R9
+	VMOVD        R9, X12
+	VPBROADCASTD X12, Y12
+	MOVQ         DI, DX
+	Y_STORE(Y0, Y1)
+	Y_STORE(Y2, Y3)
+	Y_STORE(Y4, Y5)
+	Y_STORE(Y6, Y7)
+	Y_STORE(Y8, Y9)
+	Y_STORE(Y10, Y11)
+	VZEROUPPER
+	RET
