@@ -107,38 +107,39 @@ func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 }
 
 // LayerNormFwd: the layer norm of rows r in [lo, hi) of the row-major (rows, cols) x, with the
-// per-column gamma and beta (the twin of layer_norm_fwd). Sums are rowStat's (from -0.0, +):
+// per-column gamma and beta (the twin of layer_norm_fwd). It writes out and the per-row mean and
+// sd, not xhat (LayerNormBwd recomputes it from x, mean and sd). Sums are rowStat's (from -0.0, +):
 //
-//	mean = float32(rowsum(x) * invCols)
-//	v    = float32(rowsum(float32((x - mean) * (x - mean))) * invCols)
-//	sd   = Sqrtf(v + eps);  invStd[r] = 1 / sd
-//	xhat = (x - mean) / sd;  out = float32(xhat * gamma[c]) + beta[c]
-func LayerNormFwd(out, xhat, invStd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
+//	m    = float32(rowsum(x) * invCols);  mean[r] = m
+//	v    = float32(rowsum(float32((x - m) * (x - m))) * invCols)
+//	s    = Sqrtf(v + eps);  sd[r] = s
+//	xhat = (x - m) / s;  out = float32(xhat * gamma[c]) + beta[c]
+func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
 		xr := x[r*cols : (r+1)*cols]
-		mean := float32(rowStat(&p, cols, negZero, nil, func(c int) float32 { return xr[c] }, add) * invCols)
+		m := float32(rowStat(&p, cols, negZero, nil, func(c int) float32 { return xr[c] }, add) * invCols)
 		v := float32(rowStat(&p, cols, negZero, nil, func(c int) float32 {
-			d := xr[c] - mean
+			d := xr[c] - m
 			return float32(d * d)
 		}, add) * invCols)
-		sd := Sqrtf(v + eps)
-		invStd[r] = 1 / sd
-		o, h := out[r*cols:(r+1)*cols], xhat[r*cols:(r+1)*cols]
+		s := Sqrtf(v + eps)
+		mean[r], sd[r] = m, s
+		o := out[r*cols : (r+1)*cols]
 		for c, xv := range xr {
-			hv := (xv - mean) / sd
-			h[c] = hv
-			o[c] = float32(hv*gamma[c]) + beta[c]
+			o[c] = float32(((xv-m)/s)*gamma[c]) + beta[c]
 		}
 	}
 }
 
 // LayerNormBwd: the layer norm VJP for the chunks ch in [lo, hi) of ColChunk rows (rows
-// [ch*ColChunk, min(rows, (ch+1)*ColChunk))) of the row-major (rows, cols) buffers (the twin of
-// layer_norm_bwd). Per row r, with rowStat's sums (from -0.0, +):
+// [ch*ColChunk, min(rows, (ch+1)*ColChunk))) of the row-major (rows, cols) buffers, from x and the
+// forward's per-row mean and sd (the twin of layer_norm_bwd). Per row r, with rowStat's sums
+// (from -0.0, +):
 //
-//	dxh = float32(dout * gamma[c]);  S1 = rowsum(dxh);  S2 = rowsum(float32(dxh * xhat))
-//	dx  = float32(float32(((float32(dxh*colsScale) - S1) - float32(xhat*S2)) * invStd[r]) * invCols)
+//	xhat = (x - mean[r]) / sd[r];  invStd = 1 / sd[r]   (LayerNormFwd's xhat, bit for bit)
+//	dxh  = float32(dout * gamma[c]);  S1 = rowsum(dxh);  S2 = rowsum(float32(dxh * xhat))
+//	dx   = float32(float32(((float32(dxh*colsScale) - S1) - float32(xhat*S2)) * invStd) * invCols)
 //
 // and the column partials of the chunk, rows in ascending order (ReduceSumColumnChunks' order):
 //
@@ -147,21 +148,26 @@ func LayerNormFwd(out, xhat, invStd, x, gamma, beta []float32, cols int, invCols
 //
 // ReduceSumByColumn over the (chunks, cols) partials then gives the column sums of dout*xhat
 // (dgamma) and dout (dbeta) in the order of the two-stage column sum.
-func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, xhat, invStd, gamma []float32, rows, cols int,
+func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32, rows, cols int,
 	colsScale, invCols float32, lo, hi int) {
 	var p [rowThreads]float32
+	h := make([]float32, cols)
 	for ch := lo; ch < hi; ch++ {
 		dg, db := dgammaPart[ch*cols:(ch+1)*cols], dbetaPart[ch*cols:(ch+1)*cols]
 		for c := range dg {
 			dg[c], db[c] = negZero, negZero
 		}
 		for r := ch * ColChunk; r < min(rows, (ch+1)*ColChunk); r++ {
-			o, h := dout[r*cols:(r+1)*cols], xhat[r*cols:(r+1)*cols]
+			o, xr := dout[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
+			m, s := mean[r], sd[r]
+			for c, xv := range xr {
+				h[c] = (xv - m) / s
+			}
 			s1 := rowStat(&p, cols, negZero, nil, func(c int) float32 { return float32(o[c] * gamma[c]) }, add)
 			s2 := rowStat(&p, cols, negZero, nil, func(c int) float32 {
 				return float32(float32(o[c]*gamma[c]) * h[c])
 			}, add)
-			is := invStd[r]
+			is := 1 / s
 			d := dx[r*cols : (r+1)*cols]
 			for c, ov := range o {
 				dxh := float32(ov * gamma[c])

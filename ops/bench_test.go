@@ -2,24 +2,36 @@ package ops
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
 
-// benchDevices returns the CPU (at 2^24 floats) and, when usable, CUDA device 0 (at 2^26).
+// benchDevices returns the CPU (at 2^24 floats) and, when usable, CUDA device 0 (at 2^26);
+// TORCHLEAN_BENCH_DEVICES (e.g. "cuda") keeps only the devices it names.
 func benchDevices(b *testing.B) []struct {
 	d *Device
 	n int
 } {
-	out := []struct {
+	var out []struct {
 		d *Device
 		n int
-	}{{CPU(), 1 << 24}}
-	if d, err := Open("cuda"); err == nil {
+	}
+	want := os.Getenv("TORCHLEAN_BENCH_DEVICES") // a comma list; empty means cpu,cuda
+	if want == "" || strings.Contains(want, "cpu") {
 		out = append(out, struct {
 			d *Device
 			n int
-		}{d, 1 << 26})
+		}{CPU(), 1 << 24})
+	}
+	if want == "" || strings.Contains(want, "cuda") {
+		if d, err := Open("cuda"); err == nil {
+			out = append(out, struct {
+				d *Device
+				n int
+			}{d, 1 << 26})
+		}
 	}
 	return out
 }

@@ -8,11 +8,13 @@ import (
 
 // kernelBench is one row of BenchmarkKernels: a named shape whose PyTorch counterpart has the
 // same name in internal/bench/torch_bench.py (KERNELS there), so the GPU check can print ratios.
-// bytes is the traffic counted for GB/s (inputs read + outputs written, once each).
+// bytes is the traffic counted for GB/s (inputs read + outputs written, once each); products
+// report TFLOP/s from flops instead.
 type kernelBench struct {
 	name  string
 	ins   []int // input lengths (uniform random)
 	bytes int
+	flops int
 	run   func(ins []*Buffer) (*Buffer, error)
 }
 
@@ -29,7 +31,17 @@ func kernelBenches() []kernelBench {
 	const r, c = 16384, 4096
 	var ks []kernelBench
 	add := func(name string, ins []int, bytes int, run func(ins []*Buffer) (*Buffer, error)) {
-		ks = append(ks, kernelBench{name, ins, bytes, run})
+		ks = append(ks, kernelBench{name: name, ins: ins, bytes: bytes, run: run})
+	}
+	for _, s := range [][4]int{{1, 1024, 1024, 1024}, {1, 2048, 2048, 2048}, {1, 4096, 4096, 4096}, {1, 256, 4096, 4096},
+		{64, 512, 64, 512}} {
+		batch, m, n, p := s[0], s[1], s[2], s[3]
+		name := fmt.Sprintf("matmul_%dx%dx%d", m, n, p)
+		if batch > 1 {
+			name = fmt.Sprintf("bmm_%dx%dx%dx%d", batch, m, n, p)
+		}
+		ks = append(ks, kernelBench{name: name, ins: []int{batch * m * n, batch * n * p}, flops: 2 * batch * m * n * p,
+			run: func(in []*Buffer) (*Buffer, error) { return Bmm(in[0], in[1], batch, m, n, p) }})
 	}
 	rc := []int{r * c}
 	add("transpose2d_8192x8192", []int{8192 * 8192}, 8*8192*8192, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], 8192, 8192) })
@@ -37,16 +49,17 @@ func kernelBenches() []kernelBench {
 	add("softmax_4096x32768", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], 4096, 32768) })
 	add("log_softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
 	add("softmax_bwd_16384x4096", []int{r * c, r * c}, 12*r*c, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
-	add("layer_norm_fwd_16384x4096", []int{r * c, c, c}, 12*r*c, func(in []*Buffer) (*Buffer, error) {
-		o, h, s, err := LayerNormFwd(in[0], in[1], in[2], r, c, LayerNormEps)
+	add("layer_norm_fwd_16384x4096", []int{r * c, c, c}, 8*r*c, func(in []*Buffer) (*Buffer, error) {
+		o, m, s, err := LayerNormFwd(in[0], in[1], in[2], r, c, LayerNormEps)
 		if err != nil {
 			return nil, err
 		}
-		ReleaseThen(nil, h, s)
+		ReleaseThen(nil, m, s)
 		return o, nil
 	})
-	add("layer_norm_bwd_16384x4096", []int{r * c, r * c, r, c}, 12*r*c, func(in []*Buffer) (*Buffer, error) {
-		dx, dg, db, err := LayerNormBwd(in[0], in[1], in[2], in[3], r, c)
+	// dOut, x, mean, sd (sd > 0: uniform random inputs), gamma.
+	add("layer_norm_bwd_16384x4096", []int{r * c, r * c, r, r, c}, 12*r*c, func(in []*Buffer) (*Buffer, error) {
+		dx, dg, db, err := LayerNormBwd(in[0], in[1], in[2], in[3], in[4], r, c)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +153,11 @@ func BenchmarkKernels(b *testing.B) {
 				if err := dn.d.Sync(); err != nil {
 					b.Fatal(err)
 				}
-				reportGBs(b, k.bytes, time.Since(start))
+				if k.flops > 0 {
+					b.ReportMetric(float64(k.flops)*float64(b.N)/time.Since(start).Seconds()/1e12, "TFLOP/s")
+				} else {
+					reportGBs(b, k.bytes, time.Since(start))
+				}
 			})
 		}
 	}

@@ -25,7 +25,7 @@ var seedEntryPoints = map[string]any{
 	"torchlean_cuda_buffer_add":                           Add,
 	"torchlean_cuda_buffer_axpy":                          Axpy,
 	"torchlean_cuda_buffer_bernoulli_mask":                BernoulliMask,
-	"torchlean_cuda_buffer_bmm":                           pending("issue 3: matmul"),
+	"torchlean_cuda_buffer_bmm":                           Bmm,
 	"torchlean_cuda_buffer_broadcast_to":                  BroadcastTo,
 	"torchlean_cuda_buffer_broadcast_vec_to_cols":         BroadcastVecToCols,
 	"torchlean_cuda_buffer_broadcast_vec_to_rows":         BroadcastVecToRows,

@@ -88,10 +88,10 @@ var (
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.LayerNormFwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.s[1], h.f[0], h.f[1], lo, hi)
 		}}
-	layerNormBwdOp = &kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 4,
+	layerNormBwdOp = &kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 5,
 		geometry: blocks(layerNormBwdBlocks), cpuUnits: chunksOf(0),
 		cpu: func(h *hostArgs, lo, hi int) {
-			cpu.LayerNormBwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.b[6], h.s[0], h.s[1], h.f[0], h.f[1], lo, hi)
+			cpu.LayerNormBwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.b[6], h.b[7], h.s[0], h.s[1], h.f[0], h.f[1], lo, hi)
 		}}
 )
 
@@ -109,11 +109,18 @@ func layerNormBwdBlocks(s []int) int {
 func chunksOf(k int) func(s []int) int { return func(s []int) int { return colChunks(s[k]) } }
 
 // LayerNormFwd normalizes each row of the (rows, cols) matrix x and applies the per-column gamma
-// and beta (length cols): mean and biased variance per row, sd = sqrt(var + eps),
-// xhat = (x - mean) / sd, out = xhat*gamma + beta (every operation rounded separately; row sums
-// in the order of ReduceSumByRow). It returns out, xhat and invStd = 1/sd (length rows), which
-// LayerNormBwd takes. eps is usually LayerNormEps.
-func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, xhat, invStd *Buffer, err error) {
+// and beta (length cols). Per row, with every operation rounded separately (no contraction) and
+// row sums in the order of ReduceSumByRow:
+//
+//	mean = sum(x) * (1/cols);  var = sum((x - mean)^2) * (1/cols);  sd = sqrt(var + eps)
+//	xhat = (x - mean) / sd;    out = xhat*gamma + beta
+//
+// It returns out and the per-row statistics mean and sd (length rows each), which LayerNormBwd
+// takes with x. This departs from the reference's layer_norm_fwd, which returns
+// (out, normalized, invStd): like PyTorch, it keeps two per-row vectors instead of the normalized
+// matrix, saving a rows*cols write here and a rows*cols read in the backward; the values of out
+// and of every gradient are the same. eps is usually LayerNormEps.
+func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, mean, sd *Buffer, err error) {
 	const op = "layer_norm_fwd"
 	if err := matrix(op, x, rows, cols); err != nil {
 		return nil, nil, nil, err
@@ -127,7 +134,7 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, xha
 	if err := checkLen(op, beta, cols, "beta"); err != nil {
 		return nil, nil, nil, err
 	}
-	o, err := layerNormFwdOp.call([]int{rows * cols, rows * cols, rows}, []*Buffer{x, gamma, beta}, nil,
+	o, err := layerNormFwdOp.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
 		[]int{rows, cols}, 1/float32(cols), eps)
 	if err != nil {
 		return nil, nil, nil, err
@@ -135,11 +142,14 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, xha
 	return o[0], o[1], o[2], nil
 }
 
-// LayerNormBwd returns the VJP of LayerNormFwd for the cotangent dOut: dX (rows, cols) and the
-// parameter gradients dGamma = column sums of dOut*xhat and dBeta = column sums of dOut (in the
-// order of ReduceSumByColumn). Per row, with dxh = dOut*gamma, S1 = sum(dxh) and
-// S2 = sum(dxh*xhat): dX = ((dxh*cols - S1) - xhat*S2) * invStd / cols.
-func LayerNormBwd(dOut, xhat, invStd, gamma *Buffer, rows, cols int) (dX, dGamma, dBeta *Buffer, err error) {
+// LayerNormBwd returns the VJP of LayerNormFwd for the cotangent dOut, from the forward's input x
+// and its per-row mean and sd: dX (rows, cols) and the parameter gradients dGamma = column sums
+// of dOut*xhat and dBeta = column sums of dOut (in the order of ReduceSumByColumn). Per row it
+// recomputes xhat = (x - mean) / sd and invStd = 1/sd with the forward's operations (so xhat is
+// the forward's, bit for bit), and with dxh = dOut*gamma, S1 = sum(dxh), S2 = sum(dxh*xhat):
+// dX = ((dxh*cols - S1) - xhat*S2) * invStd * (1/cols). The reference's layer_norm_bwd takes
+// (normalized, invStd) instead of (x, mean, sd); the values are the same (see LayerNormFwd).
+func LayerNormBwd(dOut, x, mean, sd, gamma *Buffer, rows, cols int) (dX, dGamma, dBeta *Buffer, err error) {
 	const op = "layer_norm_bwd"
 	if err := matrix(op, dOut, rows, cols); err != nil {
 		return nil, nil, nil, err
@@ -147,10 +157,13 @@ func LayerNormBwd(dOut, xhat, invStd, gamma *Buffer, rows, cols int) (dX, dGamma
 	if cols == 0 {
 		return nil, nil, nil, fmt.Errorf("ops: %s: rows of 0 columns", op)
 	}
-	if err := matrix(op, xhat, rows, cols); err != nil {
+	if err := matrix(op, x, rows, cols); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkLen(op, invStd, rows, "invStd"); err != nil {
+	if err := checkLen(op, mean, rows, "mean"); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkLen(op, sd, rows, "sd"); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := checkLen(op, gamma, cols, "gamma"); err != nil {
@@ -160,7 +173,7 @@ func LayerNormBwd(dOut, xhat, invStd, gamma *Buffer, rows, cols int) (dX, dGamma
 		return zeros3(dOut.dev, 0, cols, cols)
 	}
 	n := colChunks(rows)
-	o, err := layerNormBwdOp.call([]int{rows * cols, n * cols, n * cols}, []*Buffer{dOut, xhat, invStd, gamma}, nil,
+	o, err := layerNormBwdOp.call([]int{rows * cols, n * cols, n * cols}, []*Buffer{dOut, x, mean, sd, gamma}, nil,
 		[]int{rows, cols}, float32(cols), 1/float32(cols))
 	if err != nil {
 		return nil, nil, nil, err

@@ -290,50 +290,59 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS)
 // Layer norm over the rows of a row-major (rows, cols) buffer, with per-column gamma and beta.
 // Every row sum is a block reduction (thread t folds elements t, t+256, ... from -0.0, then the
 // halving tree). Rows of at most 4096 elements take register paths like softmax's (x read once in
-// the forward; dout and xhat read once in the backward's fused scheme); longer rows are read again
+// the forward; dout and x read once in the backward's fused scheme); longer rows are read again
 // for each pass, in tiles of SM_REG elements per thread. All compute the same values in the same
 // order.
 //
+// The forward writes out and the per-row statistics mean and sd only, as PyTorch does, not the
+// normalized matrix xhat with inv_std (the reference's signature): that saves a rows*cols write in
+// the forward and a rows*cols read in the backward, which reads x instead of xhat and recomputes
+//   xhat = (x - mean[r]) / sd[r];  inv_std = 1 / sd[r]
+// with the forward's operations, so every value is the one the reference's scheme computes.
+//
 // layer_norm_fwd: grid = rows blocks of 256 threads, capped at will (blocks stride over the rows;
 // blocks beyond the row groups exit at once; the values never depend on the grid). Per row r:
-//   mean = rowsum(x) * inv_cols
-//   var = rowsum((x - mean) * (x - mean)) * inv_cols
-//   std = sqrt_rn(var + eps);  inv_std[r] = 1 / std
-//   xhat = (x - mean) / std;  out = xhat * gamma[c] + beta[c]
+//   m = rowsum(x) * inv_cols;  mean[r] = m
+//   var = rowsum((x - m) * (x - m)) * inv_cols
+//   s = sqrt_rn(var + eps);  sd[r] = s
+//   xhat = (x - m) / s;  out = xhat * gamma[c] + beta[c]
 template <int J, int R>
-__device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* xhat, float* inv_std,
+__device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* mean, float* sd,
                                                    const float* x, const float* gamma,
                                                    const float* beta, u64 rows, u64 cols,
                                                    float inv_cols, float eps, float* part0,
                                                    float* part1) {
   row_groups<J, R, false>(x, 0, rows, cols, [&](const float* v, u32 in, u32 keep, u64 r0) {
     u32 t = threadIdx.x;
-    float mean[R], sd[R];
+    float m[R], s[R];
 #pragma unroll
     for (int i = 0; i < R; i++) {
-      mean[i] = -0.0f;
+      m[i] = -0.0f;
 #pragma unroll
       for (int j = 0; j < J; j++)
-        if (in & (1u << (i * J + j))) mean[i] = mean[i] + v[i * J + j];
+        if (in & (1u << (i * J + j))) m[i] = m[i] + v[i * J + j];
     }
-    block_reduce_n<false, R>(part0, mean);
+    block_reduce_n<false, R>(part0, m);
 #pragma unroll
     for (int i = 0; i < R; i++) {
-      mean[i] = mean[i] * inv_cols;
-      sd[i] = -0.0f;
+      m[i] = m[i] * inv_cols;
+      s[i] = -0.0f;
 #pragma unroll
       for (int j = 0; j < J; j++) {
         if (in & (1u << (i * J + j))) {
-          float d = v[i * J + j] - mean[i];
-          sd[i] = sd[i] + d * d;
+          float d = v[i * J + j] - m[i];
+          s[i] = s[i] + d * d;
         }
       }
     }
-    block_reduce_n<false, R>(part1, sd);
+    block_reduce_n<false, R>(part1, s);
 #pragma unroll
     for (int i = 0; i < R; i++) {
-      sd[i] = __fsqrt_rn(sd[i] * inv_cols + eps);
-      if (t == 0 && r0 + i < rows) inv_std[r0 + i] = 1.0f / sd[i];
+      s[i] = __fsqrt_rn(s[i] * inv_cols + eps);
+      if (t == 0 && r0 + i < rows) {
+        mean[r0 + i] = m[i];
+        sd[r0 + i] = s[i];
+      }
     }
 #pragma unroll
     for (int j = 0; j < J; j++) {
@@ -343,8 +352,7 @@ __device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* xhat, floa
 #pragma unroll
         for (int i = 0; i < R; i++) {
           if (in & (1u << (i * J + j))) {
-            float h = (v[i * J + j] - mean[i]) / sd[i];
-            xhat[(r0 + i) * cols + c] = h;
+            float h = (v[i * J + j] - m[i]) / s[i];
             out[(r0 + i) * cols + c] = h * gc + bc;
           }
         }
@@ -354,24 +362,23 @@ __device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* xhat, floa
 }
 
 extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
-    layer_norm_fwd(float* out, float* xhat, float* inv_std, const float* x, const float* gamma,
+    layer_norm_fwd(float* out, float* mean, float* sd, const float* x, const float* gamma,
                    const float* beta, u64 rows, u64 cols, float inv_cols, float eps) {
   __shared__ float part[2][SM_RMAX * SM_THREADS];
   if (cols <= SM_THREADS * 4) {
-    layer_norm_fwd_reg<4, 4>(out, xhat, inv_std, x, gamma, beta, rows, cols, inv_cols, eps, part[0],
+    layer_norm_fwd_reg<4, 4>(out, mean, sd, x, gamma, beta, rows, cols, inv_cols, eps, part[0],
                              part[1]);
     return;
   } else if (cols <= SM_THREADS * 16) {
-    layer_norm_fwd_reg<16, 1>(out, xhat, inv_std, x, gamma, beta, rows, cols, inv_cols, eps,
-                              part[0], part[1]);
+    layer_norm_fwd_reg<16, 1>(out, mean, sd, x, gamma, beta, rows, cols, inv_cols, eps, part[0],
+                              part[1]);
     return;
   }
   u32 t = threadIdx.x;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     float* outr = out + r * cols;
-    float* xhr = xhat + r * cols;
-    float s = -0.0f;
+    float q = -0.0f;
     for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
       float v[SM_REG];
 #pragma unroll
@@ -381,10 +388,10 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
       }
 #pragma unroll
       for (int j = 0; j < SM_REG; j++)
-        if (c0 + j * SM_THREADS < cols) s = s + v[j];
+        if (c0 + j * SM_THREADS < cols) q = q + v[j];
     }
-    float mean = block_reduce<false>(part[0], s) * inv_cols;
-    float q = -0.0f;
+    float m = block_reduce<false>(part[0], q) * inv_cols;
+    q = -0.0f;
     for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
       float v[SM_REG];
 #pragma unroll
@@ -395,13 +402,16 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 #pragma unroll
       for (int j = 0; j < SM_REG; j++) {
         if (c0 + j * SM_THREADS < cols) {
-          float d = v[j] - mean;
+          float d = v[j] - m;
           q = q + d * d;
         }
       }
     }
-    float sd = __fsqrt_rn(block_reduce<false>(part[1], q) * inv_cols + eps);
-    if (t == 0) inv_std[r] = 1.0f / sd;
+    float s = __fsqrt_rn(block_reduce<false>(part[1], q) * inv_cols + eps);
+    if (t == 0) {
+      mean[r] = m;
+      sd[r] = s;
+    }
     for (u64 c0 = t; c0 < cols; c0 += SM_THREADS * SM_REG) {
       float v[SM_REG];
 #pragma unroll
@@ -412,19 +422,16 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 #pragma unroll
       for (int j = 0; j < SM_REG; j++) {
         u64 c = c0 + j * SM_THREADS;
-        if (c < cols) {
-          float h = (v[j] - mean) / sd;
-          xhr[c] = h;
-          outr[c] = h * gamma[c] + beta[c];
-        }
+        if (c < cols) outr[c] = ((v[j] - m) / s) * gamma[c] + beta[c];
       }
     }
   }
 }
 
-// layer_norm_bwd. Per row r:
+// layer_norm_bwd, from x and the forward's mean and sd. Per row r:
+//   xhat = (x - mean[r]) / sd[r];  inv_std = 1 / sd[r]   (the forward's xhat, bit for bit)
 //   dxh = dout * gamma[c];  S1 = rowsum(dxh);  S2 = rowsum(dxh * xhat)
-//   dx = ((((dxh * cols_scale) - S1) - xhat * S2) * inv_std[r]) * inv_cols
+//   dx = ((((dxh * cols_scale) - S1) - xhat * S2) * inv_std) * inv_cols
 // and the column partials of each chunk ch of COL_CHUNK = 64 rows r0..r1-1, rows ascending:
 //   dgamma_part[ch*cols + c] = ((-0.0 + dout[r0,c]*xhat[r0,c]) + dout[r0+1,c]*xhat[r0+1,c]) + ...
 //   dbeta_part[ch*cols + c]  = ((-0.0 + dout[r0,c]) + dout[r0+1,c]) + ...
@@ -435,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 // the same result, and the grid below gives one block per unit:
 //   - fused (cols <= 4096 and rows >= LN_FUSED_ROWS = 4096): one unit per chunk, grid =
 //     ceil(rows/64) blocks of 256 threads. The block walks the rows of its chunk in ascending order
-//     (R at a time in registers, dout and xhat read once), thread t owning the columns t, t+256, ...
+//     (R at a time in registers, dout and x read once), thread t owning the columns t, t+256, ...
 //     of the partials.
 //   - split (otherwise: long rows, or too few chunks to fill the GPU): grid = rows +
 //     ceil(rows/64) * ceil(cols/256) blocks of 256 threads: units [0, rows) compute the dx of one
@@ -446,10 +453,10 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 // layer_norm_bwd_fused: rows r0..r1-1 of a chunk, R at a time (J = SM_REG/R columns per thread).
 template <int J, int R>
 __device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, float* dbp,
-                                                     const float* dout, const float* xhat,
-                                                     const float* inv_std, const float* gamma,
-                                                     u64 r0, u64 r1, u64 cols, float cols_scale,
-                                                     float inv_cols,
+                                                     const float* dout, const float* x,
+                                                     const float* mean, const float* sd,
+                                                     const float* gamma, u64 r0, u64 r1, u64 cols,
+                                                     float cols_scale, float inv_cols,
                                                      float (*part)[2 * SM_RMAX * SM_THREADS],
                                                      u32& flip) {
   u32 t = threadIdx.x;
@@ -462,21 +469,22 @@ __device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, floa
     ab[j] = -0.0f;
   }
   for (u64 r = r0; r < r1; r += R, flip ^= 1) {
-    float o[SM_REG], h[SM_REG], is[R], s[2 * R];
+    float o[SM_REG], h[SM_REG], m[R], sdv[R], s[2 * R];
     u32 in = 0;
 #pragma unroll
     for (int i = 0; i < R; i++) {
       const float* dor = dout + (r + i) * cols;
-      const float* xhr = xhat + (r + i) * cols;
+      const float* xr = x + (r + i) * cols;
 #pragma unroll
       for (int j = 0; j < J; j++) {
         u32 c = t + j * SM_THREADS;
         bool e = r + i < r1 && c < cols;
         o[i * J + j] = e ? dor[c] : 0.0f;
-        h[i * J + j] = e ? xhr[c] : 0.0f;
+        h[i * J + j] = e ? xr[c] : 0.0f;
         if (e) in |= 1u << (i * J + j);
       }
-      is[i] = r + i < r1 ? inv_std[r + i] : 0.0f;
+      m[i] = r + i < r1 ? mean[r + i] : 0.0f;
+      sdv[i] = r + i < r1 ? sd[r + i] : 1.0f;
     }
 #pragma unroll
     for (int i = 0; i < R; i++) {
@@ -486,6 +494,7 @@ __device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, floa
       for (int j = 0; j < J; j++) {
         int k = i * J + j;
         if (in & (1u << k)) {
+          h[k] = (h[k] - m[i]) / sdv[i];
           float d = o[k] * g[j];
           s[2 * i] = s[2 * i] + d;
           s[2 * i + 1] = s[2 * i + 1] + d * h[k];
@@ -498,13 +507,14 @@ __device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, floa
     block_reduce_n<false, 2 * R>(part[flip], s);
 #pragma unroll
     for (int i = 0; i < R; i++) {
+      float is = 1.0f / sdv[i];
       float* dxr = dx + (r + i) * cols;
 #pragma unroll
       for (int j = 0; j < J; j++) {
         int k = i * J + j;
         if (in & (1u << k))
           dxr[t + j * SM_THREADS] =
-              ((((o[k] * cols_scale) - s[2 * i]) - h[k] * s[2 * i + 1]) * is[i]) * inv_cols;
+              ((((o[k] * cols_scale) - s[2 * i]) - h[k] * s[2 * i + 1]) * is) * inv_cols;
       }
     }
   }
@@ -518,9 +528,10 @@ __device__ __forceinline__ void layer_norm_bwd_fused(float* dx, float* dgp, floa
   }
 }
 
-// ln_bwd_tile loads the tile of SM_REG elements per thread starting at column c0 of row r.
+// ln_bwd_tile loads the tile of SM_REG elements per thread starting at column c0 of row r: dout,
+// x (into h, the caller normalizes it) and gamma.
 __device__ __forceinline__ void ln_bwd_tile(float* o, float* h, float* g, u32& in,
-                                            const float* dout, const float* xhat,
+                                            const float* dout, const float* x,
                                             const float* gamma, u64 r, u64 cols, u64 c0) {
   u32 t = threadIdx.x;
   in = 0;
@@ -529,7 +540,7 @@ __device__ __forceinline__ void ln_bwd_tile(float* o, float* h, float* g, u32& i
     u64 c = c0 + t + j * SM_THREADS;
     bool e = c < cols;
     o[j] = e ? dout[r * cols + c] : 0.0f;
-    h[j] = e ? xhat[r * cols + c] : 0.0f;
+    h[j] = e ? x[r * cols + c] : 0.0f;
     g[j] = e ? gamma[c] : 0.0f;
     if (e) in |= 1u << j;
   }
@@ -537,8 +548,8 @@ __device__ __forceinline__ void ln_bwd_tile(float* o, float* h, float* g, u32& i
 
 extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
     layer_norm_bwd(float* dx, float* dgamma_part, float* dbeta_part, const float* dout,
-                   const float* xhat, const float* inv_std, const float* gamma, u64 rows,
-                   u64 cols, float cols_scale, float inv_cols) {
+                   const float* x, const float* mean, const float* sd, const float* gamma,
+                   u64 rows, u64 cols, float cols_scale, float inv_cols) {
   __shared__ float part[2][2 * SM_RMAX * SM_THREADS];
   u32 t = threadIdx.x;
   u64 chunks = (rows + LN_CHUNK - 1) / LN_CHUNK;
@@ -547,11 +558,11 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
     for (u64 ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
       u64 r0 = ch * LN_CHUNK, r1 = min(rows, r0 + LN_CHUNK);
       if (cols <= SM_THREADS * 4) {
-        layer_norm_bwd_fused<4, 4>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout, xhat,
-                                   inv_std, gamma, r0, r1, cols, cols_scale, inv_cols, part, flip);
+        layer_norm_bwd_fused<4, 4>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout, x,
+                                   mean, sd, gamma, r0, r1, cols, cols_scale, inv_cols, part, flip);
       } else {
-        layer_norm_bwd_fused<16, 1>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout,
-                                    xhat, inv_std, gamma, r0, r1, cols, cols_scale, inv_cols, part,
+        layer_norm_bwd_fused<16, 1>(dx, dgamma_part + ch * cols, dbeta_part + ch * cols, dout, x,
+                                    mean, sd, gamma, r0, r1, cols, cols_scale, inv_cols, part,
                                     flip);
       }
     }
@@ -566,17 +577,19 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
       u64 r0 = ch * LN_CHUNK, r1 = min(rows, r0 + LN_CHUNK);
       float ag = -0.0f, ab = -0.0f;
       for (u64 r = r0; r < r1; r += SM_REG) {
-        float o[SM_REG], h[SM_REG];
+        float o[SM_REG], h[SM_REG], m[SM_REG], sdv[SM_REG];
 #pragma unroll
         for (int i = 0; i < SM_REG; i++) {
           bool e = r + i < r1;
           o[i] = e ? dout[(r + i) * cols + c] : 0.0f;
-          h[i] = e ? xhat[(r + i) * cols + c] : 0.0f;
+          h[i] = e ? x[(r + i) * cols + c] : 0.0f;
+          m[i] = e ? mean[r + i] : 0.0f;
+          sdv[i] = e ? sd[r + i] : 1.0f;
         }
 #pragma unroll
         for (int i = 0; i < SM_REG; i++) {
           if (r + i < r1) {
-            ag = ag + o[i] * h[i];
+            ag = ag + o[i] * ((h[i] - m[i]) / sdv[i]);
             ab = ab + o[i];
           }
         }
@@ -590,27 +603,28 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
     float o[SM_REG], h[SM_REG], g[SM_REG];
     u32 in;
     float s[2] = {-0.0f, -0.0f};
+    float m = mean[r], sdr = sd[r];
     for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
-      ln_bwd_tile(o, h, g, in, dout, xhat, gamma, r, cols, c0);
+      ln_bwd_tile(o, h, g, in, dout, x, gamma, r, cols, c0);
 #pragma unroll
       for (int j = 0; j < SM_REG; j++) {
         if (in & (1u << j)) {
           float d = o[j] * g[j];
           s[0] = s[0] + d;
-          s[1] = s[1] + d * h[j];
+          s[1] = s[1] + d * ((h[j] - m) / sdr);
         }
       }
     }
     block_reduce_n<false, 2>(part[flip], s);
     flip ^= 1;
-    float is = inv_std[r];
+    float is = 1.0f / sdr;
     for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
-      ln_bwd_tile(o, h, g, in, dout, xhat, gamma, r, cols, c0);
+      ln_bwd_tile(o, h, g, in, dout, x, gamma, r, cols, c0);
 #pragma unroll
       for (int j = 0; j < SM_REG; j++)
         if (in & (1u << j))
           dx[r * cols + c0 + t + j * SM_THREADS] =
-              ((((o[j] * g[j]) * cols_scale) - s[0]) - h[j] * s[1]) * is * inv_cols;
+              ((((o[j] * g[j]) * cols_scale) - s[0]) - ((h[j] - m) / sdr) * s[1]) * is * inv_cols;
     }
   }
 }

@@ -7,7 +7,8 @@
 # Steps (all output in $OUT/gpu-check.log; stdout gets one or a few lines per step):
 #   a. put PyTorch's libcufft on LD_LIBRARY_PATH (if found)
 #   b. the packed tests + benchmarks: bash .gpu/run $GPU_CHECK_ARGS
-#      (default "-test.bench . -test.benchtime 200ms"; TORCHLEAN_GOLDEN_OUT=$OUT, so the mirror
+#      (default "-test.bench . -test.benchtime 200ms"; the ops benchmarks on the GPU only, unless
+#      TORCHLEAN_BENCH_DEVICES says otherwise; TORCHLEAN_GOLDEN_OUT=$OUT, so the mirror
 #      test writes $OUT/mirror-golden.txt; full log in $OUT/gpu-tests.log)
 #   c. compute-sanitizer memcheck on TestMirror (racecheck too with GPU_CHECK_RACECHECK=1)
 #   d. cold start: TestFirstKernelLatency with CUDA_CACHE_DISABLE=1
@@ -17,7 +18,9 @@
 #
 # Environment: GPU_CHECK_GOLDEN=1 (regenerate the golden file first, step a2), GPU_CHECK_ARGS (arguments for every test binary), GPU_CHECK_SKIP (comma list of
 # steps to skip: tests,sanitizer,coldstart,launch,torch), GPU_CHECK_RACECHECK=1,
-# GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240), TORCH_BENCH_ARGS.
+# GPU_CHECK_RACECHECK_SKIP (a regexp of mirror cases racecheck leaves out, e.g. the largest
+# products), GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240),
+# TORCH_BENCH_ARGS.
 # Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, bench-table.txt.
 # Exit status: the test runner's (step b); 2 when .gpu/run is missing.
 set -u
@@ -94,6 +97,7 @@ elif skipped tests; then
   test_rc=0
 else
   read -r -a gargs <<< "${GPU_CHECK_ARGS:--test.bench . -test.benchtime 200ms}"
+  export TORCHLEAN_BENCH_DEVICES=${TORCHLEAN_BENCH_DEVICES:-cuda}
   say "   args: ${gargs[*]}"
   t0=$(date +%s.%N)
   TORCHLEAN_GOLDEN_OUT=$OUT bash .gpu/run "${gargs[@]}" > "$work/run.out" 2>&1
@@ -122,7 +126,9 @@ if ! skipped sanitizer; then
     [ "${GPU_CHECK_RACECHECK:-0}" = 1 ] && tools="memcheck racecheck"
     for tool in $tools; do
       t0=$(date +%s.%N)
-      (cd "$ops_dir" && env -u TORCHLEAN_GOLDEN_OUT TORCHLEAN_REQUIRE_CUDA=1 \
+      skip_cases=""
+      [ "$tool" = racecheck ] && skip_cases=${GPU_CHECK_RACECHECK_SKIP:-}
+      (cd "$ops_dir" && env -u TORCHLEAN_GOLDEN_OUT TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_MIRROR_SKIP="$skip_cases" \
         timeout "$san_timeout" compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$ops_bin" -test.run 'TestMirror$' -test.v) > "$work/san.out" 2>&1
       rc=$?

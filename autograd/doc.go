@@ -1,0 +1,51 @@
+// Package autograd is the reverse-mode autodiff tape over ops buffers.
+//
+// A Tape records eagerly evaluated float32 values on one device: each op runs its kernels at
+// once and appends a node (its value and shape, its parents, the forward workspace its
+// backward pass needs, and its VJP, written next to the forward in the same function). Values
+// are shape-erased: a row-major shape and an *ops.Buffer of exactly that many elements. Handles
+// (Var) index the nodes in creation order:
+//
+//	tp := autograd.NewTape(dev)
+//	w := tp.Leaf(wBuf, []int{out, in}, true)
+//	loss := tp.MSELoss(tp.Tanh(tp.MatMul(w, tp.Const(xBuf, []int{in, 1}))), tp.Const(yBuf, []int{out, 1}))
+//	if err := tp.BackwardParams(loss, w); err != nil { ... }
+//	g := tp.Grad(w) // owned by the tape until Reset
+//	tp.Reset()
+//
+// # Shapes
+//
+// Binary elementwise ops need equal shapes (broadcast explicitly with BroadcastTo or
+// BroadcastAxes). Softmax, LogSoftmax, LayerNorm and CrossEntropy work along the last axis with
+// the leading axes folded into rows; Concat, Slice, Gather and ScatterAdd work along dim 0.
+// Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar).
+//
+// # Ownership
+//
+// Buffers passed in by the caller (leaves, seeds, prepared indices) are borrowed: the tape never
+// releases them, and they must stay live until Reset. Op results, retained workspace, uploaded
+// indices and gradients belong to the tape: Value and Grad return them for reading, valid until
+// Reset (copy one with ops.Copy to keep it). Reshape, Flatten and Detach are views sharing their
+// operand's buffer. Reset releases everything the tape owns, so the device's live bytes return
+// to what they were before recording.
+//
+// # Errors
+//
+// Errors from the caller's input (a shape mismatch, a bad index or label, a released buffer, a
+// stale handle) and from the device do not panic: the tape keeps the first one, every later op
+// is a no-op returning the invalid zero Var, and Err and the backward methods return it. So a
+// forward pass is written without checks and checked once. Reset clears the error.
+//
+// # Backward passes
+//
+// One backward pass runs per recording (Reset in between). BackwardWith(y, seed) is the dense
+// pass: every node that requires grad (a leaf created with requiresGrad, or a value computed
+// from one) gets a gradient, zeros where y does not depend on it. Backward(loss) seeds a
+// one-element value with 1. BackwardParams(loss, params...) keeps only the gradients of params,
+// differentiates only the nodes on a path from one of them, and releases every other gradient
+// as soon as its node's VJP consumed it. In both, gradients of values used several times add
+// up, and each node's retained workspace is released right after its VJP ran.
+//
+// A Tape is not safe for concurrent use. Its arithmetic is the ops kernels', so a computation
+// gives the same bits on the CPU and on a GPU.
+package autograd

@@ -1,0 +1,184 @@
+package autograd
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// unaryOp is one elementwise op y = f(x) with its fused VJP dx = bwd(x, g).
+type unaryOp struct {
+	name string
+	fwd  func(x *ops.Buffer) (*ops.Buffer, error)
+	bwd  func(x, g *ops.Buffer) (*ops.Buffer, error)
+}
+
+// The elementwise unary ops without parameters: one row each.
+var (
+	absOp      = unaryOp{"abs", ops.Abs, ops.AbsBwd}
+	sqrtOp     = unaryOp{"sqrt", ops.Sqrt, ops.SqrtBwd}
+	reluOp     = unaryOp{"relu", ops.Relu, ops.ReluBwd}
+	expOp      = unaryOp{"exp", ops.Exp, ops.ExpBwd}
+	logOp      = unaryOp{"log", ops.Log, ops.LogBwd}
+	invOp      = unaryOp{"inv", ops.Inv, ops.InvBwd}
+	sigmoidOp  = unaryOp{"sigmoid", ops.Sigmoid, ops.SigmoidBwd}
+	tanhOp     = unaryOp{"tanh", ops.Tanh, ops.TanhBwd}
+	softplusOp = unaryOp{"softplus", ops.Softplus, ops.SoftplusBwd}
+	geluOp     = unaryOp{"gelu", ops.Gelu, ops.GeluBwd}
+)
+
+// unary records op applied to x (same shape).
+func (t *Tape) unary(op unaryOp, x Var) Var {
+	vx, ok := t.arg(op.name, x)
+	if !ok {
+		return Var{}
+	}
+	y, err := op.fwd(vx.buf)
+	return t.record(op.name, vx.shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return op.bwd(vx.buf, g) })
+	})
+}
+
+// Abs returns |x|; its gradient is sign(x) (0 at 0).
+func (t *Tape) Abs(x Var) Var { return t.unary(absOp, x) }
+
+// Sqrt returns the square root (NaN below 0); its gradient is 1/(2 sqrt(x)) for x > 0, else 0.
+func (t *Tape) Sqrt(x Var) Var { return t.unary(sqrtOp, x) }
+
+// Relu returns max(x, 0); its gradient is 1 where x > 0, else 0.
+func (t *Tape) Relu(x Var) Var { return t.unary(reluOp, x) }
+
+// Exp returns e^x.
+func (t *Tape) Exp(x Var) Var { return t.unary(expOp, x) }
+
+// Log returns the natural logarithm.
+func (t *Tape) Log(x Var) Var { return t.unary(logOp, x) }
+
+// Inv returns 1/x.
+func (t *Tape) Inv(x Var) Var { return t.unary(invOp, x) }
+
+// Sigmoid returns 1/(1+e^-x).
+func (t *Tape) Sigmoid(x Var) Var { return t.unary(sigmoidOp, x) }
+
+// Tanh returns tanh(x).
+func (t *Tape) Tanh(x Var) Var { return t.unary(tanhOp, x) }
+
+// Softplus returns log(1+e^x), computed stably.
+func (t *Tape) Softplus(x Var) Var { return t.unary(softplusOp, x) }
+
+// Gelu returns the tanh approximation of GELU.
+func (t *Tape) Gelu(x Var) Var { return t.unary(geluOp, x) }
+
+// SafeLog returns log(softplus(x) + eps) (the seeds use eps = 1e-6).
+func (t *Tape) SafeLog(x Var, eps float64) Var {
+	return t.unary(unaryOp{"safe_log",
+		func(x *ops.Buffer) (*ops.Buffer, error) { return ops.SafeLog(x, eps) },
+		func(x, g *ops.Buffer) (*ops.Buffer, error) { return ops.SafeLogBwd(x, g, eps) }}, x)
+}
+
+// Clamp returns min(max(x, lo), hi); its gradient is 1 strictly inside (lo, hi), else 0.
+func (t *Tape) Clamp(x Var, lo, hi float64) Var {
+	return t.unary(unaryOp{"clamp",
+		func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Clamp(x, lo, hi) },
+		func(x, g *ops.Buffer) (*ops.Buffer, error) { return ops.ClampBwd(x, g, lo, hi) }}, x)
+}
+
+// Scale returns c*x (c rounded to float32).
+func (t *Tape) Scale(x Var, c float64) Var {
+	return t.unary(unaryOp{"scale",
+		func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(x, c) },
+		func(_, g *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(g, c) }}, x)
+}
+
+// binaryOp is one elementwise op y = f(a, b) of operands of the same shape, with its VJP.
+type binaryOp struct {
+	name string
+	fwd  func(a, b *ops.Buffer) (*ops.Buffer, error)
+	bwd  func(a, b, g *ops.Buffer, need []bool) ([]*ops.Buffer, error)
+}
+
+// fused adapts a fused two-gradient kernel to binaryOp.bwd.
+func fused(f func(a, b, g *ops.Buffer) (*ops.Buffer, *ops.Buffer, error)) func(a, b, g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+	return func(a, b, g *ops.Buffer, _ []bool) ([]*ops.Buffer, error) {
+		da, db, err := f(a, b, g)
+		return []*ops.Buffer{da, db}, err
+	}
+}
+
+var (
+	addOp = binaryOp{"add", ops.Add, func(_, _, g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.Copy(g) }, func() (*ops.Buffer, error) { return ops.Copy(g) })
+	}}
+	subOp = binaryOp{"sub", ops.Sub, func(_, _, g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.Copy(g) }, func() (*ops.Buffer, error) { return ops.Scale(g, -1) })
+	}}
+	mulOp = binaryOp{"mul", ops.Mul, fused(ops.MulBwd)}
+	divOp = binaryOp{"div", ops.Div, fused(ops.DivBwd)}
+	maxOp = binaryOp{"max", ops.Max, fused(ops.MaxBwd)}
+	minOp = binaryOp{"min", ops.Min, fused(ops.MinBwd)}
+)
+
+// binary records op applied to a and b, which must have the same shape.
+func (t *Tape) binary(op binaryOp, a, b Var) Var {
+	vs, ok := t.args(op.name, a, b)
+	if !ok {
+		return Var{}
+	}
+	va, vb := vs[0], vs[1]
+	if !slices.Equal(va.shape, vb.shape) {
+		return t.failf(op.name, "shapes %v and %v differ", va.shape, vb.shape)
+	}
+	y, err := op.fwd(va.buf, vb.buf)
+	return t.record(op.name, va.shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return op.bwd(va.buf, vb.buf, g, need)
+	})
+}
+
+// Add returns a + b (same shapes; see BroadcastTo).
+func (t *Tape) Add(a, b Var) Var { return t.binary(addOp, a, b) }
+
+// Sub returns a - b.
+func (t *Tape) Sub(a, b Var) Var { return t.binary(subOp, a, b) }
+
+// Mul returns a * b elementwise.
+func (t *Tape) Mul(a, b Var) Var { return t.binary(mulOp, a, b) }
+
+// Div returns a / b elementwise.
+func (t *Tape) Div(a, b Var) Var { return t.binary(divOp, a, b) }
+
+// Max returns the elementwise maximum; the gradient goes to the larger operand, split 0.5/0.5
+// on ties.
+func (t *Tape) Max(a, b Var) Var { return t.binary(maxOp, a, b) }
+
+// Min returns the elementwise minimum; the gradient goes to the smaller operand, split 0.5/0.5
+// on ties.
+func (t *Tape) Min(a, b Var) Var { return t.binary(minOp, a, b) }
+
+// Dropout zeroes each element of x with probability p (0 <= p < 1) and scales the others by
+// 1/(1-p). The mask is ops.BernoulliMask(keep = 1-p, key): the same key gives the same mask on
+// every device. It is retained for the backward pass.
+func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
+	const op = "dropout"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	if !(p >= 0 && p < 1) {
+		return t.failf(op, "probability %v is outside [0, 1)", p)
+	}
+	keep := 1 - p
+	mask, err := ops.BernoulliMask(t.dev, vx.len(), keep, key)
+	if err != nil {
+		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+	}
+	apply := func(x *ops.Buffer) (*ops.Buffer, error) {
+		return then(x,
+			func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(x, mask) },
+			func(xm *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(xm, 1/keep) })
+	}
+	y, err := apply(vx.buf)
+	return t.record(op, vx.shape, y, err, []releaser{mask}, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return apply(g) })
+	})
+}

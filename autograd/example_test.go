@@ -1,0 +1,51 @@
+package autograd_test
+
+import (
+	"fmt"
+
+	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Fit y = 2x + 1 with a linear layer and plain SGD: record the forward pass, differentiate the
+// loss with respect to the parameters, step with ops.Axpy, Reset the tape, repeat.
+func Example() {
+	d := ops.CPU() // or ops.Default(): the GPU computes the same bits
+	x, _ := ops.FromFloat32(d, []float32{-1, -0.5, 0, 0.5, 1, 1.5})
+	y, _ := ops.FromFloat32(d, []float32{-1, 0, 1, 2, 3, 4})
+	w, _ := ops.Zeros(d, 1) // weight (1 output, 1 input)
+	b, _ := ops.Zeros(d, 1) // bias
+	tp := autograd.NewTape(d)
+	for step := range 121 {
+		wv, bv := tp.Leaf(w, []int{1, 1}, true), tp.Leaf(b, []int{1}, true)
+		pred := tp.Linear(tp.Const(x, []int{6, 1}), wv, bv) // (6, 1) batch of x·wᵀ + b
+		loss := tp.MSELoss(pred, tp.Const(y, []int{6, 1}))
+		if err := tp.BackwardParams(loss, wv, bv); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if step%30 == 0 {
+			l, _ := tp.Value(loss).Float32s()
+			fmt.Printf("step %3d: loss %.6f\n", step, l[0])
+		}
+		nw, _ := ops.Axpy(w, tp.Grad(wv), -0.05) // w - 0.05 dL/dw
+		nb, _ := ops.Axpy(b, tp.Grad(bv), -0.05)
+		tp.Reset() // releases the tape's values and gradients
+		w.Release()
+		b.Release()
+		w, b = nw, nb
+	}
+	wf, _ := w.Float32s()
+	bf, _ := b.Float32s()
+	fmt.Printf("y = %.4fx + %.4f\n", wf[0], bf[0])
+	for _, buf := range []*ops.Buffer{x, y, w, b} {
+		buf.Release()
+	}
+	// Output:
+	// step   0: loss 5.166667
+	// step  30: loss 0.018582
+	// step  60: loss 0.000335
+	// step  90: loss 0.000007
+	// step 120: loss 0.000000
+	// y = 1.9996x + 1.0002
+}

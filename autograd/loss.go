@@ -1,0 +1,102 @@
+package autograd
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// MSELoss returns mean((yhat - target)^2) as a scalar (shapes must agree). Both operands may
+// require grad.
+func (t *Tape) MSELoss(yhat, target Var) Var {
+	const op = "mse_loss"
+	vs, ok := t.args(op, yhat, target)
+	if !ok {
+		return Var{}
+	}
+	va, vb := vs[0], vs[1]
+	if !slices.Equal(va.shape, vb.shape) {
+		return t.failf(op, "shapes %v and %v differ", va.shape, vb.shape)
+	}
+	n := va.len()
+	diff, err := ops.Sub(va.buf, vb.buf)
+	var y *ops.Buffer
+	if err == nil {
+		y, err = then(diff, func(d *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(d, d) }, ops.Mean)
+	}
+	return t.record(op, []int{}, y, err, []releaser{diff}, []Var{yhat, target}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		d, err := then(g,
+			func(g *ops.Buffer) (*ops.Buffer, error) { return spread(g, 2/float64(n), n) },
+			func(s *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(s, diff) })
+		if err != nil {
+			return nil, err
+		}
+		out := []*ops.Buffer{nil, nil}
+		if need[1] {
+			if out[1], err = ops.Scale(d, -1); err != nil {
+				d.Release()
+				return nil, err
+			}
+		}
+		if need[0] {
+			out[0] = d
+		} else {
+			d.Release()
+		}
+		return out, nil
+	})
+}
+
+// CrossEntropy returns the mean over rows of -log softmax(logits)[row, labels[row]]: the
+// cross-entropy of the logits (rows folded from the leading axes, classes along the last one)
+// against integer class labels, one per row. A label outside [0, classes) is an error. The
+// log-softmax and the uploaded indices are retained for the backward pass.
+func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
+	const op = "cross_entropy"
+	vx, ok := t.arg(op, logits)
+	if !ok {
+		return Var{}
+	}
+	r, c := lastAxis(vx.shape)
+	if len(vx.shape) == 0 || len(labels) != r {
+		return t.failf(op, "%d labels for logits of shape %v", len(labels), vx.shape)
+	}
+	flat := make([]int, r)
+	for i, l := range labels {
+		if l < 0 || l >= c {
+			return t.failf(op, "label %d at position %d is outside [0, %d)", l, i, c)
+		}
+		flat[i] = i*c + l
+	}
+	ix, err := ops.NewIndices(t.dev, flat)
+	if err != nil {
+		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+	}
+	ls, err := ops.LogSoftmax(vx.buf, r, c)
+	var y *ops.Buffer
+	if err == nil {
+		y, err = then(ls,
+			func(ls *ops.Buffer) (*ops.Buffer, error) { return ops.GatherRowsIdx(ls, r*c, 1, ix) },
+			ops.Mean,
+			func(m *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(m, -1) })
+	}
+	return t.record(op, []int{}, y, err, []releaser{ix, ls}, []Var{logits}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) {
+			return then(g,
+				func(g *ops.Buffer) (*ops.Buffer, error) { return spread(g, -1/float64(r), r) },
+				func(s *ops.Buffer) (*ops.Buffer, error) { return scatterZeros(s, r*c, 1, ix) },
+				func(d *ops.Buffer) (*ops.Buffer, error) { return ops.LogSoftmaxBwd(ls, d, r, c) })
+		})
+	})
+}
+
+// scatterZeros returns the (rows, cols) matrix of zeros with row j of values added to row ix[j].
+func scatterZeros(values *ops.Buffer, rows, cols int, ix *ops.Indices) (*ops.Buffer, error) {
+	z, err := ops.Zeros(values.Device(), rows*cols)
+	if err != nil {
+		return nil, err
+	}
+	defer z.Release()
+	return ops.ScatterAddRowsIdx(z, values, rows, cols, ix)
+}

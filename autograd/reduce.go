@@ -1,0 +1,113 @@
+package autograd
+
+import (
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Sum returns the sum of all elements of x as a scalar (shape []).
+func (t *Tape) Sum(x Var) Var { return t.reduceAll("sum", x, ops.Sum, 1) }
+
+// Mean returns the mean of all elements of x as a scalar (NaN for an empty x).
+func (t *Tape) Mean(x Var) Var {
+	vx, ok := t.arg("mean", x)
+	if !ok {
+		return Var{}
+	}
+	return t.reduceAll("mean", x, ops.Mean, 1/float64(vx.len()))
+}
+
+// reduceAll records a reduction of x to a scalar whose gradient is c (times the cotangent) for
+// every element.
+func (t *Tape) reduceAll(op string, x Var, f func(*ops.Buffer) (*ops.Buffer, error), c float64) Var {
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	y, err := f(vx.buf)
+	return t.record(op, []int{}, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return spread(g, c, vx.len()) })
+	})
+}
+
+// spread returns the length-n vector whose elements are all c*g (g holds one element).
+func spread(g *ops.Buffer, c float64, n int) (*ops.Buffer, error) {
+	fill := func(s *ops.Buffer) (*ops.Buffer, error) { return ops.BroadcastTo(s, nil, []int{n}, []int{0}) }
+	if c == 1 {
+		return fill(g)
+	}
+	return then(g, func(g *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(g, c) }, fill)
+}
+
+// ReduceSum returns the sums of x along axis (the result has x's shape without that axis).
+func (t *Tape) ReduceSum(x Var, axis int) Var { return t.reduceAxis("reduce_sum", x, axis, false) }
+
+// ReduceMean returns the means of x along axis (NaN for an empty axis).
+func (t *Tape) ReduceMean(x Var, axis int) Var { return t.reduceAxis("reduce_mean", x, axis, true) }
+
+func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	if axis < 0 || axis >= len(vx.shape) {
+		return t.failf(op, "axis %d of shape %v", axis, vx.shape)
+	}
+	f, c := ops.ReduceSumAxis, 1.0
+	if mean {
+		f, c = ops.ReduceMeanAxis, 1/float64(vx.shape[axis])
+	}
+	shape := slices.Delete(slices.Clone(vx.shape), axis, axis+1)
+	axisMap := make([]int, len(vx.shape)) // the gradient is broadcast back along axis
+	for j := range axisMap {
+		switch {
+		case j < axis:
+			axisMap[j] = j + 1
+		case j > axis:
+			axisMap[j] = j
+		}
+	}
+	y, err := f(vx.buf, vx.shape, axis)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) {
+			fill := func(g *ops.Buffer) (*ops.Buffer, error) { return ops.BroadcastTo(g, shape, vx.shape, axisMap) }
+			if !mean {
+				return fill(g)
+			}
+			return then(g, func(g *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(g, c) }, fill)
+		})
+	})
+}
+
+// lastAxis returns the rows (all leading axes folded) and columns (the last axis) of a shape; a
+// scalar is one row of one column.
+func lastAxis(shape []int) (rows, cols int) {
+	if len(shape) == 0 {
+		return 1, 1
+	}
+	cols = shape[len(shape)-1]
+	return size(shape[:len(shape)-1]), cols
+}
+
+// Softmax returns the softmax of x along its last axis.
+func (t *Tape) Softmax(x Var) Var { return t.rowwise("softmax", x, ops.Softmax, ops.SoftmaxBwd) }
+
+// LogSoftmax returns the log-softmax of x along its last axis, computed stably.
+func (t *Tape) LogSoftmax(x Var) Var {
+	return t.rowwise("log_softmax", x, ops.LogSoftmax, ops.LogSoftmaxBwd)
+}
+
+// rowwise records a row op along the last axis whose VJP takes the op's output y.
+func (t *Tape) rowwise(op string, x Var, fwd func(x *ops.Buffer, r, c int) (*ops.Buffer, error),
+	bwd func(y, g *ops.Buffer, r, c int) (*ops.Buffer, error)) Var {
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	r, c := lastAxis(vx.shape)
+	y, err := fwd(vx.buf, r, c)
+	return t.record(op, vx.shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return bwd(y, g, r, c) })
+	})
+}

@@ -1,0 +1,311 @@
+package autograd
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Reshape returns x with another shape of the same number of elements. The result is a view:
+// it shares x's buffer (no copy).
+func (t *Tape) Reshape(x Var, shape ...int) Var {
+	const op = "reshape"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	n, err := numel(shape)
+	if err != nil || n != vx.len() {
+		return t.failf(op, "cannot view shape %v as %v", vx.shape, shape)
+	}
+	return t.view(op, x, vx, slices.Clone(shape))
+}
+
+// Flatten returns x as a vector (a view, like Reshape).
+func (t *Tape) Flatten(x Var) Var {
+	vx, ok := t.arg("flatten", x)
+	if !ok {
+		return Var{}
+	}
+	return t.view("flatten", x, vx, []int{vx.len()})
+}
+
+// Detach returns x as a value that backward passes do not go through (a view: it shares x's
+// buffer, and no gradient flows from it to x).
+func (t *Tape) Detach(x Var) Var {
+	vx, ok := t.arg("detach", x)
+	if !ok {
+		return Var{}
+	}
+	return t.push(node{name: "detach", val: vx})
+}
+
+// Transpose2d returns the transpose of the matrix x.
+func (t *Tape) Transpose2d(x Var) Var {
+	const op = "transpose2d"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	if len(vx.shape) != 2 {
+		return t.failf(op, "shape %v is not a matrix", vx.shape)
+	}
+	r, c := vx.shape[0], vx.shape[1]
+	y, err := ops.Transpose2d(vx.buf, r, c)
+	return t.record(op, []int{c, r}, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.Transpose2d(g, c, r) })
+	})
+}
+
+// SwapAdjacent returns x with the axes depth and depth+1 swapped. As in the seeds, a depth
+// without two such axes gives x itself.
+func (t *Tape) SwapAdjacent(x Var, depth int) Var {
+	const op = "swap_adjacent"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	if depth < 0 || depth+1 >= len(vx.shape) {
+		return x
+	}
+	shape := slices.Clone(vx.shape)
+	shape[depth], shape[depth+1] = shape[depth+1], shape[depth]
+	y, err := ops.SwapAdjacentAtDepth(vx.buf, vx.shape, depth)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.SwapAdjacentAtDepth(g, shape, depth) })
+	})
+}
+
+// Permute returns x with its axes reordered: axis j of the result is axis perm[j] of x (so
+// Permute(x, 1, 2, 0) maps (a, b, c) to (b, c, a)). It records one SwapAdjacent node per
+// adjacent transposition (none for the identity, which returns x).
+func (t *Tape) Permute(x Var, perm ...int) Var {
+	const op = "permute"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	seen := make([]bool, len(perm))
+	for _, p := range perm {
+		if p < 0 || p >= len(perm) || seen[p] {
+			return t.failf(op, "%v is not a permutation of the axes of shape %v", perm, vx.shape)
+		}
+		seen[p] = true
+	}
+	if len(perm) != len(vx.shape) {
+		return t.failf(op, "%v is not a permutation of the axes of shape %v", perm, vx.shape)
+	}
+	cur := make([]int, len(perm)) // cur[j]: the axis of x at position j
+	for j := range cur {
+		cur[j] = j
+	}
+	for j, p := range perm { // bring axis p to position j by adjacent swaps
+		for k := slices.Index(cur, p); k > j; k-- {
+			x = t.SwapAdjacent(x, k-1)
+			cur[k-1], cur[k] = cur[k], cur[k-1]
+		}
+	}
+	return x
+}
+
+// BroadcastTo returns x broadcast to shape by NumPy's rule: shapes are aligned on their last
+// axes, missing leading axes are inserted, and axes of size 1 are repeated. The gradient sums
+// over the broadcast axes.
+func (t *Tape) BroadcastTo(x Var, shape ...int) Var {
+	vx, ok := t.arg("broadcast_to", x)
+	if !ok {
+		return Var{}
+	}
+	lead := len(shape) - len(vx.shape)
+	if lead < 0 {
+		return t.failf("broadcast_to", "cannot broadcast shape %v to %v", vx.shape, shape)
+	}
+	axisMap := make([]int, len(shape))
+	for j := lead; j < len(shape); j++ {
+		axisMap[j] = j - lead + 1
+	}
+	return t.BroadcastAxes(x, shape, axisMap)
+}
+
+// BroadcastAxes returns x broadcast to shape in the convention of the seeds (ops.BroadcastTo):
+// axisMap[j] = 0 inserts output axis j, axisMap[j] = k+1 reads axis k of x, which must have size
+// 1 or shape[j]. The gradient is ops.ReduceFromBroadcastTo.
+func (t *Tape) BroadcastAxes(x Var, shape, axisMap []int) Var {
+	const op = "broadcast_to"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	shape, axisMap = slices.Clone(shape), slices.Clone(axisMap)
+	y, err := ops.BroadcastTo(vx.buf, vx.shape, shape, axisMap)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.ReduceFromBroadcastTo(g, vx.shape, shape, axisMap) })
+	})
+}
+
+// rows returns the number of rows (dim 0) and the elements per row of a value of rank >= 1.
+func rows(v value) (int, int) {
+	if len(v.shape) == 0 {
+		return 0, 0
+	}
+	return v.shape[0], size(v.shape[1:])
+}
+
+// Concat returns a followed by b along dim 0 (vectors, or tensors whose other axes agree).
+func (t *Tape) Concat(a, b Var) Var {
+	const op = "concat"
+	vs, ok := t.args(op, a, b)
+	if !ok {
+		return Var{}
+	}
+	va, vb := vs[0], vs[1]
+	if len(va.shape) == 0 || len(vb.shape) == 0 || !slices.Equal(va.shape[1:], vb.shape[1:]) {
+		return t.failf(op, "shapes %v and %v do not concatenate along dim 0", va.shape, vb.shape)
+	}
+	na, nb := va.len(), vb.len()
+	shape := slices.Clone(va.shape)
+	shape[0] += vb.shape[0]
+	y, err := ops.Concat1d(va.buf, vb.buf, na, nb)
+	return t.record(op, shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need,
+			func() (*ops.Buffer, error) { return ops.Slice1d(g, na+nb, 0, na) },
+			func() (*ops.Buffer, error) { return ops.Slice1d(g, na+nb, na, nb) })
+	})
+}
+
+// Slice returns x[start : start+length] along dim 0.
+func (t *Tape) Slice(x Var, start, length int) Var {
+	const op = "slice"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	r, c := rows(vx)
+	if len(vx.shape) == 0 || start < 0 || length < 0 || start+length > r {
+		return t.failf(op, "[%d, %d+%d) is outside dim 0 of shape %v", start, start, length, vx.shape)
+	}
+	shape := slices.Clone(vx.shape)
+	shape[0] = length
+	n := r * c
+	y, err := ops.Slice1d(vx.buf, n, start*c, length*c)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return pad(g, start*c, n) })
+	})
+}
+
+// pad returns the length-n vector holding g at offset off and zeros elsewhere.
+func pad(g *ops.Buffer, off, n int) (*ops.Buffer, error) {
+	d, m := g.Device(), g.Len()
+	head, err := ops.Zeros(d, off)
+	if err != nil {
+		return nil, err
+	}
+	defer head.Release()
+	tail, err := ops.Zeros(d, n-off-m)
+	if err != nil {
+		return nil, err
+	}
+	defer tail.Release()
+	return then(head,
+		func(h *ops.Buffer) (*ops.Buffer, error) { return ops.Concat1d(h, g, off, m) },
+		func(hg *ops.Buffer) (*ops.Buffer, error) { return ops.Concat1d(hg, tail, off+m, n-off-m) })
+}
+
+// Gather returns the rows idx[j] of x along dim 0 (elements of a vector), in a value of shape
+// (len(idx), x's other axes...). An index beyond dim 0 reads zeros (the seeds' totalization); a
+// negative one is an error. The indices are uploaded once and retained for the backward pass,
+// which scatter-adds the cotangent rows.
+func (t *Tape) Gather(x Var, idx []int) Var {
+	ix, ok := t.indices("gather", idx)
+	if !ok {
+		return Var{}
+	}
+	return t.gather(x, ix, []releaser{ix})
+}
+
+// GatherIdx is Gather with prepared indices (borrowed: the tape does not release them, and they
+// must stay live until the tape is Reset).
+func (t *Tape) GatherIdx(x Var, ix *ops.Indices) Var { return t.gather(x, ix, nil) }
+
+// indices uploads idx for op.
+func (t *Tape) indices(op string, idx []int) (*ops.Indices, bool) {
+	if t.err != nil {
+		return nil, false
+	}
+	ix, err := ops.NewIndices(t.dev, idx)
+	if err != nil {
+		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return nil, false
+	}
+	return ix, true
+}
+
+// gather records Gather; work holds ix when the tape owns it.
+func (t *Tape) gather(x Var, ix *ops.Indices, work []releaser) Var {
+	const op = "gather"
+	vx, ok := t.arg(op, x)
+	switch {
+	case !ok:
+	case ix == nil:
+		t.failf(op, "nil indices")
+	case len(vx.shape) == 0:
+		t.failf(op, "a scalar has no dim 0")
+	default:
+		r, c := rows(vx)
+		shape := append([]int{ix.Len()}, vx.shape[1:]...)
+		y, err := ops.GatherRowsIdx(vx.buf, r, c, ix)
+		return t.record(op, shape, y, err, work, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			return grads(need, func() (*ops.Buffer, error) { return scatterZeros(g, r, c, ix) })
+		})
+	}
+	release(work)
+	return Var{}
+}
+
+// ScatterAdd returns x with row j of values added to row idx[j] of x along dim 0 (elements of
+// a vector); values has shape (len(idx), x's other axes...). Repeated indices accumulate; an
+// index beyond dim 0 is ignored (the seeds' totalization); a negative one is an error.
+func (t *Tape) ScatterAdd(x, values Var, idx []int) Var {
+	ix, ok := t.indices("scatter_add", idx)
+	if !ok {
+		return Var{}
+	}
+	return t.scatterAdd(x, values, ix, []releaser{ix})
+}
+
+// ScatterAddIdx is ScatterAdd with prepared indices (borrowed, like GatherIdx).
+func (t *Tape) ScatterAddIdx(x, values Var, ix *ops.Indices) Var {
+	return t.scatterAdd(x, values, ix, nil)
+}
+
+// scatterAdd records ScatterAdd; work holds ix when the tape owns it.
+func (t *Tape) scatterAdd(x, values Var, ix *ops.Indices, work []releaser) Var {
+	const op = "scatter_add"
+	vs, ok := t.args(op, x, values)
+	switch {
+	case !ok:
+	case ix == nil:
+		t.failf(op, "nil indices")
+	case len(vs[0].shape) == 0 || len(vs[1].shape) == 0 || vs[1].shape[0] != ix.Len() || !slices.Equal(vs[0].shape[1:], vs[1].shape[1:]):
+		t.failf(op, "values of shape %v do not scatter %d indices into shape %v", vs[1].shape, ix.Len(), vs[0].shape)
+	default:
+		vx, vv := vs[0], vs[1]
+		r, c := rows(vx)
+		y, err := ops.ScatterAddRowsIdx(vx.buf, vv.buf, r, c, ix)
+		return t.record(op, vx.shape, y, err, work, []Var{x, values}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			return grads(need,
+				func() (*ops.Buffer, error) { return ops.Copy(g) },
+				func() (*ops.Buffer, error) { return ops.GatherRowsIdx(g, r, c, ix) })
+		})
+	}
+	release(work)
+	return Var{}
+}
+
+// release releases everything in rs.
+func release(rs []releaser) {
+	for _, r := range rs {
+		r.Release()
+	}
+}

@@ -1,0 +1,317 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Tape records the values computed on one device and how to differentiate them. The zero Tape
+// is not usable: create one with NewTape. A Tape is not safe for concurrent use.
+type Tape struct {
+	dev   *ops.Device
+	nodes []node
+	err   error         // the first error (sticky until Reset)
+	grads []*ops.Buffer // gradients of the last backward pass, by node id
+	done  bool          // a backward pass ran since the last Reset
+	gen   uint64        // incremented by Reset: older handles are stale
+}
+
+// Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.
+// The zero Var is invalid; it is what an op returns once the tape holds an error. A handle
+// becomes stale when its tape is Reset.
+type Var struct {
+	t   *Tape
+	id  int
+	gen uint64
+}
+
+// Valid reports whether v refers to a value of its tape (not the zero Var, not stale).
+func (v Var) Valid() bool { return v.t != nil && v.gen == v.t.gen && v.id < len(v.t.nodes) }
+
+// value is a shape-erased tensor: row-major contents of a shape, len(buf) == product(shape).
+type value struct {
+	shape []int
+	buf   *ops.Buffer
+}
+
+// len returns the number of elements of v.
+func (v value) len() int { return size(v.shape) }
+
+// releaser is what a node retains for its backward pass: a *ops.Buffer or an *ops.Indices.
+type releaser interface{ Release() bool }
+
+// backFn is the local VJP of a node: given the cotangent g of the node's value (borrowed), it
+// returns one fresh gradient buffer per parent, in the order of the parents, or nil where
+// need[k] is false (the engine then skips that parent).
+type backFn func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error)
+
+// node is one recorded computation step. Its id is its index in Tape.nodes.
+type node struct {
+	name     string // op name ("leaf", "const", "matmul"...), for messages
+	val      value
+	owned    bool // the tape releases val.buf on Reset (false for leaves and views)
+	requires bool // reverse mode visits this node (a parent requires grad)
+	parents  []int
+	work     []releaser // forward workspace retained for back, released once back ran
+	back     backFn
+}
+
+// NewTape returns an empty tape whose values live on dev.
+func NewTape(dev *ops.Device) *Tape { return &Tape{dev: dev} }
+
+// Device returns the device of the tape's values.
+func (t *Tape) Device() *ops.Device { return t.dev }
+
+// Len returns the number of recorded nodes.
+func (t *Tape) Len() int { return len(t.nodes) }
+
+// Err returns the first error recorded since the last Reset, or nil.
+func (t *Tape) Err() error { return t.err }
+
+// Leaf records buf, holding the row-major contents of shape, as an input of the computation.
+// With requiresGrad, backward passes compute its gradient. buf is borrowed: the tape never
+// releases it, and it must stay live until the tape is Reset.
+func (t *Tape) Leaf(buf *ops.Buffer, shape []int, requiresGrad bool) Var {
+	op := "leaf"
+	if !requiresGrad {
+		op = "const"
+	}
+	if t.err != nil {
+		return Var{}
+	}
+	v, err := t.newValue(buf, shape)
+	if err != nil {
+		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+	}
+	return t.push(node{name: op, val: v, requires: requiresGrad})
+}
+
+// Const records buf as an input that needs no gradient: Leaf(buf, shape, false).
+func (t *Tape) Const(buf *ops.Buffer, shape []int) Var { return t.Leaf(buf, shape, false) }
+
+// newValue checks that buf is live, on the tape's device and holds product(shape) elements.
+func (t *Tape) newValue(buf *ops.Buffer, shape []int) (value, error) {
+	n, err := numel(shape)
+	if err != nil {
+		return value{}, err
+	}
+	if err := live(buf); err != nil {
+		return value{}, err
+	}
+	if buf.Device() != t.dev {
+		return value{}, fmt.Errorf("buffer on %s, tape on %s", buf.Device(), t.dev)
+	}
+	if buf.Len() != n {
+		return value{}, fmt.Errorf("buffer of %d elements for shape %v", buf.Len(), shape)
+	}
+	return value{shape: append([]int{}, shape...), buf: buf}, nil
+}
+
+// live returns the error that using b would give (nil, released): a zero-length slice of b is
+// checked like any kernel operand and allocates nothing.
+func live(b *ops.Buffer) error {
+	z, err := ops.Slice1d(b, b.Len(), 0, 0)
+	z.Release()
+	return err
+}
+
+// numel returns the number of elements of shape.
+func numel(shape []int) (int, error) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// size is numel for shapes already checked.
+func size(shape []int) int {
+	n, _ := numel(shape)
+	return n
+}
+
+// Value returns the value of v, or nil for an invalid handle. The buffer belongs to the tape
+// (or, for a leaf, to the caller) and stays valid until Reset; copy it (ops.Copy) to keep it.
+func (t *Tape) Value(v Var) *ops.Buffer {
+	if !t.owns(v) {
+		return nil
+	}
+	return t.nodes[v.id].val.buf
+}
+
+// Shape returns a copy of the shape of v, or nil for an invalid handle.
+func (t *Tape) Shape(v Var) []int {
+	if !t.owns(v) {
+		return nil
+	}
+	return append([]int{}, t.nodes[v.id].val.shape...)
+}
+
+// RequiresGrad reports whether backward passes reach v: a leaf that asked for it, or a value
+// computed from one.
+func (t *Tape) RequiresGrad(v Var) bool { return t.owns(v) && t.nodes[v.id].requires }
+
+// Grad returns the gradient of v computed by the last backward pass, or nil when that pass
+// kept none for v (or v is invalid). The buffer belongs to the tape and stays valid until Reset.
+func (t *Tape) Grad(v Var) *ops.Buffer {
+	if !t.owns(v) || v.id >= len(t.grads) {
+		return nil
+	}
+	return t.grads[v.id]
+}
+
+// Reset releases every buffer the tape owns (op results, retained workspace, gradients,
+// prepared indices), forgets all nodes and clears the error. Buffers passed in by the caller
+// are not released. Handles from before the Reset become stale.
+func (t *Tape) Reset() {
+	t.releaseGrads()
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		releaseWork(n)
+		if n.owned {
+			n.val.buf.Release()
+		}
+	}
+	clear(t.nodes) // drop the references held by closures
+	t.nodes = t.nodes[:0]
+	t.err, t.done = nil, false
+	t.gen++
+}
+
+func (t *Tape) releaseGrads() {
+	for _, g := range t.grads {
+		g.Release()
+	}
+	t.grads = nil
+}
+
+func releaseWork(n *node) {
+	release(n.work)
+	n.work = nil
+}
+
+// owns reports whether v is a current handle of t.
+func (t *Tape) owns(v Var) bool { return v.t == t && v.gen == t.gen && v.id < len(t.nodes) }
+
+// fail records err (unless an error is already recorded) and returns the invalid handle.
+func (t *Tape) fail(err error) Var {
+	if t.err == nil {
+		t.err = err
+	}
+	return Var{}
+}
+
+// failf records the error "autograd: op: message".
+func (t *Tape) failf(op, format string, args ...any) Var {
+	return t.fail(fmt.Errorf("autograd: %s: %s", op, fmt.Sprintf(format, args...)))
+}
+
+// errInvalid is the message for a handle that is not a current one of the tape.
+var errInvalid = errors.New("invalid Var (the zero Var, stale after Reset, or from another tape)")
+
+// args returns the values of the operands of op, or false (with the error recorded) when the
+// tape holds an error or a handle is invalid.
+func (t *Tape) args(op string, vs ...Var) ([]value, bool) {
+	if t.err != nil {
+		return nil, false
+	}
+	out := make([]value, len(vs))
+	for k, v := range vs {
+		if !t.owns(v) {
+			t.fail(fmt.Errorf("autograd: %s: operand %d: %w", op, k, errInvalid))
+			return nil, false
+		}
+		out[k] = t.nodes[v.id].val
+	}
+	return out, true
+}
+
+// arg is args for one operand.
+func (t *Tape) arg(op string, v Var) (value, bool) {
+	vs, ok := t.args(op, v)
+	if !ok {
+		return value{}, false
+	}
+	return vs[0], true
+}
+
+func (t *Tape) push(n node) Var {
+	t.nodes = append(t.nodes, n)
+	return Var{t: t, id: len(t.nodes) - 1, gen: t.gen}
+}
+
+// record appends the node of op: its result y of the given shape (err is the forward's error:
+// it is recorded, and y and work are released), the workspace its backward needs, its parents
+// and its VJP. The node requires grad when a parent does.
+func (t *Tape) record(op string, shape []int, y *ops.Buffer, err error, work []releaser, parents []Var, back backFn) Var {
+	if err == nil && y.Len() != size(shape) {
+		err = fmt.Errorf("result of %d elements for shape %v", y.Len(), shape) // a bug in the op
+	}
+	if err != nil {
+		y.Release()
+		release(work)
+		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+	}
+	n := node{name: op, val: value{shape: shape, buf: y}, owned: true, work: work, back: back}
+	for _, p := range parents {
+		n.parents = append(n.parents, p.id)
+		n.requires = n.requires || t.nodes[p.id].requires
+	}
+	return t.push(n)
+}
+
+// view records a node whose value shares the buffer of x under another shape (no copy, not
+// owned: x's owner releases it). Its VJP copies the cotangent.
+func (t *Tape) view(op string, x Var, vx value, shape []int) Var {
+	n := node{name: op, val: value{shape: shape, buf: vx.buf}, parents: []int{x.id},
+		requires: t.nodes[x.id].requires,
+		back: func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			return grads(need, func() (*ops.Buffer, error) { return ops.Copy(g) })
+		}}
+	return t.push(n)
+}
+
+// grads runs the gradient function of each parent that needs one (nil for the others). On an
+// error it releases what it computed.
+func grads(need []bool, fs ...func() (*ops.Buffer, error)) ([]*ops.Buffer, error) {
+	out := make([]*ops.Buffer, len(fs))
+	for k, f := range fs {
+		if !need[k] {
+			continue
+		}
+		var err error
+		if out[k], err = f(); err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func releaseAll(bs []*ops.Buffer) {
+	for _, b := range bs {
+		b.Release()
+	}
+}
+
+// then runs the ops in order, each consuming the previous result, and releases every
+// intermediate result: then(x, f, g) is g(f(x)) with f(x) released. The first op borrows x.
+func then(x *ops.Buffer, fs ...func(*ops.Buffer) (*ops.Buffer, error)) (*ops.Buffer, error) {
+	cur := x
+	for _, f := range fs {
+		next, err := f(cur)
+		if cur != x {
+			cur.Release()
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return cur, nil
+}

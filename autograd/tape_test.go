@@ -1,0 +1,378 @@
+package autograd_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// TestAccumulation: x + x gives 2, and gradients of values used several times (a DAG) add up,
+// exactly on values whose arithmetic is exact.
+func TestAccumulation(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 0.5, -1.5, 3, 0.25)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{4}, true)
+		if err := tp.Backward(tp.Sum(tp.Add(x, x))); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{2, 2, 2, 2}) {
+			t.Errorf("d/dx sum(x + x) = %v, want 2s", got)
+		}
+
+		// y = sum(x*x + 3x - x): the gradient 2x + 3 - 1 arrives from four uses of x.
+		tp.Reset()
+		x = tp.Leaf(xb, []int{4}, true)
+		y := tp.Sum(tp.Sub(tp.Add(tp.Mul(x, x), tp.Scale(x, 3)), x))
+		if err := tp.Backward(y); err != nil {
+			t.Fatal(err)
+		}
+		want := []float64{3, -1, 8, 2.5}
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, want) {
+			t.Errorf("d/dx sum(x*x + 3x - x) = %v, want %v", got, want)
+		}
+		if got := values(t, tp.Grad(y)); !slices.Equal(got, []float64{1}) {
+			t.Errorf("the loss's own gradient is %v, want the seed 1", got)
+		}
+		if g := tp.Grad(tp.Sum(x)); g != nil {
+			t.Errorf("a node recorded after the backward pass has a gradient")
+		}
+	})
+}
+
+// TestDetach: no gradient flows through a detached value, which shares its parent's buffer.
+func TestDetach(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, -2, 4)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{3}, true)
+		c := tp.Detach(x)
+		if tp.Value(c) != xb || tp.RequiresGrad(c) {
+			t.Errorf("detach: want a view of x that requires no grad")
+		}
+		if err := tp.Backward(tp.Sum(tp.Mul(c, x))); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{1, -2, 4}) {
+			t.Errorf("d/dx sum(detach(x) * x) = %v, want x", got)
+		}
+		if tp.Grad(c) != nil {
+			t.Errorf("a detached value has a gradient")
+		}
+	})
+}
+
+// TestDenseAndParams: the dense pass gives every node that requires grad a gradient (zeros when
+// disconnected); the parameter-only pass keeps only the gradients asked for, with the same bits,
+// and releases everything else as soon as it is consumed.
+func TestDenseAndParams(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 0.5, -1, 2, 0.25, 1.5, -0.75)
+		w1b := upload(t, d, 0.1, -0.2, 0.3, 0.4, -0.5, 0.6)
+		w2b := upload(t, d, 1, 2, -1, 0.5)
+		tb := upload(t, d, 0.2, -0.4, 0.6, 0.1)
+		unused := upload(t, d, 7, 8)
+		for _, b := range []*ops.Buffer{xb, w1b, w2b, tb, unused} {
+			defer b.Release()
+		}
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		build := func() (w1, w2, u, h, loss autograd.Var) {
+			x := tp.Const(xb, []int{3, 2})
+			w1 = tp.Leaf(w1b, []int{2, 3}, true)
+			w2 = tp.Leaf(w2b, []int{2, 2}, true)
+			u = tp.Leaf(unused, []int{2}, true)
+			h = tp.Tanh(tp.MatMul(x, w1))                                 // (3, 3)
+			s := tp.MatMul(tp.Transpose2d(tp.Slice(h, 1, 2)), tp.Inv(w2)) // (3, 2) x (2, 2)
+			return w1, w2, u, h, tp.MSELoss(tp.Flatten(tp.Slice(s, 0, 2)), tp.Const(tb, []int{4}))
+		}
+		w1, w2, u, h, loss := build()
+		if err := tp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		dense1, dense2 := values(t, tp.Grad(w1)), values(t, tp.Grad(w2))
+		if got := values(t, tp.Grad(u)); !slices.Equal(got, []float64{0, 0}) {
+			t.Errorf("disconnected leaf: gradient %v, want zeros", got)
+		}
+		if tp.Grad(h) == nil || tp.Grad(loss) == nil {
+			t.Errorf("dense pass: intermediate nodes lack gradients")
+		}
+		if err := tp.Backward(loss); err == nil || !strings.Contains(err.Error(), "already differentiated") {
+			t.Errorf("second backward pass: %v", err)
+		}
+		if tp.Grad(w1) == nil {
+			t.Errorf("a refused second pass released the gradients of the first")
+		}
+
+		tp.Reset()
+		w1, w2, u, h, loss = build()
+		before := d.Stats().LiveBytes
+		if err := tp.BackwardParams(loss, w1); err != nil {
+			t.Fatal(err)
+		}
+		// Kept: w1's gradient (6 floats). Released: every other gradient and the workspace of
+		// mse_loss (the difference, 4 floats).
+		if got := d.Stats().LiveBytes - before; got != 4*(6-4) {
+			t.Errorf("live bytes changed by %d over the parameter-only pass, want %d", got, 4*(6-4))
+		}
+		if got := values(t, tp.Grad(w1)); !slices.Equal(got, dense1) {
+			t.Errorf("parameter-only gradient %v, dense %v", got, dense1)
+		}
+		for _, v := range []autograd.Var{w2, u, h, loss} {
+			if tp.Grad(v) != nil {
+				t.Errorf("parameter-only pass kept a gradient not asked for")
+			}
+		}
+
+		tp.Reset()
+		w1, w2, _, _, loss = build()
+		if err := tp.BackwardParams(loss, w2, w1); err != nil {
+			t.Fatal(err)
+		}
+		if g1, g2 := values(t, tp.Grad(w1)), values(t, tp.Grad(w2)); !slices.Equal(g1, dense1) || !slices.Equal(g2, dense2) {
+			t.Errorf("parameter-only gradients differ from the dense ones")
+		}
+
+		// A loss that does not depend on the parameter: a zero gradient, nothing else kept.
+		tp.Reset()
+		u = tp.Leaf(unused, []int{2}, true)
+		loss = tp.Sum(tp.Exp(tp.Leaf(w1b, []int{6}, true)))
+		before = d.Stats().LiveBytes
+		if err := tp.BackwardParams(loss, u); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, tp.Grad(u)); !slices.Equal(got, []float64{0, 0}) || tp.Grad(loss) != nil {
+			t.Errorf("independent parameter: gradient %v, loss gradient kept: %v", got, tp.Grad(loss) != nil)
+		}
+		if got := d.Stats().LiveBytes - before; got != 4*2 {
+			t.Errorf("live bytes changed by %d, want 8 (the zero gradient)", got)
+		}
+
+		tp.Reset()
+		x := tp.Const(xb, []int{6})
+		if err := tp.BackwardParams(tp.Sum(tp.Leaf(w1b, []int{6}, true)), x); err == nil || !strings.Contains(err.Error(), "does not require grad") {
+			t.Errorf("parameter without grad: %v", err)
+		}
+	})
+}
+
+// TestBackwardWith seeds a non-scalar output with an explicit cotangent (borrowed).
+func TestBackwardWith(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3, 4, 5, 6)
+		seed := upload(t, d, 1, 0, -1, 2, 0.5, 0)
+		bad := upload(t, d, 1, 2)
+		defer xb.Release()
+		defer seed.Release()
+		defer bad.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{2, 3}, true)
+		y := tp.Transpose2d(tp.Scale(x, 2)) // (3, 2)
+		if err := tp.Backward(y); err == nil || !strings.Contains(err.Error(), "shape [3 2]") {
+			t.Errorf("backward of a non-scalar: %v", err)
+		}
+		tp.Reset()
+		x = tp.Leaf(xb, []int{2, 3}, true)
+		y = tp.Transpose2d(tp.Scale(x, 2))
+		if err := tp.BackwardWith(y, bad); err == nil || !strings.Contains(err.Error(), "seed") {
+			t.Errorf("seed of the wrong length: %v", err)
+		}
+		tp.Reset()
+		x = tp.Leaf(xb, []int{2, 3}, true)
+		y = tp.Transpose2d(tp.Scale(x, 2))
+		if err := tp.BackwardWith(y, seed); err != nil {
+			t.Fatal(err)
+		}
+		// seed as (3, 2) = [[1 0] [-1 2] [0.5 0]]; dx = 2 * seedᵀ.
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{2, -2, 1, 0, 4, 0}) {
+			t.Errorf("gradient %v", got)
+		}
+		if seed.Len() != 6 {
+			t.Errorf("the tape released the caller's seed")
+		}
+	})
+}
+
+// TestStickyErrors: the first error is kept and names the op and the shapes; later ops are
+// no-ops returning the invalid Var; Backward reports the error; Reset clears it.
+func TestStickyErrors(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		ab := upload(t, d, 1, 2, 3, 4, 5, 6)
+		defer ab.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		a := tp.Leaf(ab, []int{2, 3}, true)
+		b := tp.Leaf(ab, []int{3, 2}, true)
+		n := tp.Len()
+		y := tp.Add(a, b)
+		const want = "autograd: add: shapes [2 3] and [3 2] differ"
+		if err := tp.Err(); err == nil || err.Error() != want {
+			t.Fatalf("error %v, want %q", err, want)
+		}
+		if y.Valid() || y != (autograd.Var{}) {
+			t.Errorf("failed op returned a valid handle")
+		}
+		z := tp.MatMul(a, a) // a second error: not recorded
+		if z.Valid() || tp.Len() != n || tp.Err().Error() != want {
+			t.Errorf("ops after an error must be no-ops keeping the first error: %v", tp.Err())
+		}
+		if err := tp.Backward(tp.Sum(a)); err == nil || err.Error() != want {
+			t.Errorf("Backward returned %v, want the sticky error", err)
+		}
+		tp.Reset()
+		if tp.Err() != nil || tp.Len() != 0 || a.Valid() {
+			t.Errorf("Reset must clear the error and the nodes and invalidate handles")
+		}
+		if tp.Exp(a); tp.Err() == nil || !strings.Contains(tp.Err().Error(), "stale") {
+			t.Errorf("stale handle: %v", tp.Err())
+		}
+
+		for _, c := range []struct {
+			name string
+			op   func(tp *autograd.Tape, x autograd.Var) autograd.Var
+			want string
+		}{
+			{"matmul", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.MatMul(x, x) }, "matmul: shapes [2 3] and [2 3] do not multiply"},
+			{"reshape", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Reshape(x, 4, 2) }, "reshape: cannot view shape [2 3] as [4 2]"},
+			{"slice", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Slice(x, 1, 2) }, "slice: [1, 1+2) is outside dim 0 of shape [2 3]"},
+			{"axis", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.ReduceSum(x, 2) }, "reduce_sum: axis 2 of shape [2 3]"},
+			{"label", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1, 3}) }, "cross_entropy: label 3 at position 1 is outside [0, 3)"},
+			{"labels", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1}) }, "cross_entropy: 1 labels for logits of shape [2 3]"},
+			{"gather", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Gather(x, []int{0, -1}) }, "gather: ops: indices: index -1 at position 1"},
+			{"dropout", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Dropout(x, 1, 7) }, "dropout: probability 1 is outside [0, 1)"},
+			{"permute", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Permute(x, 0, 0) }, "permute: [0 0] is not a permutation"},
+			{"broadcast", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.BroadcastTo(x, 4, 3) }, "broadcast_to: ops: broadcast_to: input axis 0 of size 2 cannot broadcast to 4"},
+			{"linear", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Linear(x, x, x) }, "linear: input [2 3], weight [2 3] and bias [2 3] do not fit"},
+			{"invalid", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Relu(autograd.Var{}) }, "relu: operand 0: invalid Var"},
+		} {
+			tp.Reset()
+			tp.Relu(tp.Leaf(ab, []int{2, 3}, true))
+			c.op(tp, tp.Leaf(ab, []int{2, 3}, true))
+			if err := tp.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+			}
+		}
+	})
+}
+
+// TestBuffers: user buffers are borrowed (never released by the tape), views share buffers, a
+// released user buffer is an error, and Reset returns the live bytes to the baseline.
+func TestBuffers(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3, 4)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		base := d.Stats().LiveBytes
+		x := tp.Leaf(xb, []int{2, 2}, true)
+		r := tp.Reshape(x, 4)
+		if tp.Value(r) != xb || !slices.Equal(tp.Shape(r), []int{4}) {
+			t.Errorf("reshape must be a view of the same buffer")
+		}
+		loss := tp.CrossEntropy(tp.Softmax(tp.Gelu(tp.LayerNorm(x, tp.Reshape(tp.Slice(r, 0, 2), 2), tp.Slice(r, 2, 2)))), []int{1, 0})
+		loss = tp.Add(loss, tp.MSELoss(tp.Dropout(r, 0.5, 1), tp.Gather(r, []int{3, 2, 1, 0})))
+		if err := tp.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		if d.Stats().LiveBytes == base {
+			t.Errorf("no live bytes for the tape's values and gradients?")
+		}
+		tp.Reset()
+		if got := d.Stats().LiveBytes; got != base {
+			t.Errorf("live bytes %d after Reset, %d before recording", got, base)
+		}
+		if xb.Len() != 4 {
+			t.Errorf("Reset released the caller's buffer")
+		}
+
+		// A released buffer: as a leaf, and when an op reads it.
+		yb := upload(t, d, 1, 2)
+		yb.Release()
+		tp.Leaf(yb, []int{2}, true)
+		if err := tp.Err(); !errors.Is(err, ops.ErrReleased) || !strings.HasPrefix(err.Error(), "autograd: leaf: ") {
+			t.Errorf("leaf of a released buffer: %v", err)
+		}
+		tp.Reset()
+		zb := upload(t, d, 1, 2)
+		z := tp.Leaf(zb, []int{2}, true)
+		zb.Release()
+		tp.Exp(z)
+		if err := tp.Err(); !errors.Is(err, ops.ErrReleased) || !strings.HasPrefix(err.Error(), "autograd: exp: ") {
+			t.Errorf("op on a released buffer: %v", err)
+		}
+		tp.Reset()
+		tp.Leaf(xb, []int{3}, true)
+		if err := tp.Err(); err == nil || err.Error() != "autograd: leaf: buffer of 4 elements for shape [3]" {
+			t.Errorf("leaf of the wrong length: %v", err)
+		}
+		tp.Reset()
+	})
+}
+
+// TestPermuteIdentity: the identity permutation and an out-of-range SwapAdjacent depth (the
+// seeds' rule) return x itself, recording nothing.
+func TestPermuteIdentity(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3, 4, 5, 6)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{1, 2, 3}, true)
+		if tp.Permute(x, 0, 1, 2) != x || tp.SwapAdjacent(x, 2) != x || tp.SwapAdjacent(x, -1) != x || tp.Len() != 1 {
+			t.Errorf("identity permutations must return x")
+		}
+		if y := tp.Permute(x, 2, 1, 0); !slices.Equal(tp.Shape(y), []int{3, 2, 1}) || tp.Len() != 4 {
+			t.Errorf("permute (2, 1, 0): shape %v with %d nodes", tp.Shape(y), tp.Len())
+		}
+	})
+}
+
+// TestPreparedIndices: GatherIdx and ScatterAddIdx borrow the caller's indices (one upload for
+// the forward and the backward pass, kept after Reset).
+func TestPreparedIndices(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3, 4, 5, 6)
+		vb := upload(t, d, 10, 20, 30, 40)
+		defer xb.Release()
+		defer vb.Release()
+		ix, err := ops.NewIndices(d, []int{2, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{3, 2}, true)
+		v := tp.Leaf(vb, []int{2, 2}, true)
+		g := tp.GatherIdx(x, ix)                   // rows 2, 0: [[5 6] [1 2]]
+		s := tp.ScatterAddIdx(x, tp.Mul(g, v), ix) // x + rows of g*v at 2, 0
+		if got := values(t, tp.Value(s)); !slices.Equal(got, []float64{1 + 30, 2 + 80, 3, 4, 5 + 50, 6 + 120}) {
+			t.Errorf("scatter-add of gathered rows: %v", got)
+		}
+		if err := tp.Backward(tp.Sum(s)); err != nil {
+			t.Fatal(err)
+		}
+		// d/dx: 1 everywhere, plus v at the gathered rows (row 0 from v's row 1, row 2 from row 0).
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{31, 41, 1, 1, 11, 21}) {
+			t.Errorf("gradient of x: %v", got)
+		}
+		if got := values(t, tp.Grad(v)); !slices.Equal(got, []float64{5, 6, 1, 2}) {
+			t.Errorf("gradient of v: %v", got)
+		}
+		tp.Reset()
+		if ix.Len() != 2 || !tp.GatherIdx(tp.Leaf(xb, []int{3, 2}, true), ix).Valid() {
+			t.Errorf("Reset released the caller's indices: %v", tp.Err())
+		}
+	})
+}
