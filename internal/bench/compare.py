@@ -25,6 +25,7 @@ EW_COPY_TARGET = 0.85  # elementwise >= 85% of the copy bandwidth (PyTorch clone
 RED_TARGET = 1.0       # sum/mean >= 1.0x PyTorch
 DISPATCH_TARGET = 1.25  # Go <= 1.25x C
 CPU_MEMCPY_TARGET = 0.8  # CPU elementwise >= 0.8x memcpy bandwidth
+TRAIN_TARGETS = {"mlp_784_512_512_10_b128_adamw": 3.0}  # training step >= 3x PyTorch eager
 
 # BenchmarkName[-P]  iterations  value ns/op  [value unit]...
 RESULT = re.compile(r"^\s*(\d+)\s+([0-9.eE+-]+) ns/op(.*)$")
@@ -279,8 +280,23 @@ def main():
             p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
                                                fmt(r, "%.3f"), ">=%.2f" % t.get("target", 1.0), v))
 
+    # end-to-end training steps: wall ms per step, ratios against PyTorch eager
+    st = torch.get("train_steps") or {}
+    if isinstance(st, dict) and "error" not in st:
+        p("%-48s %10s %10s %7s %7s %5s" % ("train step (cuda)", "ours ms", "torch ms", "ratio", "target", ""))
+        for name, t in st.items():
+            rec = go.get("BenchmarkTrainStep/%s/cuda" % name)
+            ours = rec["ns"] / 1e6 if rec and rec.get("ns") else None
+            r = ratio(t.get("ms"), ours)
+            target = TRAIN_TARGETS.get(name, 1.0)
+            v = verdict(r, target)
+            n_pass += v == "PASS"
+            n_miss += v == "MISS"
+            p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
+                                               fmt(r, "%.3f"), ">=%.2f" % target, v))
+
     # anything else the Go run benchmarked on the GPU, briefly
-    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels)/")
+    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels|TrainStep)/")
     others = sorted(k for k in go if not known.match(k))
     for k in others[:15]:
         rec = go[k]

@@ -156,6 +156,13 @@ def main():
         log("torch_bench: dispatch failed: %r" % (ex,))
         res["dispatch"] = {"error": repr(ex)}
 
+    # End-to-end training steps (names match the Go rows BenchmarkTrainStep/<name>/cuda).
+    try:
+        res["train_steps"] = train_steps(torch, F, dev)
+    except Exception as ex:
+        log("torch_bench: train steps failed: %r" % (ex,))
+        res["train_steps"] = {"error": repr(ex)}
+
     res["_meta"] = {
         "n": n,
         "reps": args.reps,
@@ -271,6 +278,47 @@ def kernel_table(torch, F, dev):
         "matmul_256x4096x4096": (matmul(256, 4096, 4096), 0.75),
         "bmm_64x512x64x512": (matmul(512, 64, 512, batch=64), 1.5),
     }
+
+
+def train_steps(torch, F, dev):
+    """Eager training steps: {name: {"ms": wall ms per step, "gpu_ms": GPU ms per step}}.
+
+    mlp_784_512_512_10_b128_adamw: Linear-ReLU-Linear-ReLU-Linear, cross-entropy on random
+    labels, batch 128, torch.optim.AdamW (defaults), zero_grad(set_to_none=True) each step; the
+    same batch every step (the Go row does the same). Wall time: 200 steps after 30 of warm-up,
+    no synchronization inside the loop, one at the end (what a training loop pays)."""
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(dev)
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.rand(128, 784, device=dev, generator=gen)
+    y = torch.randint(0, 10, (128,), device=dev, generator=gen)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(30):
+        step()
+    torch.cuda.synchronize()
+    steps = 200
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) / steps * 1e3
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        step()
+    end.record()
+    torch.cuda.synchronize()
+    gpu = start.elapsed_time(end) / steps
+    log("torch_bench: mlp step %.3f ms wall, %.3f ms between events" % (wall, gpu))
+    return {"mlp_784_512_512_10_b128_adamw": {"ms": round(wall, 4), "gpu_ms": round(gpu, 4)}}
 
 
 def emit(res, out):
