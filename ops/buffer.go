@@ -95,6 +95,10 @@ func ReleaseThen(keep *Buffer, workspace ...*Buffer) *Buffer {
 }
 
 // live checks that b can be used.
+// Err returns the error an op would give for using b: nil while b is live, ErrReleased after
+// Release (also for a nil buffer, an error).
+func (b *Buffer) Err() error { return b.live() }
+
 func (b *Buffer) live() error {
 	if b == nil {
 		return errors.New("ops: nil buffer")
