@@ -46,6 +46,15 @@
 // as soon as its node's VJP consumed it. In both, gradients of values used several times add
 // up, and each node's retained workspace is released right after its VJP ran.
 //
+// # Sessions and optimizers
+//
+// A Session is the eager training loop of the seeds on top of a Tape: trainable parameters with
+// persistent device buffers and explicit host sync (Param), step-scoped inputs, seeded random
+// draws, integer inputs for the indexing ops, accumulated parameter gradients, and one sticky
+// error for its whole life. SGD, Adam and AdamW (NewSGD, NewAdam, NewAdamW) update the
+// parameters in place with one fused kernel launch per parameter tensor; their state moves in and
+// out as named buffers (State, LoadState) for checkpoints.
+//
 // A Tape is not safe for concurrent use. Its arithmetic is the ops kernels', so a computation
 // gives the same bits on the CPU and on a GPU.
 package autograd

@@ -10,12 +10,13 @@ import (
 // Tape records the values computed on one device and how to differentiate them. The zero Tape
 // is not usable: create one with NewTape. A Tape is not safe for concurrent use.
 type Tape struct {
-	dev   *ops.Device
-	nodes []node
-	err   error         // the first error (sticky until Reset)
-	grads []*ops.Buffer // gradients of the last backward pass, by node id
-	done  bool          // a backward pass ran since the last Reset
-	gen   uint64        // incremented by Reset: older handles are stale
+	dev    *ops.Device
+	nodes  []node
+	err    error         // the first error (sticky until Reset)
+	grads  []*ops.Buffer // gradients of the last backward pass, by node id
+	done   bool          // a backward pass ran since the last Reset
+	gen    uint64        // incremented by Reset: older handles are stale
+	noGrad bool          // inside NoGrad: new nodes do not require grad
 }
 
 // Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.
@@ -109,13 +110,8 @@ func (t *Tape) newValue(buf *ops.Buffer, shape []int) (value, error) {
 	return value{shape: append([]int{}, shape...), buf: buf}, nil
 }
 
-// live returns the error that using b would give (nil, released): a zero-length slice of b is
-// checked like any kernel operand and allocates nothing.
-func live(b *ops.Buffer) error {
-	z, err := ops.Slice1d(b, b.Len(), 0, 0)
-	z.Release()
-	return err
-}
+// live returns the error that using b would give (nil, released).
+func live(b *ops.Buffer) error { return b.Err() }
 
 // numel returns the number of elements of shape.
 func numel(shape []int) (int, error) {
@@ -163,6 +159,16 @@ func (t *Tape) Grad(v Var) *ops.Buffer {
 		return nil
 	}
 	return t.grads[v.id]
+}
+
+// NoGrad runs f with gradient recording off, like PyTorch's torch.no_grad(): every node
+// recorded inside f (leaves included) requires no grad, so backward passes never go through
+// it. Values are computed as usual. Nodes recorded before or after f are not affected.
+func (t *Tape) NoGrad(f func()) {
+	prev := t.noGrad
+	t.noGrad = true
+	defer func() { t.noGrad = prev }()
+	f()
 }
 
 // Reset releases every buffer the tape owns (op results, retained workspace, gradients,
@@ -241,6 +247,9 @@ func (t *Tape) arg(op string, v Var) (value, bool) {
 }
 
 func (t *Tape) push(n node) Var {
+	if t.noGrad {
+		n.requires = false
+	}
 	t.nodes = append(t.nodes, n)
 	return Var{t: t, id: len(t.nodes) - 1, gen: t.gen}
 }

@@ -158,6 +158,45 @@ func ReduceMaxColumnChunks(dst, x []float32, batch, rows, cols, lo, hi int) {
 	columnChunks(dst, x, batch, rows, cols, lo, hi, true)
 }
 
+// columnChunked is the one-pass form of the two-stage column reduction: for units b*cols + c in
+// [lo, hi), the chunk results of columnChunks (folds of ColChunk rows) folded in chunk order from
+// the identity, as the stage-2 column reduction does; 0 when rows == 0; sums divided by div.
+func columnChunked(dst, x []float32, batch, rows, cols int, div float32, lo, hi int, isMax bool) {
+	chunks := (rows + ColChunk - 1) / ColChunk
+	batchColumns(cols, lo, hi, func(b, c0, c1 int) {
+		w := c1 - c0
+		part := make([]float32, chunks*w)
+		for ch := range chunks {
+			r0, r1 := ch*ColChunk, min(rows, (ch+1)*ColChunk)
+			columnFold(part[ch*w:(ch+1)*w], x[(b*rows+r0)*cols:], r1-r0, cols, c0, c1, isMax)
+		}
+		out := dst[b*cols+c0 : b*cols+c1]
+		columnFold(out, part, chunks, w, 0, w, isMax)
+		if rows == 0 {
+			clear(out)
+		}
+		if !isMax {
+			for c := range out {
+				out[c] /= div
+			}
+		}
+	})
+}
+
+// ReduceSumByColumnChunked: the two-stage column sum in one pass, dst[b*cols + c] =
+// ReduceSumByColumn (with div) of the chunk sums of ReduceSumColumnChunks, for units b*cols + c
+// in [lo, hi).
+func ReduceSumByColumnChunked(dst, x []float32, batch, rows, cols int, div float32, lo, hi int) {
+	columnChunked(dst, x, batch, rows, cols, div, lo, hi, false)
+}
+
+// ReduceMaxByColumnChunked: the two-stage column max in one pass, dst[b*cols + c] =
+// ReduceMaxByColumn of the chunk maxima of ReduceMaxColumnChunks, for units b*cols + c in
+// [lo, hi).
+func ReduceMaxByColumnChunked(dst, x []float32, batch, rows, cols, lo, hi int) {
+	columnChunked(dst, x, batch, rows, cols, 1, lo, hi, true)
+}
+
 // ReduceFromBroadcast is the twin of reduce_from_broadcast, the adjoint of BroadcastTo for the
 // same (dims, kept): for input elements i in [lo, hi), dst[i] = -0.0 + dout[o_0] + dout[o_1] + ...
 // over the output elements o that read i, the broadcast axes visited in row-major order; 0 when

@@ -497,5 +497,10 @@ func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
 		k, grid, block := op.geometry.custom(a.sizes)
 		return g.launchGrid(k, grid, block, &p)
 	}
-	return g.launch(op.kernel, g.gridFor(uint64(op.geometry.space(a.sizes)), 256), 256, &p)
+	bs := [2]uint32{256, 1}
+	if op.geometry.block != nil {
+		bs = op.geometry.block(a.sizes)
+	}
+	grid := [3]uint32{g.gridFor(uint64(op.geometry.space(a.sizes)), bs[0]*bs[1]), 1, 1}
+	return g.launchGrid(op.kernel, grid, [3]uint32{bs[0], bs[1], 1}, &p)
 }

@@ -28,7 +28,7 @@ const (
 	maxBufs    = 8
 	maxIdx     = 2
 	maxSizes   = 12
-	maxScalars = 2
+	maxScalars = 9 // adam_step
 )
 
 // launchArgs are the operands of one kernelOp launch.
@@ -50,14 +50,15 @@ type hostArgs struct {
 // geometry is a GPU launch shape as a function of the sizes.
 type geometry struct {
 	kind   gridKind
-	space  func(s []int) int // work items (gridStride), rows (gridRows), blocks (gridBlocks)
+	space  func(s []int) int       // work items (gridStride), rows (gridRows), blocks (gridBlocks)
+	block  func(s []int) [2]uint32 // gridStride: the block shape (x, y), at most 256 threads; nil: 256 x 1
 	custom func(s []int) (k *ptx.Kernel, grid, block [3]uint32)
 }
 
 type gridKind int
 
 const (
-	gridStride gridKind = iota // 256-thread blocks over space work items, grid-stride
+	gridStride gridKind = iota // blocks of 256 threads (or block's shape) over space threads, grid-stride
 	gridRows                   // one 256-thread block per row (space rows), grid-stride
 	gridTiles                  // 32x8-thread blocks over 32x32 tiles of sizes (batch, rows, cols)
 	gridBlocks                 // exactly space 256-thread blocks (at least 1)
@@ -68,6 +69,11 @@ func strided(space func(s []int) int) geometry { return geometry{kind: gridStrid
 func perRow(rows func(s []int) int) geometry   { return geometry{kind: gridRows, space: rows} }
 
 func blocks(n func(s []int) int) geometry { return geometry{kind: gridBlocks, space: n} }
+
+// stridedShaped is strided with the block shape chosen from the sizes (space counts threads).
+func stridedShaped(space func(s []int) int, block func(s []int) [2]uint32) geometry {
+	return geometry{kind: gridStride, space: space, block: block}
+}
 
 // chosen is the geometry of an op whose kernel itself depends on the sizes.
 func chosen(f func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32)) geometry {

@@ -25,16 +25,60 @@ var (
 		geometry: tiles, cpuUnits: product(0, 2),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.Transpose2d(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }}
 	swapAdjacentOp = &kernelOp{name: "swap_adjacent", kernel: ptx.SwapAdjacent, outs: 1, ins: 1,
-		geometry: strided(product(0, 1, 2, 3)), cpuUnits: product(0, 1, 2),
+		geometry: strided(swapThreads), cpuUnits: product(0, 1, 2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.SwapAdjacent(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], h.s[3], lo, hi)
 		}}
 	broadcastToOp = &kernelOp{name: "broadcast_to", kernel: ptx.BroadcastTo, outs: 1, ins: 1,
-		geometry: strided(size(0)), cpuUnits: size(0),
+		geometry: stridedShaped(broadcastThreads, broadcastBlock), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastTo(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi) }}
 )
 
 func sizeSum(s []int) int { return s[0] + s[1] }
+
+// swapThreads is the thread count of swap_adjacent for sizes (na, nb, nc, nd): one per element,
+// or per 4 elements when nd % 4 == 0 (the kernel's 16-byte path).
+func swapThreads(s []int) int {
+	n := s[0] * s[1] * s[2] * s[3]
+	if s[3]%4 == 0 {
+		return n / 4
+	}
+	return n
+}
+
+// broadcastRows returns the rows of broadcast_to's output along its last axis and the vectors
+// per row (4 elements each when the row length is a multiple of 4, as in the kernel), for sizes
+// (n, rank, kept, d0..d7) with n > 0.
+func broadcastRows(s []int) (rows, vecs int) {
+	l := 1
+	if s[1] > 0 {
+		l = s[3+s[1]-1]
+	}
+	vecs = l
+	if l%4 == 0 {
+		vecs = l / 4
+	}
+	return s[0] / l, vecs
+}
+
+// broadcastBlock is broadcast_to's block: 256 threads as (x, 256/x), x the power of two covering
+// a row's vectors, at most 256, so that short rows do not leave threads idle.
+func broadcastBlock(s []int) [2]uint32 {
+	_, v := broadcastRows(s)
+	x := 1
+	for x < 256 && x < v {
+		x *= 2
+	}
+	return [2]uint32{uint32(x), uint32(256 / x)}
+}
+
+// broadcastThreads is the thread count of broadcast_to: blockDim.x threads per work unit (a row
+// and a segment of 4*blockDim.x of its vectors).
+func broadcastThreads(s []int) int {
+	rows, v := broadcastRows(s)
+	x := int(broadcastBlock(s)[0])
+	return rows * ((v + 4*x - 1) / (4 * x)) * x
+}
 
 func checkLen(op string, x *Buffer, want int, what string) error {
 	if err := x.live(); err != nil {

@@ -82,6 +82,7 @@ func mirrorCases() []mirrorCase {
 	)
 	cases = append(cases, shapeCases()...)
 	cases = append(cases, ndCases()...)
+	cases = append(cases, optimCases()...)
 	return append(cases, matmulCases()...)
 }
 
@@ -119,7 +120,10 @@ var mirrorBroadcasts = append(viewCases[1:len(viewCases):len(viewCases)],
 	struct{ in, out, axisMap []int }{[]int{1, 300, 1}, []int{40, 300, 50}, []int{1, 2, 3}},
 	struct{ in, out, axisMap []int }{[]int{}, []int{70000}, []int{0}},
 	struct{ in, out, axisMap []int }{[]int{257}, []int{1000, 257}, []int{0, 1}},
-	struct{ in, out, axisMap []int }{[]int{1000, 1}, []int{1000, 257}, []int{1, 2}})
+	struct{ in, out, axisMap []int }{[]int{1000, 1}, []int{1000, 257}, []int{1, 2}},
+	// Rows of 16-byte vectors: copied in two segments; repeated.
+	struct{ in, out, axisMap []int }{[]int{3, 1, 4100}, []int{3, 5, 4100}, []int{1, 2, 3}},
+	struct{ in, out, axisMap []int }{[]int{1, 7, 1}, []int{3, 7, 8}, []int{1, 2, 3}})
 
 // mirrorIndices are k = 5000 host indices into 4099 rows: repeats, and out-of-range ones.
 func mirrorIndices() []int {
@@ -135,7 +139,7 @@ func mirrorIndices() []int {
 func ndCases() []mirrorCase {
 	var cases []mirrorCase
 	add := func(name string, lens []int, run func(ins []*Buffer) (*Buffer, error)) {
-		cases = append(cases, mirrorCase{name: name, ins: len(lens), lens: lens, sizes: []int{lens[0]},
+		cases = append(cases, mirrorCase{name: name, ins: len(lens), finite: true, lens: lens, sizes: []int{lens[0]},
 			run: func(d *Device, ins []*Buffer, _ int) ([]*Buffer, error) {
 				b, err := run(ins)
 				return []*Buffer{b}, err
@@ -154,7 +158,7 @@ func ndCases() []mirrorCase {
 		dims  []int
 		depth int
 	}{{[]int{17, 65}, 0}, {[]int{5, 33, 65, 3}, 1}, {[]int{3, 31, 257, 1}, 1}, {[]int{2, 1, 2, 1, 2, 1, 2, 3}, 6},
-		{[]int{64, 300, 70}, 0}} {
+		{[]int{64, 300, 70}, 0}, {[]int{3, 17, 33, 8}, 1}} {
 		add(fmt.Sprintf("swap_adjacent_at_depth/%v@%d", c.dims, c.depth), []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) {
 			return SwapAdjacentAtDepth(in[0], c.dims, c.depth)
 		})
@@ -163,10 +167,41 @@ func ndCases() []mirrorCase {
 		dims []int
 		axis int
 	}{{[]int{70000, 3}, 0}, {[]int{3, 100003}, 1}, {[]int{5, 130, 7}, 1}, {[]int{4, 3, 2, 5}, 2}, {[]int{3, 0, 4}, 1},
-		{[]int{33, 1000, 31}, 1}} {
+		{[]int{33, 1000, 31}, 1}, {[]int{3, 1003, 36}, 1}} {
 		tag := fmt.Sprintf("%v@%d", c.dims, c.axis)
 		add("reduce_sum_axis/"+tag, []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) { return ReduceSumAxis(in[0], c.dims, c.axis) })
 		add("reduce_mean_axis/"+tag, []int{numel(c.dims)}, func(in []*Buffer) (*Buffer, error) { return ReduceMeanAxis(in[0], c.dims, c.axis) })
+	}
+	// Column maxima of 4-column vectors with a partial last chunk; the one-pass chunked kernels
+	// (which byColumn takes only for very many columns) on small shapes, 4-column vectors or not.
+	add("reduce_max_by_column/1003x36", []int{1003 * 36}, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByColumn(in[0], 1003, 36) })
+	// Paths where the order of a long reduction matters: column sums direct, in two stages
+	// (16-byte and single-column chunks; a second stage of one or several tiles), in one pass,
+	// and the softmax VJPs' register and loop paths.
+	for _, sh := range [][2]int{{60, 37}, {4100, 36}, {70000, 5}} {
+		r, c := sh[0], sh[1]
+		tag := fmt.Sprintf("%dx%d/finite", r, c)
+		add("reduce_sum_by_column/"+tag, []int{r * c}, func(in []*Buffer) (*Buffer, error) { return ReduceSumByColumn(in[0], r, c) })
+		add("reduce_max_by_column/"+tag, []int{r * c}, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByColumn(in[0], r, c) })
+	}
+	for _, c := range [][3]int{{3, 1003, 36}, {2, 130, 33}} {
+		batch, rows, cols := c[0], c[1], c[2]
+		tag := fmt.Sprintf("%dx%dx%d/finite", batch, rows, cols)
+		add("reduce_mean_axis/"+tag, []int{batch * rows * cols}, func(in []*Buffer) (*Buffer, error) {
+			return ReduceMeanAxis(in[0], []int{batch, rows, cols}, 1)
+		})
+		add("reduce_sum_by_column_chunked/"+tag, []int{batch * rows * cols}, func(in []*Buffer) (*Buffer, error) {
+			return sumByColChunkedOp.call1(batch*cols, in, nil, []int{batch, rows, cols}, float32(rows))
+		})
+		add("reduce_max_by_column_chunked/"+tag, []int{batch * rows * cols}, func(in []*Buffer) (*Buffer, error) {
+			return maxByColChunkedOp.call1(batch*cols, in, nil, []int{batch, rows, cols})
+		})
+	}
+	for _, sh := range [][2]int{{33, 257}, {17, 1025}, {3, 5000}} {
+		r, c := sh[0], sh[1]
+		tag := fmt.Sprintf("%dx%d/finite", r, c)
+		add("softmax_bwd/"+tag, []int{r * c, r * c}, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
+		add("log_softmax_bwd/"+tag, []int{r * c, r * c}, func(in []*Buffer) (*Buffer, error) { return LogSoftmaxBwd(in[0], in[1], r, c) })
 	}
 	idx := mirrorIndices()
 	for _, cols := range []int{1, 33} {
@@ -187,18 +222,28 @@ func ndCases() []mirrorCase {
 var mirrorShapes = [][2]int{{0, 5}, {5, 0}, {1, 1}, {1, 33}, {33, 1}, {17, 65}, {31, 257}, {256, 256},
 	{1000, 1025}, {3, 100003}, {70000, 3}}
 
+// specialShapes are the shapes whose shape cases also run with NaN and infinities in their
+// inputs (elsewhere the inputs are finite, so that long reductions compare real sums rather
+// than NaN).
+var specialShapes = [][2]int{{17, 65}, {31, 257}}
+
 func shapeCases() []mirrorCase {
 	var cases []mirrorCase
+	finite := true
 	add := func(name string, lens []int, n int, run func(ins []*Buffer) (*Buffer, error)) {
-		cases = append(cases, mirrorCase{name: name, ins: len(lens), lens: lens, sizes: []int{n},
+		cases = append(cases, mirrorCase{name: name, ins: len(lens), finite: finite, lens: lens, sizes: []int{n},
 			run: func(d *Device, ins []*Buffer, _ int) ([]*Buffer, error) {
 				b, err := run(ins)
 				return []*Buffer{b}, err
 			}})
 	}
-	for _, sh := range mirrorShapes {
+	for k, sh := range append(slices.Clone(mirrorShapes), specialShapes...) {
 		r, c := sh[0], sh[1]
 		tag := fmt.Sprintf("%dx%d", r, c)
+		if k >= len(mirrorShapes) {
+			finite = false
+			tag += "/special"
+		}
 		add("transpose2d/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], r, c) })
 		add("reduce_sum_by_row/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], r, c) })
 		add("reduce_max_by_row/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], r, c) })
@@ -223,7 +268,9 @@ func shapeCases() []mirrorCase {
 		if c == 0 {
 			continue
 		}
-		cases = append(cases, layerNormCases(r, c, true)...)
+		if finite {
+			cases = append(cases, layerNormCases(r, c, true)...)
+		}
 	}
 	// The fused backward path (rows >= 4096, cols <= 4096), and NaN/Inf rows.
 	for _, sh := range [][2]int{{4100, 1500}, {4097, 300}} {

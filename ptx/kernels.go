@@ -12,7 +12,7 @@ const (
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index, Matmul}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index, Matmul, Optim}
 
 // Elementwise kernels: forward.
 var (
@@ -82,6 +82,13 @@ var (
 	ReduceSumColChunks  = newKernel(ReduceAxis, "reduce_sum_column_chunks")
 	ReduceMaxColChunks  = newKernel(ReduceAxis, "reduce_max_column_chunks")
 	ReduceFromBroadcast = newKernel(ReduceAxis, "reduce_from_broadcast")
+)
+
+// One-pass chunked column reductions: the two stages of reduce_*_column_chunks and
+// reduce_*_by_column in one kernel.
+var (
+	ReduceSumByColumnChunked = newKernel(ReduceAxis, "reduce_sum_by_column_chunked")
+	ReduceMaxByColumnChunked = newKernel(ReduceAxis, "reduce_max_by_column_chunked")
 )
 
 // Row softmax kernels.

@@ -48,9 +48,12 @@ extern "C" __global__ void transpose2d(float* out, const float* x, u64 batch, u6
 }
 
 // swap_adjacent: out[a, c, b, d] = x[a, b, c, d] for an (na, nb, nc, nd) input (the axes b and c
-// swapped; with nd = 1 the batched transpose2d is used instead).
-template <typename I>
-__device__ __forceinline__ void swap_adjacent_t(float* out, const float* x, I na, I nb, I nc, I nd) {
+// swapped; with nd = 1 the batched transpose2d is used instead). One thread per output element,
+// or per 4 consecutive d (16-byte loads and stores) when nd % 4 == 0 (buffers are 256-byte
+// aligned, so the runs of 4 stay aligned on both sides); any 1-D grid and block gives the same
+// output. T is float or float4, nd counts Ts.
+template <typename I, class T>
+__device__ __forceinline__ void swap_adjacent_t(T* out, const T* x, I na, I nb, I nc, I nd) {
   I n = na * nb * nc * nd;
   for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
     I d = i % nd, t = i / nd;
@@ -61,29 +64,57 @@ __device__ __forceinline__ void swap_adjacent_t(float* out, const float* x, I na
   }
 }
 
-extern "C" __global__ void swap_adjacent(float* out, const float* x, u64 na, u64 nb, u64 nc, u64 nd) {
+template <class T>
+__device__ __forceinline__ void swap_adjacent_v(float* out, const float* x, u64 na, u64 nb, u64 nc, u64 nd) {
+  T* o = reinterpret_cast<T*>(out);
+  const T* xv = reinterpret_cast<const T*>(x);
   if (na * nb * nc * nd <= 0xffffffffull - (u64)gridDim.x * blockDim.x)
-    swap_adjacent_t<u32>(out, x, (u32)na, (u32)nb, (u32)nc, (u32)nd);
+    swap_adjacent_t<u32, T>(o, xv, (u32)na, (u32)nb, (u32)nc, (u32)nd);
   else
-    swap_adjacent_t<u64>(out, x, na, nb, nc, nd);
+    swap_adjacent_t<u64, T>(o, xv, na, nb, nc, nd);
+}
+
+extern "C" __global__ void swap_adjacent(float* out, const float* x, u64 na, u64 nb, u64 nc, u64 nd) {
+  if (nd % 4 == 0)
+    swap_adjacent_v<float4>(out, x, na, nb, nc, nd / 4);
+  else
+    swap_adjacent_v<float>(out, x, na, nb, nc, nd);
 }
 
 // broadcast_to: an output of rank <= 8 with dims d0..d7 (outermost first; the first rank are
 // used). Bit j of kept set: output axis j reads the input along an axis of the same size; clear:
 // the axis is broadcast (input coordinate 0). The input is the kept axes in order, contiguous:
 // out[i] = x[sum over kept j of coord_j(i) * (product of the kept dims after j)].
+//
+// The output is walked as rows along its last axis (length L): a row copies one input row (last
+// axis kept: the L input elements at the row's offset) or repeats one input element (last axis
+// broadcast). The row's offset is computed once per work unit, a unit being a row and a segment
+// of BC_SEG * blockDim.x vectors of it: vectors of 4 elements (16-byte loads and stores) when
+// L % 4 == 0 (the rows then start 16-byte aligned on both sides), else single elements. Units go
+// to the block rows (threadIdx.y) grid-stride; thread x copies the vectors x, x + blockDim.x, ...
+// of the segment, loading all before storing. Any 1-D grid and block shape gives the same output.
 #define TL_DIMS u64 d0, u64 d1, u64 d2, u64 d3, u64 d4, u64 d5, u64 d6, u64 d7
-template <typename I>
+#define BC_SEG 4
+__device__ __forceinline__ void bc_splat(float& a, float v) { a = v; }
+__device__ __forceinline__ void bc_splat(float4& a, float v) { a = make_float4(v, v, v, v); }
+
+template <typename I, class T, int V>
 __device__ __forceinline__ void broadcast_to_t(float* out, const float* x, I n, u32 rank, u32 kept,
-                                               const u64* dims) {
+                                               const u64* dims, I L) {
   I d[8];
 #pragma unroll
   for (int j = 0; j < 8; j++) d[j] = (I)dims[j];
-  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
-    I rem = i, off = 0, stride = 1;
+  const bool last_kept = rank > 0 && (kept >> (rank - 1) & 1);
+  const I rows = n / L, lv = L / V;  // rows, and vectors per row
+  const I seg = (I)blockDim.x * BC_SEG, segs = (lv + seg - 1) / seg;
+  const T* xv = reinterpret_cast<const T*>(x);
+  for (I u = (I)blockIdx.x * blockDim.y + threadIdx.y; u < rows * segs; u += (I)gridDim.x * blockDim.y) {
+    I r = u / segs, c0 = (u - r * segs) * seg + threadIdx.x;
+    // The input offset of the row's first element: its coordinates on the axes before the last.
+    I rem = r, off = 0, stride = last_kept ? L : 1;
 #pragma unroll
-    for (int j = 7; j >= 0; j--) {
-      if ((u32)j < rank) {
+    for (int j = 6; j >= 0; j--) {
+      if ((u32)j + 1 < rank) {
         I c = rem % d[j];
         rem /= d[j];
         if (kept >> j & 1) {
@@ -92,14 +123,42 @@ __device__ __forceinline__ void broadcast_to_t(float* out, const float* x, I n, 
         }
       }
     }
-    out[i] = x[off];
+    T* orow = reinterpret_cast<T*>(out + r * L);
+    T v[BC_SEG];
+    if (last_kept) {
+      const T* xrow = xv + off / V;
+#pragma unroll
+      for (int k = 0; k < BC_SEG; k++)
+        if (c0 + k * blockDim.x < lv) v[k] = xrow[c0 + k * blockDim.x];
+    } else {
+      float s = x[off];
+#pragma unroll
+      for (int k = 0; k < BC_SEG; k++) bc_splat(v[k], s);
+    }
+#pragma unroll
+    for (int k = 0; k < BC_SEG; k++)
+      if (c0 + k * blockDim.x < lv) orow[c0 + k * blockDim.x] = v[k];
   }
+}
+
+// broadcast_to_i picks the element or 16-byte path for the last axis length L (1 at rank 0).
+template <typename I>
+__device__ __forceinline__ void broadcast_to_i(float* out, const float* x, I n, u32 rank, u32 kept,
+                                               const u64* dims) {
+  I L = 1;
+#pragma unroll
+  for (int j = 0; j < 8; j++)
+    if ((u32)j + 1 == rank) L = (I)dims[j];
+  if (L % 4 == 0)
+    broadcast_to_t<I, float4, 4>(out, x, n, rank, kept, dims, L);
+  else
+    broadcast_to_t<I, float, 1>(out, x, n, rank, kept, dims, L);
 }
 
 extern "C" __global__ void broadcast_to(float* out, const float* x, u64 n, u64 rank, u64 kept, TL_DIMS) {
   const u64 dims[8] = {d0, d1, d2, d3, d4, d5, d6, d7};
-  if (n <= 0xffffffffull - (u64)gridDim.x * blockDim.x)
-    broadcast_to_t<u32>(out, x, (u32)n, (u32)rank, (u32)kept, dims);
+  if (n <= 0xffffffffull - (u64)gridDim.x * blockDim.x * blockDim.y)
+    broadcast_to_i<u32>(out, x, (u32)n, (u32)rank, (u32)kept, dims);
   else
-    broadcast_to_t<u64>(out, x, n, (u32)rank, (u32)kept, dims);
+    broadcast_to_i<u64>(out, x, n, (u32)rank, (u32)kept, dims);
 }

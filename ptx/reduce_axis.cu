@@ -46,17 +46,128 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
   row_reduce<true>(out, x, rows, cols, 1.0f);
 }
 
-// Column reductions of a batch of row-major (rows, cols) matrices: one thread per (matrix,
-// column) folds rows 0, 1, 2, ... in order from the identity (sum: -0.0, then divided by div;
-// max: -Inf, tl_maxf); an empty column gives 0 (0 / div for sums).
+// Column folds. fold<MAX> is one step of a column reduction (sum: +, max: tl_maxf), applied
+// lane by lane to float4s of 4 adjacent columns. fold_column folds n rows of one column (stride
+// ld elements of T) into acc in row order, acc = f(...f(f(acc, p[0]), p[ld])..., p[(n-1) ld]);
+// it issues the loads U rows at a time (the last batch predicated) before folding them, so that
+// U loads are in flight, and the order of the folds is the row order whatever U and T. The
+// __syncwarp between loads and folds (the active lanes call it together) is only a scheduling
+// fence: without it ptxas (sm_90) moves folds among the loads to save registers, leaving 2 or 3
+// loads in flight; with it the SASS issues the U loads before the first fold.
+template <bool MAX>
+__device__ __forceinline__ float fold(float acc, float v) {
+  return MAX ? tl_maxf(acc, v) : acc + v;
+}
+
+template <bool MAX>
+__device__ __forceinline__ float4 fold(float4 acc, float4 v) {
+  return make_float4(fold<MAX>(acc.x, v.x), fold<MAX>(acc.y, v.y), fold<MAX>(acc.z, v.z),
+                     fold<MAX>(acc.w, v.w));
+}
+
+template <bool MAX, int U, class T>
+__device__ __forceinline__ T fold_column(T acc, const T* __restrict__ p, u64 ld, u64 n) {
+  u64 r0 = 0;
+  for (; r0 + U <= n; r0 += U, p += U * ld) {
+    T v[U];
+#pragma unroll
+    for (int k = 0; k < U; k++) v[k] = p[k * ld];
+    __syncwarp(__activemask());
+#pragma unroll
+    for (int k = 0; k < U; k++) acc = fold<MAX>(acc, v[k]);
+  }
+  if (r0 < n) {
+    const u32 rem = (u32)(n - r0);
+    T v[U];
+#pragma unroll
+    for (int k = 0; k < U; k++)
+      if ((u32)k < rem) v[k] = p[k * ld];
+    __syncwarp(__activemask());
+#pragma unroll
+    for (int k = 0; k < U; k++)
+      if ((u32)k < rem) acc = fold<MAX>(acc, v[k]);
+  }
+  return acc;
+}
+
+#define COL_CHUNK 64  // rows per chunk of the two-stage column reductions
+#define COL_TW 8      // columns per strip of the tiled column path
+#define COL_LOADS 8   // rows each thread of the tiled path loads per tile
+
+#define COL_ID(MAX) ((MAX) ? __uint_as_float(0xff800000u) : -0.0f)
+
+// Vectors of V adjacent columns: float (V = 1) or float4 (V = 4, 16-byte loads and stores; used
+// when cols % 4 == 0: buffers are 256-byte aligned, so every row then starts 16-byte aligned).
+template <int V>
+struct ColVec {
+  typedef float T;
+};
+template <>
+struct ColVec<4> {
+  typedef float4 T;
+};
+__device__ __forceinline__ void splat(float& a, float v) { a = v; }
+__device__ __forceinline__ void splat(float4& a, float v) { a = make_float4(v, v, v, v); }
+__device__ __forceinline__ void div_by(float& a, float d) { a = a / d; }
+__device__ __forceinline__ void div_by(float4& a, float d) {
+  a = make_float4(a.x / d, a.y / d, a.z / d, a.w / d);
+}
+
+// column_tiled is column_reduce's path for long columns (rows > COL_CHUNK, as in stage 2 of a
+// long column sum; 1-D blocks of a multiple of COL_TW threads, at most 256), which are bound by
+// the latency of their in-order folds when the columns are few: a block takes strips of COL_TW
+// adjacent columns of one matrix (grid-stride over the batch * ceil(cols / COL_TW) strips) and
+// walks the rows in tiles of COL_LOADS * blockDim.x / COL_TW rows, all of a tile's loads issued
+// by the whole block (thread t loads rows t / COL_TW + k * blockDim.x / COL_TW of column
+// t % COL_TW) into shared memory; threads 0 .. COL_TW-1 then fold the tile's rows in order.
+template <bool MAX>
+__device__ __forceinline__ void column_tiled(float* out, const float* x, u64 batch, u64 rows, u64 cols,
+                                             float div) {
+  __shared__ float tile[256 / COL_TW * COL_LOADS * COL_TW];  // [row][column] of one tile
+  const u32 t = threadIdx.x, tx = t % COL_TW, ty = t / COL_TW, lanes = blockDim.x / COL_TW;
+  const u32 tr = lanes * COL_LOADS;
+  const u64 strips = (cols + COL_TW - 1) / COL_TW;
+  for (u64 u = blockIdx.x; u < batch * strips; u += gridDim.x) {
+    const u64 b = u / strips, c = (u % strips) * COL_TW + tx;
+    const float* xc = x + b * rows * cols + c;
+    float acc = COL_ID(MAX);
+    for (u64 r0 = 0; r0 < rows; r0 += tr) {
+      float v[COL_LOADS];
+#pragma unroll
+      for (int k = 0; k < COL_LOADS; k++) {
+        u64 r = r0 + ty + k * lanes;
+        v[k] = r < rows && c < cols ? xc[r * cols] : 0.0f;
+      }
+      __syncwarp();  // keeps the stores below after all the loads, so that all are in flight
+#pragma unroll
+      for (int k = 0; k < COL_LOADS; k++) tile[(ty + k * lanes) * COL_TW + tx] = v[k];
+      __syncthreads();
+      if (t < COL_TW && c < cols) {
+        const u32 n = (u32)min((u64)tr, rows - r0);
+#pragma unroll 8
+        for (u32 r = 0; r < n; r++) acc = fold<MAX>(acc, tile[r * COL_TW + t]);
+      }
+      __syncthreads();
+    }
+    if (t < COL_TW && c < cols) out[b * cols + c] = MAX ? acc : acc / div;
+  }
+}
+
+// Column reductions of a batch of row-major (rows, cols) matrices: for each (matrix, column),
+// rows 0, 1, 2, ... folded in order from the identity (sum: -0.0, then divided by div; max: -Inf,
+// tl_maxf); an empty column gives 0 (0 / div for sums). One thread per (matrix, column), 8 loads
+// in flight; long columns take column_tiled when the block allows it. Any 1-D grid and block
+// computes the same result. This is also stage 2 of the two-stage reductions below.
 template <bool MAX>
 __device__ __forceinline__ void column_reduce(float* out, const float* x, u64 batch, u64 rows, u64 cols,
                                               float div) {
+  if (rows > COL_CHUNK && blockDim.x % COL_TW == 0 && blockDim.x <= 256) {
+    column_tiled<MAX>(out, x, batch, rows, cols, div);
+    return;
+  }
   TL_FOR(i, batch * cols) {
     u64 b = i / cols, c = i % cols;
-    const float* xb = x + b * rows * cols + c;
-    float acc = MAX ? __uint_as_float(0xff800000u) : -0.0f;
-    for (u64 r = 0; r < rows; r++) acc = MAX ? tl_maxf(acc, xb[r * cols]) : acc + xb[r * cols];
+    float acc = fold_column<MAX, 8>(COL_ID(MAX), x + b * rows * cols + c, cols, rows);
     float v = rows == 0 ? 0.0f : acc;
     out[i] = MAX ? v : v / div;
   }
@@ -72,24 +183,33 @@ extern "C" __global__ void reduce_max_by_column(float* out, const float* x, u64 
 }
 
 // Column chunks: for large row counts the column reductions run in two stages. Stage 1 reduces
-// each chunk of COL_CHUNK consecutive rows of every column (one thread per (matrix, chunk,
-// column), rows in order from the identity) into a batch of (chunks, cols) matrices; stage 2 is
-// the column kernel above on those. The order is a function of the shape only.
-#define COL_CHUNK 64
+// each chunk of COL_CHUNK consecutive rows of every column (rows in order from the identity) into
+// a batch of (chunks, cols) matrices; stage 2 is the column kernel above on those. The order is a
+// function of the shape only. One thread per (matrix, chunk, column), or per (matrix, chunk, 4
+// adjacent columns) when cols % 4 == 0 (V = 4 needs a quarter of the threads of V = 1). Any 1-D
+// grid and block computes the same result.
+template <bool MAX, int V, int U>
+__device__ __forceinline__ void column_chunks_v(float* out, const float* x, u64 batch, u64 rows, u64 cols) {
+  typedef typename ColVec<V>::T T;
+  const u64 chunks = (rows + COL_CHUNK - 1) / COL_CHUNK, groups = cols / V;
+  const T* xv = reinterpret_cast<const T*>(x);
+  T* ov = reinterpret_cast<T*>(out);
+  TL_FOR(i, batch * chunks * groups) {
+    u64 g = i % groups, bc = i / groups, ch = bc % chunks, b = bc / chunks;
+    u64 r0 = ch * COL_CHUNK;
+    T acc;
+    splat(acc, COL_ID(MAX));
+    ov[bc * groups + g] = fold_column<MAX, U>(acc, xv + (b * rows + r0) * groups + g, groups,
+                                              min(rows - r0, (u64)COL_CHUNK));
+  }
+}
+
 template <bool MAX>
 __device__ __forceinline__ void column_chunks(float* out, const float* x, u64 batch, u64 rows, u64 cols) {
-  u64 chunks = (rows + COL_CHUNK - 1) / COL_CHUNK;
-  TL_FOR(i, batch * chunks * cols) {
-    u64 c = i % cols, bc = i / cols, ch = bc % chunks, b = bc / chunks;
-    const float* xb = x + b * rows * cols + c;
-    u64 r1 = min(rows, (ch + 1) * COL_CHUNK);
-    float acc = MAX ? __uint_as_float(0xff800000u) : -0.0f;
-    for (u64 r = ch * COL_CHUNK; r < r1; r++) {
-      float v = xb[r * cols];
-      acc = MAX ? tl_maxf(acc, v) : acc + v;
-    }
-    out[i] = acc;
-  }
+  if (cols % 4 == 0)
+    column_chunks_v<MAX, 4, 8>(out, x, batch, rows, cols);
+  else
+    column_chunks_v<MAX, 1, 16>(out, x, batch, rows, cols);
 }
 
 extern "C" __global__ void reduce_sum_column_chunks(float* out, const float* x, u64 batch, u64 rows, u64 cols) {
@@ -98,6 +218,52 @@ extern "C" __global__ void reduce_sum_column_chunks(float* out, const float* x, 
 
 extern "C" __global__ void reduce_max_column_chunks(float* out, const float* x, u64 batch, u64 rows, u64 cols) {
   column_chunks<true>(out, x, batch, rows, cols);
+}
+
+// Chunked column reductions in one pass: the result of the two stages above (the chunk sums of
+// reduce_*_column_chunks folded in order by reduce_*_by_column, sums divided by div, 0 for
+// rows == 0) with one thread per (matrix, column), or per (matrix, 4 adjacent columns) when
+// cols % 4 == 0, folding its chunks one after the other. For many columns, where the threads
+// fill the GPU: no partials in memory and one launch. Any 1-D grid and block gives the same result.
+template <bool MAX, int V, int U>
+__device__ __forceinline__ void column_chunked_v(float* out, const float* x, u64 batch, u64 rows, u64 cols,
+                                                 float div) {
+  typedef typename ColVec<V>::T T;
+  const u64 groups = cols / V;
+  const T* xv = reinterpret_cast<const T*>(x);
+  T* ov = reinterpret_cast<T*>(out);
+  TL_FOR(i, batch * groups) {
+    const T* p = xv + (i / groups) * rows * groups + i % groups;
+    T acc;
+    splat(acc, COL_ID(MAX));
+    for (u64 r0 = 0; r0 < rows; r0 += COL_CHUNK) {
+      T part;
+      splat(part, COL_ID(MAX));
+      acc = fold<MAX>(acc, fold_column<MAX, U>(part, p + r0 * groups, groups, min(rows - r0, (u64)COL_CHUNK)));
+    }
+    if (rows == 0) splat(acc, 0.0f);
+    if (!MAX) div_by(acc, div);
+    ov[i] = acc;
+  }
+}
+
+template <bool MAX>
+__device__ __forceinline__ void column_chunked(float* out, const float* x, u64 batch, u64 rows, u64 cols,
+                                               float div) {
+  if (cols % 4 == 0)
+    column_chunked_v<MAX, 4, 8>(out, x, batch, rows, cols, div);
+  else
+    column_chunked_v<MAX, 1, 16>(out, x, batch, rows, cols, div);
+}
+
+extern "C" __global__ void reduce_sum_by_column_chunked(float* out, const float* x, u64 batch, u64 rows,
+                                                        u64 cols, float div) {
+  column_chunked<false>(out, x, batch, rows, cols, div);
+}
+
+extern "C" __global__ void reduce_max_by_column_chunked(float* out, const float* x, u64 batch, u64 rows,
+                                                        u64 cols) {
+  column_chunked<true>(out, x, batch, rows, cols, 1.0f);
 }
 
 // reduce_from_broadcast: the adjoint of broadcast_to (layout.cu) for the same (rank, kept, dims):

@@ -260,10 +260,88 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 // VJPs from the forward output y and the cotangent g, one block per row:
 //   softmax:     d = sum(g*y);  dx = y * (g - d)
 //   log-softmax: d = sum(g);    dx = g - exp(y) * d
+// Rows of at most SM_THREADS*SM_REG elements take a register path like the forward's (y and g
+// read once, R rows per group with one barrier, the next group's loads in flight while the
+// current one is processed); longer rows are read twice. Both fold d in the order of the row
+// reductions (thread t: elements t, t+256, ... from -0.0, then warp_tree).
+
+// rows_load2 is rows_load for the two inputs of a VJP (no mask): a and b at the same places.
+template <int J, int R>
+__device__ __forceinline__ void rows_load2(float* va, float* vb, u32& in, const float* a,
+                                           const float* b, u64 r0, u64 rows, u64 cols) {
+  u32 t = threadIdx.x;
+  in = 0;
+#pragma unroll
+  for (int i = 0; i < R; i++) {
+    u64 r = r0 + i;
+    const float* ar = a + r * cols;
+    const float* br = b + r * cols;
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      u32 c = t + j * SM_THREADS;
+      bool e = r < rows && c < cols;
+      va[i * J + j] = e ? ar[c] : 0.0f;
+      vb[i * J + j] = e ? br[c] : 0.0f;
+      if (e) in |= 1u << (i * J + j);
+    }
+  }
+}
+
+template <bool LOG, int J, int R>
+__device__ __forceinline__ void softmax_bwd_reg(float* dx, const float* y, const float* g, u64 rows,
+                                                u64 cols, float* part0, float* part1) {
+  u32 t = threadIdx.x;
+  u64 grp = blockIdx.x;
+  if (grp * R >= rows) return;
+  float vy[SM_REG], vg[SM_REG];
+  u32 in;
+  rows_load2<J, R>(vy, vg, in, y, g, grp * R, rows, cols);
+  u32 flip = 0;
+  for (; grp * R < rows; grp += gridDim.x, flip ^= 1) {
+    float ny[SM_REG], ng[SM_REG];
+    u32 nin;
+    rows_load2<J, R>(ny, ng, nin, y, g, (grp + gridDim.x) * R, rows, cols);
+    float d[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      d[i] = -0.0f;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        int k = i * J + j;
+        if (in & (1u << k)) d[i] = d[i] + (LOG ? vg[k] : vg[k] * vy[k]);
+      }
+    }
+    block_reduce_n<false, R>(flip ? part1 : part0, d);
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      float* dxr = dx + (grp * R + i) * cols;
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        int k = i * J + j;
+        if (in & (1u << k))
+          dxr[t + j * SM_THREADS] = LOG ? vg[k] - tl_expf(vy[k]) * d[i] : vy[k] * (vg[k] - d[i]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < SM_REG; k++) {
+      vy[k] = ny[k];
+      vg[k] = ng[k];
+    }
+    in = nin;
+  }
+}
+
 template <bool LOG>
 __device__ __forceinline__ void softmax_bwd_rows(float* dx, const float* y, const float* g,
                                                  u64 rows, u64 cols) {
-  __shared__ float part[2][SM_THREADS];
+  __shared__ float part[2][SM_RMAX * SM_THREADS];
+  if (cols <= SM_THREADS * 4) {
+    softmax_bwd_reg<LOG, 4, 4>(dx, y, g, rows, cols, part[0], part[1]);
+    return;
+  } else if (cols <= SM_THREADS * SM_REG) {
+    softmax_bwd_reg<LOG, SM_REG, 1>(dx, y, g, rows, cols, part[0], part[1]);
+    return;
+  }
   u32 t = threadIdx.x;
   u32 flip = 0;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x, flip ^= 1) {
@@ -277,12 +355,14 @@ __device__ __forceinline__ void softmax_bwd_rows(float* dx, const float* y, cons
   }
 }
 
-extern "C" __global__ void __launch_bounds__(SM_THREADS)
+// Grid of the VJP kernels: any number of blocks of 256 threads (rows, capped, is the intended
+// launch; blocks beyond the row groups exit at once).
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
     softmax_bwd(float* dx, const float* y, const float* g, u64 rows, u64 cols) {
   softmax_bwd_rows<false>(dx, y, g, rows, cols);
 }
 
-extern "C" __global__ void __launch_bounds__(SM_THREADS)
+extern "C" __global__ void __launch_bounds__(SM_THREADS, 2)
     log_softmax_bwd(float* dx, const float* y, const float* g, u64 rows, u64 cols) {
   softmax_bwd_rows<true>(dx, y, g, rows, cols);
 }

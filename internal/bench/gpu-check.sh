@@ -21,7 +21,8 @@
 # GPU_CHECK_RACECHECK_SKIP (a regexp of mirror cases racecheck leaves out, e.g. the largest
 # products), GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240),
 # TORCH_BENCH_ARGS.
-# Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, bench-table.txt.
+# Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, model-golden.txt,
+# bench-table.txt.
 # Exit status: the test runner's (step b); 2 when .gpu/run is missing.
 set -u
 
@@ -86,6 +87,13 @@ if [ "${GPU_CHECK_GOLDEN:-0}" = 1 ] && [ -f .gpu/bin/ops.test.gz ]; then
   (cd ops && TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_GOLDEN_OUT=testdata ../.gpu/bin/ops.test -test.run 'TestMirror$') > "$work/golden.out" 2>&1
   say "   exit $? ($(tail -n 1 "$work/golden.out"))"
   cp ops/testdata/mirror-golden.txt "$OUT/mirror-golden.txt" 2>/dev/null
+  if [ -f .gpu/bin/autograd.test.gz ]; then
+    gunzip -kf .gpu/bin/autograd.test.gz && chmod +x .gpu/bin/autograd.test
+    mkdir -p autograd/testdata
+    (cd autograd && TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_GOLDEN_OUT=testdata ../.gpu/bin/autograd.test -test.run 'TestModelMirror$' -test.v) > "$work/model.out" 2>&1
+    say "   model mirror exit $? ($(grep -E 'final loss|FAIL' "$work/model.out" | head -n 2 | tr '\n' ' '))"
+    cp autograd/testdata/model-golden.txt "$OUT/model-golden.txt" 2>/dev/null
+  fi
 fi
 
 # ---- b. tests and benchmarks ----

@@ -1,0 +1,342 @@
+package autograd
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Optimizers update the parameters of a Session in place from their accumulated gradients, one
+// fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device.
+// A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch.
+//
+// Their state (momentum buffers, moments, step counts) lives on the session's device, keyed by
+// parameter name: State and LoadState move it in and out as named buffers, for checkpoints. The
+// hyperparameters are not part of the state. Errors (a bad hyperparameter, a parameter of
+// another session) are recorded in the session like every other error, and returned by Step.
+
+// SGDOptions are the hyperparameters of NewSGD, with PyTorch's names and semantics
+// (torch.optim.SGD): see ops.SGDParams. The zero value except LR is PyTorch's default.
+type SGDOptions struct {
+	LR          float64 // learning rate, >= 0
+	Momentum    float64 // momentum factor, >= 0 (0: plain SGD)
+	Dampening   float64 // dampening of the momentum
+	WeightDecay float64 // L2 penalty, >= 0
+	Nesterov    bool    // Nesterov momentum (needs Momentum > 0 and Dampening == 0)
+}
+
+// AdamOptions are the hyperparameters of NewAdam and NewAdamW, with PyTorch's names and
+// semantics (see ops.AdamParams). Start from DefaultAdam or DefaultAdamW.
+type AdamOptions struct {
+	LR           float64 // learning rate, >= 0
+	Beta1, Beta2 float64 // decay rates of the moments, in [0, 1)
+	Eps          float64 // added to the denominator, > 0
+	WeightDecay  float64 // L2 penalty (Adam) or decoupled decay rate (AdamW), >= 0
+}
+
+// DefaultAdam returns PyTorch's defaults for Adam: LR 1e-3, betas (0.9, 0.999), Eps 1e-8, no
+// weight decay.
+func DefaultAdam() AdamOptions { return AdamOptions{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8} }
+
+// DefaultAdamW returns PyTorch's defaults for AdamW: DefaultAdam with WeightDecay 1e-2.
+func DefaultAdamW() AdamOptions {
+	o := DefaultAdam()
+	o.WeightDecay = 1e-2
+	return o
+}
+
+// optimizer is what SGD and Adam share: the parameters, their session, and per parameter its
+// state buffers (nil until its first step) and step count.
+type optimizer struct {
+	name    string // "sgd", "adam" or "adamw", for messages
+	s       *Session
+	params  []*Param
+	keys    []string        // the state buffers of a parameter: keys "<parameter name>.<key>"
+	counted bool            // the state includes the step count (key "<parameter name>.step")
+	state   [][]*ops.Buffer // state[i][k]: buffer keys[k] of params[i]
+	steps   []int           // steps taken by params[i] since its state was created
+	err     error           // set by the constructor
+	closed  bool
+}
+
+// maxStep bounds the step counts of State and LoadState (exact in a float32).
+const maxStep = 1 << 24
+
+// init checks params (distinct, of one session, created without error) and check (the
+// hyperparameters' error), and registers the optimizer with the session.
+func (o *optimizer) init(name string, params []*Param, keys []string, counted bool, check error) {
+	o.name, o.params, o.keys, o.counted = name, slices.Clone(params), keys, counted
+	o.state, o.steps = make([][]*ops.Buffer, len(params)), make([]int, len(params))
+	for k, p := range params {
+		switch {
+		case p == nil || p.buf == nil:
+			o.err = fmt.Errorf("autograd: %s: parameter %d is nil or was not created", name, k)
+		case slices.Index(params, p) != k:
+			o.err = fmt.Errorf("autograd: %s: parameter %s is listed twice", name, p.name)
+		case o.s != nil && p.s != o.s:
+			o.err = fmt.Errorf("autograd: %s: parameter %s belongs to another session", name, p.name)
+		default:
+			o.s = p.s
+			continue
+		}
+		break
+	}
+	if o.err == nil && check != nil {
+		o.err = fmt.Errorf("autograd: %s: %w", name, check)
+	}
+	if o.s == nil {
+		return
+	}
+	if o.err != nil {
+		o.s.fail(o.err)
+	}
+	o.s.optims = append(o.s.optims, o)
+}
+
+// ready returns the error that prevents using the optimizer, if any.
+func (o *optimizer) ready() error {
+	switch {
+	case o.err != nil:
+		return o.err
+	case o.s == nil:
+		return nil // no parameters
+	case o.closed:
+		return o.s.failf(o.name, "the optimizer is closed")
+	}
+	return o.s.Err()
+}
+
+// step runs update on every parameter that has a gradient, with its state (zeros, allocated
+// on its first step), whether the state was just allocated, and the number of this step (from
+// 1).
+func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, step int) error) error {
+	if err := o.ready(); err != nil {
+		return err
+	}
+	for i, p := range o.params {
+		if p.grad == nil {
+			continue
+		}
+		fresh := o.state[i] == nil
+		if fresh {
+			st := make([]*ops.Buffer, len(o.keys))
+			for k := range st {
+				var err error
+				if st[k], err = ops.Zeros(o.s.Device(), p.buf.Len()); err != nil {
+					releaseAll(st)
+					return o.s.fail(fmt.Errorf("autograd: %s: state of %s: %w", o.name, p.name, err))
+				}
+			}
+			o.state[i], o.steps[i] = st, 0
+		}
+		if err := update(p, o.state[i], fresh, o.steps[i]+1); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
+		}
+		o.steps[i]++
+		p.updated()
+	}
+	return nil
+}
+
+// ZeroGrad releases the accumulated gradients of the optimizer's parameters.
+func (o *optimizer) ZeroGrad() {
+	for _, p := range o.params {
+		p.ZeroGrad()
+	}
+}
+
+// Close releases the optimizer's state; later uses are errors. The session's Close calls it.
+// It is idempotent.
+func (o *optimizer) Close() {
+	for i, st := range o.state {
+		releaseAll(st)
+		o.state[i] = nil
+	}
+	o.closed = true
+}
+
+// State returns copies of the optimizer's state, owned by the caller (release them), keyed
+// "<parameter name>.<key>": for SGD with momentum the key momentum_buffer; for Adam and AdamW
+// exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length) and step (one
+// element: the number of steps taken, a whole number, at most 2^24). Parameters that have
+// taken no step have no entries.
+func (o *optimizer) State() (map[string]*ops.Buffer, error) {
+	if err := o.ready(); err != nil {
+		return nil, err
+	}
+	out := map[string]*ops.Buffer{}
+	for i, st := range o.state {
+		if st == nil {
+			continue
+		}
+		name := o.params[i].name + "."
+		var err error
+		for k, b := range st {
+			if out[name+o.keys[k]], err = ops.Copy(b); err != nil {
+				break
+			}
+		}
+		if o.counted && err == nil {
+			if o.steps[i] > maxStep {
+				err = fmt.Errorf("%s has taken %d steps, more than the state can hold (2^24)", o.params[i].name, o.steps[i])
+			} else {
+				out[name+"step"], err = ops.Full(o.s.Device(), 1, float64(o.steps[i]))
+			}
+		}
+		if err != nil {
+			for _, b := range out {
+				b.Release()
+			}
+			return nil, o.s.fail(fmt.Errorf("autograd: %s: state: %w", o.name, err))
+		}
+	}
+	return out, nil
+}
+
+// LoadState replaces the state with copies of the buffers of state (borrowed; on any device),
+// keyed as State returns them, after checking all of them: every key must be one of the
+// optimizer's, each parameter must have all of its keys or none (none: no state, as before its
+// first step), each buffer the parameter's length, and a step a whole number in [1, 2^24].
+func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
+	if err := o.ready(); err != nil {
+		return err
+	}
+	if o.s == nil {
+		if len(state) > 0 {
+			return fmt.Errorf("autograd: %s: load state: the optimizer has no parameters", o.name)
+		}
+		return nil
+	}
+	fail := func(format string, args ...any) error {
+		return o.s.failf(o.name, "load state: "+format, args...)
+	}
+	keys := o.keys
+	if o.counted {
+		keys = append(slices.Clone(keys), "step")
+	}
+	found := make([][]*ops.Buffer, len(o.params)) // by parameter, in the order of keys
+	steps := make([]int, len(o.params))
+	seen := 0
+	for i, p := range o.params {
+		st := make([]*ops.Buffer, len(keys))
+		missing := ""
+		for k, key := range keys {
+			if st[k] = state[p.name+"."+key]; st[k] != nil {
+				seen++
+			} else {
+				missing = key
+			}
+		}
+		if slices.IndexFunc(st, func(b *ops.Buffer) bool { return b != nil }) < 0 {
+			continue
+		}
+		if missing != "" {
+			return fail("%s.%s is missing", p.name, missing)
+		}
+		for k, b := range st[:len(o.keys)] {
+			if b.Len() != p.buf.Len() {
+				return fail("%s.%s has %d elements, the parameter %d", p.name, keys[k], b.Len(), p.buf.Len())
+			}
+		}
+		if o.counted {
+			f, err := st[len(o.keys)].Float64s()
+			if err != nil || len(f) != 1 || !(f[0] >= 1 && f[0] <= maxStep && f[0] == math.Trunc(f[0])) {
+				return fail("%s.step is %v (%v), not one whole number in [1, 2^24]", p.name, f, err)
+			}
+			steps[i] = int(f[0])
+		}
+		found[i] = st[:len(o.keys)]
+	}
+	if seen != len(state) {
+		for _, key := range slices.Sorted(maps.Keys(state)) {
+			if !slices.ContainsFunc(o.params, func(p *Param) bool {
+				return slices.ContainsFunc(keys, func(k string) bool { return p.name+"."+k == key })
+			}) {
+				return fail("unknown key %q", key)
+			}
+		}
+	}
+	copies := make([][]*ops.Buffer, len(o.params))
+	for i, st := range found {
+		if st == nil {
+			continue
+		}
+		copies[i] = make([]*ops.Buffer, len(st))
+		for k, b := range st {
+			var err error
+			if copies[i][k], err = b.To(o.s.Device()); err != nil {
+				for _, cs := range copies {
+					releaseAll(cs)
+				}
+				return o.s.fail(fmt.Errorf("autograd: %s: load state: %w", o.name, err))
+			}
+		}
+	}
+	for _, st := range o.state {
+		releaseAll(st)
+	}
+	o.state, o.steps = copies, steps
+	return nil
+}
+
+// SGD is stochastic gradient descent with optional momentum, weight decay and Nesterov
+// momentum: PyTorch's torch.optim.SGD.
+type SGD struct {
+	optimizer
+	h ops.SGDParams
+}
+
+// NewSGD returns an SGD optimizer of params (parameters of one session).
+func NewSGD(params []*Param, o SGDOptions) *SGD {
+	opt := &SGD{h: ops.SGDParams(o)}
+	var keys []string
+	if o.Momentum != 0 {
+		keys = []string{"momentum_buffer"}
+	}
+	opt.init("sgd", params, keys, false, opt.h.Check())
+	return opt
+}
+
+// Step updates every parameter that has a gradient (ops.SGDStep). A parameter's first step sets
+// its momentum buffer to the (weight-decayed) gradient.
+func (o *SGD) Step() error {
+	return o.step(func(p *Param, st []*ops.Buffer, fresh bool, _ int) error {
+		var buf *ops.Buffer
+		if len(st) > 0 {
+			buf = st[0]
+		}
+		return ops.SGDStep(p.buf, p.grad, buf, o.h, fresh)
+	})
+}
+
+// Adam is Adam or AdamW (NewAdam, NewAdamW): PyTorch's torch.optim.Adam and AdamW.
+type Adam struct {
+	optimizer
+	h ops.AdamParams
+}
+
+// NewAdam returns an Adam optimizer of params (parameters of one session); WeightDecay adds an
+// L2 penalty to the gradient.
+func NewAdam(params []*Param, o AdamOptions) *Adam { return newAdam("adam", params, o, false) }
+
+// NewAdamW returns an AdamW optimizer of params: WeightDecay decays the parameters directly
+// (decoupled weight decay).
+func NewAdamW(params []*Param, o AdamOptions) *Adam { return newAdam("adamw", params, o, true) }
+
+func newAdam(name string, params []*Param, o AdamOptions, decoupled bool) *Adam {
+	opt := &Adam{h: ops.AdamParams{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
+		WeightDecay: o.WeightDecay, Decoupled: decoupled}}
+	opt.init(name, params, []string{"exp_avg", "exp_avg_sq"}, true, opt.h.Check())
+	return opt
+}
+
+// Step updates every parameter that has a gradient with one fused ops.AdamStep, counting each
+// parameter's steps from 1.
+func (o *Adam) Step() error {
+	return o.step(func(p *Param, st []*ops.Buffer, _ bool, step int) error {
+		return ops.AdamStep(p.buf, p.grad, st[0], st[1], o.h, step)
+	})
+}

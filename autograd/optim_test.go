@@ -1,0 +1,194 @@
+package autograd_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// stateful is what the optimizers have in common.
+type stateful interface {
+	Step() error
+	State() (map[string]*ops.Buffer, error)
+	LoadState(map[string]*ops.Buffer) error
+}
+
+// fitLine is a small model: a (3, 2) weight and a bias fitted to a fixed batch by MSE.
+type fitLine struct {
+	s   *autograd.Session
+	w   *autograd.Param
+	b   *autograd.Param
+	opt stateful
+}
+
+func newFitLine(d *ops.Device, w, b []float32, opt func(ps []*autograd.Param) stateful) *fitLine {
+	s := autograd.NewSession(autograd.Options{Device: d})
+	m := &fitLine{s: s, w: s.Param("w", []int{3, 2}, w), b: s.Param("b", []int{3}, b)}
+	m.opt = opt(s.Params())
+	return m
+}
+
+func (m *fitLine) step() {
+	s := m.s
+	s.Reset()
+	x := s.Input([]float32{1, 2, -1, 0.5, 0, 3, 2, -2}, 4, 2)
+	y := s.Input([]float32{1, 0, 2, -1, 1, 1, 0.5, 0, 3, 2, -2, 1}, 4, 3)
+	s.Backward(s.MSELoss(s.Linear(x, s.Use(m.w), s.Use(m.b)), y))
+	m.opt.Step()
+	s.ZeroGrad()
+}
+
+func (m *fitLine) host(t *testing.T) (w, b []float32) {
+	t.Helper()
+	w, err := m.w.Host()
+	if err == nil {
+		b, err = m.b.Host()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, b
+}
+
+var optimizers = []struct {
+	name string
+	new  func(ps []*autograd.Param) stateful
+}{
+	{"sgd_momentum", func(ps []*autograd.Param) stateful {
+		return autograd.NewSGD(ps, autograd.SGDOptions{LR: 0.05, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-3})
+	}},
+	{"adam", func(ps []*autograd.Param) stateful {
+		o := autograd.DefaultAdam()
+		o.LR, o.WeightDecay = 0.01, 1e-3
+		return autograd.NewAdam(ps, o)
+	}},
+	{"adamw", func(ps []*autograd.Param) stateful {
+		o := autograd.DefaultAdamW()
+		o.LR = 0.01
+		return autograd.NewAdamW(ps, o)
+	}},
+}
+
+// TestOptimizerStateResume: saving the state and parameters after 5 steps and resuming in a
+// new session gives the same bits as 12 uninterrupted steps.
+func TestOptimizerStateResume(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		w0, b0 := []float32{0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, []float32{0, 0.1, -0.1}
+		for _, o := range optimizers {
+			whole := newFitLine(d, w0, b0, o.new)
+			for range 12 {
+				whole.step()
+			}
+			wantW, wantB := whole.host(t)
+
+			first := newFitLine(d, w0, b0, o.new)
+			for range 5 {
+				first.step()
+			}
+			state, err := first.opt.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKeys := []string{"b.exp_avg", "b.exp_avg_sq", "b.step", "w.exp_avg", "w.exp_avg_sq", "w.step"}
+			if o.name == "sgd_momentum" {
+				wantKeys = []string{"b.momentum_buffer", "w.momentum_buffer"}
+			}
+			if keys := slices.Sorted(maps.Keys(state)); !slices.Equal(keys, wantKeys) {
+				t.Errorf("%s: state keys %v, want %v", o.name, keys, wantKeys)
+			}
+			if st := state["w.step"]; st != nil {
+				if got := values(t, st); !slices.Equal(got, []float64{5}) {
+					t.Errorf("%s: step %v, want 5", o.name, got)
+				}
+			}
+			w, b := first.host(t)
+			first.s.Close() // state holds copies: still live
+
+			second := newFitLine(d, w, b, o.new)
+			if err := second.opt.LoadState(state); err != nil {
+				t.Fatal(err)
+			}
+			for _, buf := range state {
+				buf.Release()
+			}
+			for range 7 {
+				second.step()
+			}
+			gotW, gotB := second.host(t)
+			if !slices.Equal(f32bits(gotW), f32bits(wantW)) || !slices.Equal(f32bits(gotB), f32bits(wantB)) {
+				t.Errorf("%s: resumed run ends at %v %v, uninterrupted at %v %v", o.name, gotW, gotB, wantW, wantB)
+			}
+			for _, m := range []*fitLine{whole, second} {
+				if err := m.s.Err(); err != nil {
+					t.Error(err)
+				}
+				m.s.Close()
+			}
+		}
+	})
+}
+
+// TestLoadStateErrors: LoadState checks everything before changing anything.
+func TestLoadStateErrors(t *testing.T) {
+	d := ops.CPU()
+	base := d.Stats().LiveBytes
+	adam := optimizers[1].new
+	buf := func(v ...float32) *ops.Buffer {
+		b, err := ops.FromFloat32(d, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	full := func() map[string]*ops.Buffer {
+		return map[string]*ops.Buffer{"b.exp_avg": buf(0, 0, 0), "b.exp_avg_sq": buf(1, 1, 1), "b.step": buf(3)}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(m map[string]*ops.Buffer)
+		want string
+	}{
+		{"ok", func(map[string]*ops.Buffer) {}, ""},
+		{"unknown", func(m map[string]*ops.Buffer) { m["c.exp_avg"] = buf(1) }, `unknown key "c.exp_avg"`},
+		{"missing", func(m map[string]*ops.Buffer) { m["b.exp_avg"].Release(); delete(m, "b.exp_avg") }, "b.exp_avg is missing"},
+		{"length", func(m map[string]*ops.Buffer) { m["b.exp_avg_sq"].Release(); m["b.exp_avg_sq"] = buf(1, 1) }, "b.exp_avg_sq has 2 elements, the parameter 3"},
+		{"step", func(m map[string]*ops.Buffer) { m["b.step"].Release(); m["b.step"] = buf(2.5) }, "b.step is [2.5]"},
+	} {
+		m := newFitLine(d, nil, nil, adam)
+		st := full()
+		c.edit(st)
+		err := m.opt.LoadState(st)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		if c.want == "" {
+			got, err := m.opt.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, []string{"b.exp_avg", "b.exp_avg_sq", "b.step"}) {
+				t.Errorf("state after LoadState: keys %v", keys)
+			}
+			if v := values(t, got["b.step"]); !slices.Equal(v, []float64{3}) {
+				t.Errorf("step after LoadState: %v", v)
+			}
+			for _, b := range got {
+				b.Release()
+			}
+		}
+		for _, b := range st {
+			b.Release()
+		}
+		m.s.Close()
+	}
+	if live := d.Stats().LiveBytes; live != base {
+		t.Errorf("live bytes %d, %d before", live, base)
+	}
+}

@@ -1,0 +1,569 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Options configure a Session.
+type Options struct {
+	// Device holds the parameters and runs every op; nil means ops.Default() (the first CUDA
+	// device when one is usable, else the CPU). Both compute the same bits.
+	Device *ops.Device
+	// Deterministic turns on ops' deterministic-reductions mode when the session is created
+	// (ops.SetDeterministic(true)). The mode is process-wide; the session never turns it off.
+	Deterministic bool
+	// Seed keys the session's random draws: draw k (counted from 0 over the session's life; Reset
+	// does not restart the count) uses the key ops.KeyOf(Seed, k). See NextKey.
+	Seed uint64
+}
+
+// Session is the eager training session of the seeds: a Tape (embedded: its ops record on the
+// session) plus trainable parameters with persistent device buffers, step-scoped inputs,
+// seeded random draws, non-differentiable integer inputs and optimizers. A training step is
+//
+//	sess.Reset()                          // forget the previous step's tape
+//	x := sess.Input(batch, 32, 784)       // upload inputs
+//	loss := sess.CrossEntropy(sess.Linear(x, sess.Use(w), sess.Use(b)), labels)
+//	sess.Backward(loss)                   // accumulate the parameters' gradients
+//	opt.Step()                            // update the parameters in place
+//	opt.ZeroGrad()
+//
+// Reset, Backward, Err and Dropout are the session's own versions of the Tape methods of those
+// names (call them, not s.Tape's); every other Tape method (the ops, Leaf, Const, Value, Grad,
+// NoGrad...) works on the session as documented on Tape.
+//
+// # Errors
+//
+// Errors from the caller's input (a shape mismatch, a bad index, a bad hyperparameter, a stale
+// handle) and from the device never panic. The session keeps the first one for its whole life:
+// every later op, Backward and optimizer Step is a no-op that returns it (or the invalid zero
+// Var), Reset does not clear it, and Err reports it. So a training loop may check once, at the
+// end. The messages name the op and the offending shapes or values.
+//
+// # Ownership
+//
+// The session owns what it creates: parameter buffers and gradients (released by Close),
+// inputs, random draws and prepared indices (released by the next Reset or Close), and the
+// tape's values (Reset). Optimizer state belongs to the optimizer (Close on the optimizer or the
+// session). After Close, the device's live bytes are back where they were, and the session
+// only returns errors.
+//
+// A Session is not safe for concurrent use.
+type Session struct {
+	*Tape
+	seed    uint64
+	counter uint64
+	err     error
+	closed  bool
+
+	params []*Param
+	names  map[string]bool
+	optims []interface{ Close() }
+
+	// The current step: cleared by Reset.
+	uses  []use       // parameters recorded with Use (leaves that require grad)
+	owned []releaser  // inputs, random draws, retired parameter buffers and indices
+	ints  []intsEntry // integer inputs
+}
+
+// use is one recording of a parameter as a leaf that requires grad.
+type use struct {
+	p    *Param
+	leaf Var
+}
+
+// intsEntry is one integer input; ix is its device copy, uploaded on demand.
+type intsEntry struct {
+	vals []int
+	ix   *ops.Indices
+}
+
+// errClosed is the error of every use of a closed session.
+var errClosed = errors.New("autograd: the session is closed")
+
+// NewSession returns an empty session with the given options.
+func NewSession(o Options) *Session {
+	dev := o.Device
+	if dev == nil {
+		dev = ops.Default()
+	}
+	if o.Deterministic {
+		ops.SetDeterministic(true)
+	}
+	return &Session{Tape: NewTape(dev), seed: o.Seed, names: map[string]bool{}}
+}
+
+// Err returns the session's first error (of a session method, an op recorded on the tape, a
+// backward pass or an optimizer step), or nil.
+func (s *Session) Err() error {
+	if s.err == nil {
+		s.err = s.Tape.err
+	}
+	return s.err
+}
+
+// fail records err unless an error is recorded already, makes the tape's ops no-ops, and
+// returns the session's first error.
+func (s *Session) fail(err error) error {
+	if s.Err() == nil {
+		s.err = err
+	}
+	s.Tape.fail(s.err)
+	return s.err
+}
+
+// failf records the error "autograd: op: message".
+func (s *Session) failf(op, format string, args ...any) error {
+	return s.fail(fmt.Errorf("autograd: %s: %s", op, fmt.Sprintf(format, args...)))
+}
+
+// Reset ends the current step: it releases the tape's values and gradients (parameter
+// gradients are kept: see ZeroGrad), the step's inputs, random draws and integer inputs, and
+// makes their handles stale. A recorded error survives Reset.
+func (s *Session) Reset() {
+	s.Err()
+	s.Tape.Reset()
+	if s.err != nil {
+		s.Tape.fail(s.err)
+	}
+	release(s.owned)
+	for _, e := range s.ints {
+		e.ix.Release()
+	}
+	clear(s.uses)
+	clear(s.owned)
+	clear(s.ints)
+	s.uses, s.owned, s.ints = s.uses[:0], s.owned[:0], s.ints[:0]
+}
+
+// Close releases everything the session holds: the tape, the step's buffers, the parameters'
+// buffers and gradients, and the state of every optimizer of its parameters. Download what
+// you need first (Param.Host). It returns the device's pending error, if any; afterwards every
+// method reports that the session is closed. Close is idempotent.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	err := s.Device().Sync()
+	s.Reset()
+	for _, o := range s.optims {
+		o.Close()
+	}
+	for _, p := range s.params {
+		p.buf.Release()
+		p.grad.Release()
+		p.grad = nil
+	}
+	s.optims = nil
+	s.closed = true
+	s.fail(errClosed)
+	return err
+}
+
+// NextKey returns the key of the session's next random draw, ops.KeyOf(Seed, k) for the k-th
+// call (from 0), and advances the count. Uniform, Bernoulli, Dropout and ParamUniform take their
+// keys from it.
+func (s *Session) NextKey() uint64 {
+	k := ops.KeyOf(s.seed, s.counter)
+	s.counter++
+	return k
+}
+
+// leaf records b, created by op for the current step (err is op's error), as a leaf of shape;
+// the session releases b at the next Reset.
+func (s *Session) leaf(op string, b *ops.Buffer, err error, shape []int, requiresGrad bool) Var {
+	if err != nil {
+		b.Release()
+		s.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return Var{}
+	}
+	s.owned = append(s.owned, b)
+	return s.Leaf(b, shape, requiresGrad)
+}
+
+// numelFor returns the number of elements of shape, or records the error of op.
+func (s *Session) numelFor(op string, shape []int) (int, bool) {
+	if s.Err() != nil {
+		return 0, false
+	}
+	n, err := numel(shape)
+	if err != nil {
+		s.failf(op, "%v", err)
+		return 0, false
+	}
+	return n, true
+}
+
+// Input uploads values, the row-major contents of shape, as a constant of the current step
+// (no gradient; PyTorch's requires_grad=False).
+func (s *Session) Input(values []float32, shape ...int) Var {
+	return s.input("input", values, shape, false)
+}
+
+// InputGrad is Input for a value whose gradient Backward computes: read it with Grad (owned by
+// the tape until Reset).
+func (s *Session) InputGrad(values []float32, shape ...int) Var {
+	return s.input("input", values, shape, true)
+}
+
+func (s *Session) input(op string, values []float32, shape []int, requiresGrad bool) Var {
+	n, ok := s.numelFor(op, shape)
+	if !ok {
+		return Var{}
+	}
+	if len(values) != n {
+		s.failf(op, "%d values for shape %v", len(values), shape)
+		return Var{}
+	}
+	b, err := ops.FromFloat32(s.Device(), values)
+	return s.leaf(op, b, err, shape, requiresGrad)
+}
+
+// Uniform returns a constant of the given shape drawn from U[0, 1) with the next key
+// (ops.RandUniform: the same bits on every device).
+func (s *Session) Uniform(shape ...int) Var {
+	n, ok := s.numelFor("uniform", shape)
+	if !ok {
+		return Var{}
+	}
+	b, err := ops.RandUniform(s.Device(), n, s.NextKey())
+	return s.leaf("uniform", b, err, shape, false)
+}
+
+// Bernoulli returns a constant mask of the given shape, 1 with probability keep and 0
+// otherwise, drawn with the next key (ops.BernoulliMask). keep must be in [0, 1].
+func (s *Session) Bernoulli(keep float64, shape ...int) Var {
+	n, ok := s.numelFor("bernoulli", shape)
+	if !ok {
+		return Var{}
+	}
+	if !(keep >= 0 && keep <= 1) {
+		s.failf("bernoulli", "keep probability %v is outside [0, 1]", keep)
+		return Var{}
+	}
+	b, err := ops.BernoulliMask(s.Device(), n, keep, s.NextKey())
+	return s.leaf("bernoulli", b, err, shape, false)
+}
+
+// Dropout is Tape.Dropout with the mask keyed by the session's next key.
+func (s *Session) Dropout(x Var, p float64) Var {
+	if s.Err() != nil {
+		return Var{}
+	}
+	return s.Tape.Dropout(x, p, s.NextKey())
+}
+
+// Backward differentiates loss, a value of one element, with respect to the leaves of this step
+// that require grad: the parameters recorded by Use, whose gradients are added to their
+// accumulated gradients (Param.Grad; ZeroGrad clears them) like PyTorch's loss.backward(), and
+// the others (InputGrad, Leaf), whose gradients Grad returns until Reset. A parameter used
+// several times gets the sum; one that loss does not depend on gets zeros. It runs once per
+// step (Reset in between) and releases every other gradient as soon as it is consumed.
+func (s *Session) Backward(loss Var) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	var leaves []Var
+	for id, n := range s.nodes {
+		if n.requires && len(n.parents) == 0 {
+			leaves = append(leaves, Var{t: s.Tape, id: id, gen: s.gen})
+		}
+	}
+	if err := s.BackwardParams(loss, leaves...); err != nil {
+		return s.fail(err)
+	}
+	for _, u := range s.uses {
+		if !s.owns(u.leaf) { // the tape was reset behind the session's back
+			continue
+		}
+		g := s.grads[u.leaf.id]
+		s.grads[u.leaf.id] = nil
+		if err := u.p.addGrad(g); err != nil {
+			return s.fail(fmt.Errorf("autograd: backward: gradient of %s: %w", u.p.name, err))
+		}
+	}
+	return nil
+}
+
+// Item returns the value of v, which must have one element (PyTorch's item()), downloading it;
+// 0 on an error (recorded).
+func (s *Session) Item(v Var) float32 {
+	b := s.Value(v)
+	switch {
+	case s.Err() != nil:
+		return 0
+	case b == nil:
+		s.failf("item", "%v", errInvalid)
+		return 0
+	case b.Len() != 1:
+		s.failf("item", "the value has shape %v, not one element", s.Shape(v))
+		return 0
+	}
+	f, err := b.Float32s()
+	if err != nil {
+		s.fail(fmt.Errorf("autograd: item: %w", err))
+		return 0
+	}
+	return f[0]
+}
+
+// ZeroGrad releases the accumulated gradient of every parameter (PyTorch's zero_grad with
+// set_to_none): until the next Backward, optimizers skip them.
+func (s *Session) ZeroGrad() {
+	for _, p := range s.params {
+		p.ZeroGrad()
+	}
+}
+
+// Params returns the session's parameters in creation order.
+func (s *Session) Params() []*Param { return slices.Clone(s.params) }
+
+// Param creates a trainable parameter of the given shape holding values (row-major; nil means
+// zeros), uploaded to the session's device. Its name must be non-empty and unique in the
+// session: it names the parameter's optimizer state. On an error the session records it and
+// the returned parameter is unusable (its ops are no-ops).
+func (s *Session) Param(name string, shape []int, values []float32) *Param {
+	const op = "param"
+	p := &Param{s: s, name: name, shape: slices.Clone(shape), requiresGrad: true}
+	n, ok := s.numelFor(op, shape)
+	switch {
+	case !ok:
+		return p
+	case name == "" || s.names[name]:
+		s.failf(op, "the name %q is empty or taken", name)
+		return p
+	case values == nil:
+		values = make([]float32, n)
+	case len(values) != n:
+		s.failf(op, "%s: %d values for shape %v", name, len(values), shape)
+		return p
+	}
+	b, err := ops.FromFloat32(s.Device(), values)
+	if err != nil {
+		s.fail(fmt.Errorf("autograd: %s: %s: %w", op, name, err))
+		return p
+	}
+	p.buf, p.host, p.hostOK = b, slices.Clone(values), true
+	s.names[name] = true
+	s.params = append(s.params, p)
+	return p
+}
+
+// ParamUniform is Param with values drawn from U[lo, hi): lo + (hi-lo)*u in float64, rounded to
+// float32, for u the draws of ops.RandUniform with the session's next key. The values depend
+// only on the seed and the number of earlier draws, not on the device.
+func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param {
+	n, ok := s.numelFor("param", shape)
+	if !ok {
+		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+	}
+	u, err := ops.RandUniform(ops.CPU(), n, s.NextKey())
+	var f []float64
+	if err == nil {
+		f, err = u.Float64s()
+		u.Release()
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
+		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+	}
+	values := make([]float32, n)
+	for i, v := range f {
+		values[i] = float32(lo + (hi-lo)*v)
+	}
+	return s.Param(name, shape, values)
+}
+
+// Use records p's current value as a leaf of this step and returns it; backward passes reach
+// it when p requires grad (outside NoGrad). Each call records a new leaf sharing p's buffer;
+// Backward adds up their gradients.
+func (s *Session) Use(p *Param) Var {
+	if s.Err() != nil {
+		return Var{}
+	}
+	if p == nil || p.s != s || p.buf == nil {
+		s.failf("use", "the parameter is nil, from another session, or was not created")
+		return Var{}
+	}
+	v := s.Leaf(p.buf, p.shape, p.requiresGrad)
+	if s.RequiresGrad(v) {
+		s.uses = append(s.uses, use{p, v})
+	}
+	return v
+}
+
+// Ints is a handle to a non-differentiable vector of integers recorded in a session for the
+// indexing ops (row indices, class labels; a scalar is a vector of one element), like the
+// seeds' NatRef and NatVecRef. It becomes stale at the session's next Reset.
+type Ints struct {
+	s   *Session
+	id  int
+	gen uint64
+}
+
+// Ints records a copy of values for the current step.
+func (s *Session) Ints(values ...int) Ints {
+	if s.Err() != nil {
+		return Ints{}
+	}
+	s.ints = append(s.ints, intsEntry{vals: slices.Clone(values)})
+	return Ints{s: s, id: len(s.ints) - 1, gen: s.gen}
+}
+
+// entry returns r's entry, or records the error of op.
+func (r Ints) entry(op string) *intsEntry {
+	if r.s == nil || r.gen != r.s.gen || r.id >= len(r.s.ints) {
+		if r.s != nil {
+			r.s.failf(op, "invalid Ints handle (the zero Ints, or stale after Reset)")
+		}
+		return nil
+	}
+	return &r.s.ints[r.id]
+}
+
+// Values returns a copy of the integers (nil for an invalid handle).
+func (r Ints) Values() []int {
+	if e := r.entry("ints"); e != nil {
+		return slices.Clone(e.vals)
+	}
+	return nil
+}
+
+// Set overwrites the integers (any length).
+func (r Ints) Set(values ...int) {
+	e := r.entry("ints")
+	if e == nil || r.s.Err() != nil {
+		return
+	}
+	if e.ix != nil { // an op of this step may hold it until Reset
+		r.s.owned = append(r.s.owned, e.ix)
+	}
+	e.vals, e.ix = slices.Clone(values), nil
+}
+
+// Indices returns the integers prepared on the session's device (for GatherIdx and
+// ScatterAddIdx), uploaded on the first call and kept until Reset. A negative value is an error
+// (nil is returned).
+func (r Ints) Indices() *ops.Indices {
+	e := r.entry("ints")
+	if e == nil || r.s.Err() != nil {
+		return nil
+	}
+	if e.ix == nil {
+		ix, err := ops.NewIndices(r.s.Device(), e.vals)
+		if err != nil {
+			r.s.fail(fmt.Errorf("autograd: ints: %w", err))
+			return nil
+		}
+		e.ix = ix
+	}
+	return e.ix
+}
+
+// Param is a trainable tensor of a Session. Its value lives in a persistent buffer on the
+// session's device (Value), which optimizers update in place; a host copy is kept in sync
+// explicitly: Sync and Host download it when an update made it stale, Set uploads new values.
+type Param struct {
+	s            *Session
+	name         string
+	shape        []int
+	buf          *ops.Buffer // the value (nil when creation failed)
+	host         []float32   // host copy of buf, current when hostOK
+	hostOK       bool
+	requiresGrad bool
+	grad         *ops.Buffer // accumulated gradient, nil when none
+}
+
+// Name returns the parameter's name.
+func (p *Param) Name() string { return p.name }
+
+// Shape returns a copy of the parameter's shape.
+func (p *Param) Shape() []int { return slices.Clone(p.shape) }
+
+// Value returns the device buffer holding the parameter (owned by the parameter; read it, do not
+// update it in place: use Set or an optimizer). Set replaces it.
+func (p *Param) Value() *ops.Buffer { return p.buf }
+
+// Grad returns the accumulated gradient (owned by the parameter), or nil when there is none
+// since the last ZeroGrad.
+func (p *Param) Grad() *ops.Buffer { return p.grad }
+
+// ZeroGrad releases the accumulated gradient.
+func (p *Param) ZeroGrad() {
+	p.grad.Release()
+	p.grad = nil
+}
+
+// RequiresGrad reports whether Use records the parameter as a leaf that requires grad.
+func (p *Param) RequiresGrad() bool { return p.requiresGrad }
+
+// SetRequiresGrad freezes (false) or unfreezes (true) the parameter from the next Use on.
+func (p *Param) SetRequiresGrad(on bool) { p.requiresGrad = on }
+
+// Sync downloads the device value into the host copy when an update made it stale.
+func (p *Param) Sync() error {
+	if p.hostOK {
+		return nil
+	}
+	h, err := p.buf.Float32s()
+	if err != nil {
+		return p.s.fail(fmt.Errorf("autograd: sync %s: %w", p.name, err))
+	}
+	p.host, p.hostOK = h, true
+	return nil
+}
+
+// Host returns a copy of the parameter's values (row-major), downloading them first if stale.
+func (p *Param) Host() ([]float32, error) {
+	if err := p.Sync(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(p.host), nil
+}
+
+// Set uploads values (row-major, the parameter's size) into a new device buffer, which
+// replaces Value (the old one stays live until the next Reset when this step used it), and
+// makes the host copy current. The accumulated gradient and the optimizer state are kept.
+func (p *Param) Set(values []float32) error {
+	s := p.s
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if p.buf == nil || len(values) != size(p.shape) {
+		return s.failf("set", "%s: %d values for shape %v", p.name, len(values), p.shape)
+	}
+	b, err := ops.FromFloat32(s.Device(), values)
+	if err != nil {
+		return s.fail(fmt.Errorf("autograd: set %s: %w", p.name, err))
+	}
+	if slices.ContainsFunc(s.nodes, func(n node) bool { return n.val.buf == p.buf }) {
+		s.owned = append(s.owned, p.buf)
+	} else {
+		p.buf.Release()
+	}
+	p.buf, p.host, p.hostOK = b, slices.Clone(values), true
+	return nil
+}
+
+// addGrad adds g (owned) to the accumulated gradient.
+func (p *Param) addGrad(g *ops.Buffer) error {
+	if p.grad == nil {
+		p.grad = g
+		return nil
+	}
+	sum, err := ops.Add(p.grad, g)
+	g.Release()
+	if err != nil {
+		return err
+	}
+	p.grad.Release()
+	p.grad = sum
+	return nil
+}
+
+// updated marks the host copy stale after an in-place update of the device value.
+func (p *Param) updated() { p.hostOK = false }

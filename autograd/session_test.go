@@ -1,0 +1,333 @@
+package autograd_test
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// xorRun is the outcome of trainXOR.
+type xorRun struct {
+	losses []float32
+	params [][]float32
+}
+
+// trainXOR trains a 2-8-1 tanh MLP on XOR (with dropout on the hidden layer when dropout > 0)
+// with opt on d for steps steps, closes the session and returns the losses and the final
+// parameters.
+func trainXOR(t *testing.T, d *ops.Device, seed uint64, steps int, dropout float64,
+	opt func(ps []*autograd.Param) interface{ Step() error }) xorRun {
+	t.Helper()
+	s := autograd.NewSession(autograd.Options{Device: d, Seed: seed})
+	defer s.Close()
+	w1 := s.ParamUniform("w1", []int{8, 2}, -1, 1)
+	b1 := s.Param("b1", []int{8}, nil)
+	w2 := s.ParamUniform("w2", []int{1, 8}, -1, 1)
+	b2 := s.Param("b2", []int{1}, nil)
+	o := opt(s.Params())
+	x := []float32{0, 0, 0, 1, 1, 0, 1, 1}
+	y := []float32{0, 1, 1, 0}
+	var run xorRun
+	for range steps {
+		s.Reset()
+		h := s.Tanh(s.Linear(s.Input(x, 4, 2), s.Use(w1), s.Use(b1)))
+		if dropout > 0 {
+			h = s.Dropout(h, dropout)
+		}
+		loss := s.MSELoss(s.Linear(h, s.Use(w2), s.Use(b2)), s.Input(y, 4, 1))
+		s.Backward(loss)
+		o.Step()
+		s.ZeroGrad()
+		run.losses = append(run.losses, s.Item(loss))
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.Params() {
+		h, err := p.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.params = append(run.params, h)
+	}
+	return run
+}
+
+func adamW(lr float64) func(ps []*autograd.Param) interface{ Step() error } {
+	return func(ps []*autograd.Param) interface{ Step() error } {
+		o := autograd.DefaultAdamW()
+		o.LR = lr
+		return autograd.NewAdamW(ps, o)
+	}
+}
+
+// TestSessionTrainsXOR: the MLP learns XOR with AdamW and with SGD + momentum, and Close gives
+// every byte back (forDevices checks the live bytes).
+func TestSessionTrainsXOR(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range []struct {
+			name string
+			opt  func(ps []*autograd.Param) interface{ Step() error }
+		}{
+			{"adamw", adamW(0.05)},
+			{"sgd", func(ps []*autograd.Param) interface{ Step() error } {
+				return autograd.NewSGD(ps, autograd.SGDOptions{LR: 0.1, Momentum: 0.9})
+			}},
+		} {
+			run := trainXOR(t, d, 7, 400, 0, c.opt)
+			if l := run.losses[len(run.losses)-1]; !(l < 1e-3) {
+				t.Errorf("%s: final loss %g (first %g), want < 1e-3", c.name, l, run.losses[0])
+			}
+		}
+	})
+}
+
+// TestSessionBitExact: two runs from the same seed (random initialization and dropout masks)
+// give the same bits; another seed does not.
+func TestSessionBitExact(t *testing.T) {
+	a := trainXOR(t, ops.CPU(), 11, 50, 0.25, adamW(0.02))
+	b := trainXOR(t, ops.CPU(), 11, 50, 0.25, adamW(0.02))
+	c := trainXOR(t, ops.CPU(), 12, 50, 0.25, adamW(0.02))
+	if !slices.Equal(f32bits(a.losses), f32bits(b.losses)) || !slices.EqualFunc(a.params, b.params, func(x, y []float32) bool {
+		return slices.Equal(f32bits(x), f32bits(y))
+	}) {
+		t.Error("two runs from the same seed differ")
+	}
+	if slices.Equal(f32bits(a.losses), f32bits(c.losses)) {
+		t.Error("runs from different seeds agree")
+	}
+}
+
+func f32bits(x []float32) []uint32 {
+	out := make([]uint32, len(x))
+	for i, v := range x {
+		out[i] = math.Float32bits(v)
+	}
+	return out
+}
+
+// TestSessionErrors: user errors never panic; the first one is kept, later ops are no-ops,
+// and Backward, Step, Reset and Err report it.
+func TestSessionErrors(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		w := s.Param("w", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6})
+		opt := autograd.NewSGD(s.Params(), autograd.SGDOptions{LR: 0.1})
+		x := s.Input([]float32{1, 2}, 2)
+		bad := s.MatMul(s.Use(w), s.Reshape(x, 1, 2)) // (2, 3) · (1, 2)
+		if bad.Valid() {
+			t.Fatal("a bad matmul returned a valid Var")
+		}
+		first := s.Err()
+		if first == nil || !strings.Contains(first.Error(), "matmul") || !strings.Contains(first.Error(), "[2 3] and [1 2]") {
+			t.Fatalf("error %v, want the matmul's with the shapes", first)
+		}
+		if v := s.Input([]float32{1}, 1); v.Valid() {
+			t.Error("an op after the error returned a valid Var")
+		}
+		if err := s.Backward(bad); err != first {
+			t.Errorf("Backward returned %v, want the first error", err)
+		}
+		if err := opt.Step(); err != first {
+			t.Errorf("Step returned %v, want the first error", err)
+		}
+		s.Reset()
+		if v := s.Use(w); v.Valid() || s.Err() != first {
+			t.Errorf("after Reset: Use valid %v, error %v; want the first error kept", v.Valid(), s.Err())
+		}
+		if h, err := w.Host(); err != nil || !slices.Equal(h, []float32{1, 2, 3, 4, 5, 6}) {
+			t.Errorf("a parameter of a failed session reads %v, %v", h, err)
+		}
+	})
+
+	// Each of these is recorded as the session's first error, with a clear message; Close
+	// releases everything all the same.
+	base := ops.CPU().Stats().LiveBytes
+	for _, c := range []struct {
+		name string
+		f    func(s *autograd.Session)
+		want string
+	}{
+		{"input size", func(s *autograd.Session) { s.Input([]float32{1, 2, 3}, 2, 2) }, "input: 3 values for shape [2 2]"},
+		{"param size", func(s *autograd.Session) { s.Param("p", []int{2}, []float32{1}) }, "param: p: 1 values for shape [2]"},
+		{"param name", func(s *autograd.Session) { s.Param("p", nil, nil); s.Param("p", nil, nil) }, `name "p" is empty or taken`},
+		{"negative shape", func(s *autograd.Session) { s.Uniform(2, -1) }, "negative dimension"},
+		{"bernoulli", func(s *autograd.Session) { s.Bernoulli(1.5, 3) }, "keep probability 1.5"},
+		{"set size", func(s *autograd.Session) { s.Param("p", []int{2}, nil).Set([]float32{1}) }, "set: p: 1 values"},
+		{"foreign param", func(s *autograd.Session) {
+			o := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+			defer o.Close()
+			s.Use(o.Param("q", nil, nil))
+		}, "another session"},
+		{"optimizer", func(s *autograd.Session) {
+			autograd.NewAdam(s.Params(), autograd.AdamOptions{LR: 1e-3, Beta1: 0.9, Beta2: 0.999})
+		}, "adam: ops: adam: eps 0 is not finite and > 0"},
+		{"mixed sessions", func(s *autograd.Session) {
+			o := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+			defer o.Close()
+			autograd.NewSGD([]*autograd.Param{s.Param("a", nil, nil), o.Param("b", nil, nil)}, autograd.SGDOptions{})
+		}, "parameter b belongs to another session"},
+		{"stale ints", func(s *autograd.Session) {
+			r := s.Ints(1, 2)
+			s.Reset()
+			r.Values()
+		}, "stale after Reset"},
+		{"negative index", func(s *autograd.Session) { s.Ints(0, -1).Indices() }, "index -1"},
+		{"item", func(s *autograd.Session) { s.Item(s.Uniform(2)) }, "item: the value has shape [2]"},
+		{"no grad", func(s *autograd.Session) { s.Backward(s.Sum(s.Input([]float32{1}, 1))) }, "does not require grad"},
+		{"twice", func(s *autograd.Session) {
+			p := s.Param("p", []int{1}, nil)
+			l := s.Sum(s.Use(p))
+			s.Backward(l)
+			s.Backward(l)
+		}, "already differentiated"},
+	} {
+		s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+		s.Param("a0", nil, nil) // so that the optimizer case has a parameter
+		c.f(s)
+		if err := s.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		s.Close()
+		if err := s.Err(); err == nil {
+			t.Errorf("%s: no error after Close", c.name)
+		}
+	}
+	if live := ops.CPU().Stats().LiveBytes; live != base {
+		t.Errorf("live bytes %d after the failed sessions, %d before", live, base)
+	}
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	s.Close()
+	if s.Input([]float32{1}, 1).Valid() || s.Err() == nil || !strings.Contains(s.Err().Error(), "closed") {
+		t.Errorf("a closed session: error %v, want closed", s.Err())
+	}
+}
+
+// TestSessionParams: explicit host sync, Set, gradient accumulation across steps, ZeroGrad, and
+// skipped parameters without a gradient.
+func TestSessionParams(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		p := s.Param("p", []int{2}, []float32{1, 2})
+		q := s.Param("q", []int{2}, []float32{5, 5})
+		opt := autograd.NewSGD(s.Params(), autograd.SGDOptions{LR: 0.5})
+		if p.Name() != "p" || !slices.Equal(p.Shape(), []int{2}) || !p.RequiresGrad() {
+			t.Errorf("name %q shape %v requires grad %v", p.Name(), p.Shape(), p.RequiresGrad())
+		}
+
+		// loss = sum(p*p) + sum(p): gradient 2p + 1 = (3, 5), twice over two steps.
+		for range 2 {
+			s.Reset()
+			v := s.Use(p)
+			s.Backward(s.Add(s.Sum(s.Mul(v, v)), s.Sum(s.Use(p))))
+		}
+		if got := values(t, p.Grad()); !slices.Equal(got, []float64{6, 10}) {
+			t.Errorf("accumulated gradient %v, want [6 10]", got)
+		}
+		if q.Grad() != nil {
+			t.Error("an unused parameter has a gradient")
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		h, err := p.Host()
+		if err != nil || !slices.Equal(h, []float32{-2, -3}) {
+			t.Errorf("after a step p = %v, %v; want [-2 -3] (1 - 0.5*6, 2 - 0.5*10)", h, err)
+		}
+		if h, _ := q.Host(); !slices.Equal(h, []float32{5, 5}) {
+			t.Errorf("a parameter without gradient moved: %v", h)
+		}
+		opt.ZeroGrad()
+		if p.Grad() != nil {
+			t.Error("ZeroGrad kept a gradient")
+		}
+
+		// Set during a step: the tape keeps reading the old buffer until Reset.
+		s.Reset()
+		v := s.Use(p)
+		if err := p.Set([]float32{7, 8}); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, s.Value(v)); !slices.Equal(got, []float64{-2, -3}) {
+			t.Errorf("the step's leaf reads %v after Set, want the old value", got)
+		}
+		if got := values(t, p.Value()); !slices.Equal(got, []float64{7, 8}) {
+			t.Errorf("Value after Set: %v", got)
+		}
+
+		// A frozen parameter is recorded without gradient; NoGrad records nothing that requires grad.
+		q.SetRequiresGrad(false)
+		s.Reset()
+		if s.RequiresGrad(s.Use(q)) {
+			t.Error("a frozen parameter requires grad")
+		}
+		s.NoGrad(func() {
+			if s.RequiresGrad(s.Mul(s.Use(p), s.Use(p))) {
+				t.Error("a value computed inside NoGrad requires grad")
+			}
+		})
+		if !s.RequiresGrad(s.Use(p)) {
+			t.Error("after NoGrad, Use records no gradient")
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSessionInputsAndRandom: InputGrad gradients, the random draws' keys (not reset by Reset),
+// and integer inputs for the indexing ops.
+func TestSessionInputsAndRandom(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		const seed = 42
+		s := autograd.NewSession(autograd.Options{Device: d, Seed: seed})
+		defer s.Close()
+		x := s.InputGrad([]float32{1, -2, 3}, 3)
+		s.Backward(s.Sum(s.Mul(x, x)))
+		if got := values(t, s.Grad(x)); !slices.Equal(got, []float64{2, -4, 6}) {
+			t.Errorf("InputGrad gradient %v, want 2x", got)
+		}
+
+		u := s.Uniform(2, 3)
+		s.Reset()
+		m := s.Bernoulli(0.5, 1000)
+		drawn := [][]float64{values(t, s.Value(u)), values(t, s.Value(m))}
+		if drawn[0] != nil {
+			t.Error("a draw of the previous step is still readable")
+		}
+		mask, _ := ops.BernoulliMask(ops.CPU(), 1000, 0.5, ops.KeyOf(seed, 1))
+		if want := values(t, mask); !slices.Equal(drawn[1], want) {
+			t.Error("the second draw does not use KeyOf(seed, 1)")
+		}
+		mask.Release()
+		if k := s.NextKey(); k != ops.KeyOf(seed, 2) {
+			t.Errorf("NextKey %#x, want KeyOf(seed, 2)", k)
+		}
+
+		// Integer inputs: gather rows 2, 0 of a (3, 2) matrix; the gradient scatters back.
+		r := s.Ints(2, 0)
+		mat := s.InputGrad([]float32{1, 2, 3, 4, 5, 6}, 3, 2)
+		g := s.GatherIdx(mat, r.Indices())
+		if got := values(t, s.Value(g)); !slices.Equal(got, []float64{5, 6, 1, 2}) {
+			t.Errorf("gather %v, want [5 6 1 2]", got)
+		}
+		r.Set(1)
+		if got := r.Values(); !slices.Equal(got, []int{1}) {
+			t.Errorf("Values after Set: %v", got)
+		}
+		g2 := s.GatherIdx(mat, r.Indices())
+		s.Backward(s.Add(s.Sum(g), s.Sum(g2)))
+		if got := values(t, s.Grad(mat)); !slices.Equal(got, []float64{1, 1, 1, 1, 1, 1}) {
+			t.Errorf("gradient through both gathers %v, want ones", got)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
