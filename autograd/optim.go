@@ -312,6 +312,17 @@ func (o *SGD) Step() error {
 	})
 }
 
+// SetLR sets the learning rate of the following steps (what a schedule does to PyTorch's
+// param_groups[0]["lr"]). A negative or non-finite rate is an error: the session records it.
+func (o *SGD) SetLR(lr float64) {
+	h := o.h
+	h.LR = lr
+	o.setHyper(h.Check(), func() { o.h = h })
+}
+
+// LR returns the current learning rate.
+func (o *SGD) LR() float64 { return o.h.LR }
+
 // Adam is Adam or AdamW (NewAdam, NewAdamW): PyTorch's torch.optim.Adam and AdamW.
 type Adam struct {
 	optimizer
@@ -331,6 +342,29 @@ func newAdam(name string, params []*Param, o AdamOptions, decoupled bool) *Adam 
 		WeightDecay: o.WeightDecay, Decoupled: decoupled}}
 	opt.init(name, params, []string{"exp_avg", "exp_avg_sq"}, true, opt.h.Check())
 	return opt
+}
+
+// SetLR sets the learning rate of the following steps (what a schedule does to PyTorch's
+// param_groups[0]["lr"]). A negative or non-finite rate is an error: the session records it.
+func (o *Adam) SetLR(lr float64) {
+	h := o.h
+	h.LR = lr
+	o.setHyper(h.Check(), func() { o.h = h })
+}
+
+// LR returns the current learning rate.
+func (o *Adam) LR() float64 { return o.h.LR }
+
+// setHyper applies new hyperparameters (set) when check is nil, else records the error in the
+// session and keeps the old ones.
+func (o *optimizer) setHyper(check error, set func()) {
+	if check != nil {
+		if o.s != nil {
+			o.s.fail(fmt.Errorf("autograd: %s: %w", o.name, check))
+		}
+		return
+	}
+	set()
 }
 
 // Step updates every parameter that has a gradient with one fused ops.AdamStep, counting each

@@ -184,30 +184,30 @@ func TestTrainSmoke(t *testing.T) {
 	}
 	d := ops.CPU()
 	base := d.Stats().LiveBytes
-	m, err := newMLP(d, []int{784, 64, 10}, 1)
+	sess := autograd.NewSession(autograd.Options{Device: d, Seed: 1})
+	m, err := newMLP(sess, []int{784, 64, 10}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := autograd.NewTape(d)
+	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: 0.1})
 	for range 2 {
 		for lo := 0; lo < 2000; lo += 50 {
 			idx := make([]int, 50)
 			for k := range idx {
 				idx[k] = lo + k
 			}
-			if _, err := m.step(tp, tr, idx, 0.1); err != nil {
-				t.Fatal(err)
-			}
+			m.step(sess, opt, tr, idx)
 		}
 	}
-	acc, err := m.accuracy(tp, te)
-	if err != nil {
+	acc := m.accuracy(sess, te)
+	if err := sess.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if acc < 0.6 {
 		t.Errorf("test accuracy %.3f after 2 epochs on 2,000 images", acc)
 	}
 
+	// A checkpoint restores the same model in a new session.
 	path := filepath.Join(t.TempDir(), "mlp.safetensors")
 	if err := autograd.SaveTensorsFile(path, m.tensors(), map[string]string{"test_accuracy": "x"}); err != nil {
 		t.Fatal(err)
@@ -216,17 +216,26 @@ func TestTrainSmoke(t *testing.T) {
 	if err != nil || meta["test_accuracy"] != "x" || len(ts) != 4 {
 		t.Fatalf("%v %v %v", ts, meta, err)
 	}
+	sess2 := autograd.NewSession(autograd.Options{Device: d})
 	loaded := &mlp{}
 	for _, name := range []string{"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"} {
-		loaded.params = append(loaded.params, ts[name].Buf)
-		loaded.shapes = append(loaded.shapes, ts[name].Shape)
+		values, err := ts[name].Buf.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded.params = append(loaded.params, sess2.Param(name, ts[name].Shape, values))
 	}
-	if acc2, err := loaded.accuracy(tp, te); err != nil || acc2 != acc {
-		t.Errorf("reloaded parameters: accuracy %v (%v), want %v", acc2, err, acc)
+	autograd.ReleaseTensors(ts)
+	if acc2 := loaded.accuracy(sess2, te); sess2.Err() != nil || acc2 != acc {
+		t.Errorf("reloaded parameters: accuracy %v (%v), want %v", acc2, sess2.Err(), acc)
 	}
-	loaded.release()
-	m.release()
+	opt.Close()
+	for _, s := range []*autograd.Session{sess, sess2} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if got := d.Stats().LiveBytes; got != base {
-		t.Errorf("live bytes %d, %d before training", got, base)
+		t.Errorf("live bytes %d after training, %d before", got, base)
 	}
 }

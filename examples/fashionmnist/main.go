@@ -40,6 +40,7 @@ func main() {
 	batch := flag.Int("batch", 64, "minibatch size")
 	hidden := flag.String("hidden", "256", "widths of the hidden layers, comma separated")
 	lr := flag.Float64("lr", 0.1, "initial SGD learning rate (decays linearly to 0 over the training)")
+	momentum := flag.Float64("momentum", 0, "SGD momentum")
 	seed := flag.Uint64("seed", 1, "random seed (initialization and shuffling)")
 	plotPath := flag.String("plot", "loss.png", "PNG file for the loss curve (empty: none)")
 	save := flag.String("save", "", "safetensors file for the trained parameters (empty: none)")
@@ -52,8 +53,8 @@ func main() {
 		}
 		sizes = append(sizes, n)
 	}
-	if *epochs < 1 || *batch < 1 || *lr <= 0 {
-		log.Fatal("fashionmnist: -epochs, -batch and -lr must be positive")
+	if *epochs < 1 || *batch < 1 || *lr <= 0 || *momentum < 0 {
+		log.Fatal("fashionmnist: -epochs, -batch and -lr must be positive, -momentum not negative")
 	}
 
 	d, err := ops.Open(*device)
@@ -73,12 +74,13 @@ func main() {
 
 	sizes[0] = train.Pixels()
 	sizes = append(sizes, len(Classes))
-	m, err := newMLP(d, sizes, *seed)
+	sess := autograd.NewSession(autograd.Options{Device: d, Seed: *seed})
+	m, err := newMLP(sess, sizes, *seed)
 	if err != nil {
 		log.Fatal(err)
 	}
+	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: *lr, Momentum: *momentum})
 	rng := rand.New(rand.NewPCG(*seed, 0))
-	tp := autograd.NewTape(d)
 	steps := (train.Len() + *batch - 1) / *batch
 	var losses []float64 // one per step
 	var acc float64      // test accuracy after the last epoch
@@ -90,15 +92,14 @@ func main() {
 		for s := range steps {
 			idx := perm[s**batch : min((s+1)**batch, len(perm))]
 			frac := float64((epoch-1)*steps+s) / float64(*epochs*steps)
-			loss, err := m.step(tp, train, idx, *lr*(1-frac))
-			if err != nil {
-				log.Fatal(err)
-			}
+			opt.SetLR(*lr * (1 - frac)) // linear decay to 0
+			loss := m.step(sess, opt, train, idx)
 			losses = append(losses, loss)
 			sum += loss
 			bar.update(s+1, fmt.Sprintf("loss %.4f", sum/float64(s+1)))
 		}
-		if acc, err = m.accuracy(tp, test); err != nil {
+		acc = m.accuracy(sess, test)
+		if err := sess.Err(); err != nil {
 			log.Fatal(err)
 		}
 		bar.done(fmt.Sprintf("loss %.4f  test accuracy %.1f%%  (%s)", sum/float64(steps), 100*acc, time.Since(start).Round(100*time.Millisecond)))
@@ -119,115 +120,85 @@ func main() {
 		}
 		fmt.Println("parameters:", *save)
 	}
-	m.release()
+	opt.Close()
+	if err := sess.Close(); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("allocator:", d.Stats())
 }
 
 // mlp is a multilayer perceptron: dense layers with ReLU between them, logits out.
 type mlp struct {
-	params []*ops.Buffer // weight (out, in) and bias (out) of each layer in turn
-	shapes [][]int
+	params []*autograd.Param // weight (out, in) and bias (out) of each layer in turn
 }
 
-// newMLP initializes the weights with He-normal values (standard deviation sqrt(2/fan_in)) from
-// the counter-based generator, so every device starts from the same bits, and the biases with 0.
-// sizes lists the widths from the input to the output.
-func newMLP(d *ops.Device, sizes []int, seed uint64) (*mlp, error) {
+// newMLP creates the parameters of an MLP with the given widths (input to output) in sess: the
+// weights He-normal (standard deviation sqrt(2/fan_in)) from the counter-based generator, drawn
+// on the CPU so that every device starts from the same bits, and the biases 0. Parameters are
+// named like PyTorch's nn.Sequential of Linear layers ("layer1.weight", "layer1.bias", ...).
+func newMLP(sess *autograd.Session, sizes []int, seed uint64) (*mlp, error) {
 	m := &mlp{}
 	for l := 1; l < len(sizes); l++ {
 		in, out := sizes[l-1], sizes[l]
-		w, err := ops.RandNormal(d, out*in, 0, math.Sqrt(2/float64(in)), ops.KeyOf(seed, uint64(l)))
+		w, err := ops.RandNormal(ops.CPU(), out*in, 0, math.Sqrt(2/float64(in)), ops.KeyOf(seed, uint64(l)))
 		if err != nil {
-			m.release()
 			return nil, err
 		}
-		b, err := ops.Zeros(d, out)
+		values, err := w.Float32s()
+		w.Release()
 		if err != nil {
-			w.Release()
-			m.release()
 			return nil, err
 		}
-		m.params = append(m.params, w, b)
-		m.shapes = append(m.shapes, []int{out, in}, []int{out})
+		m.params = append(m.params,
+			sess.Param(fmt.Sprintf("layer%d.weight", l), []int{out, in}, values),
+			sess.Param(fmt.Sprintf("layer%d.bias", l), []int{out}, nil))
 	}
-	return m, nil
+	return m, sess.Err()
 }
 
-// tensors returns the parameters by name ("layer1.weight", "layer1.bias", ...), for checkpoints.
+// tensors returns the parameters by name, for checkpoints.
 func (m *mlp) tensors() map[string]autograd.NamedTensor {
 	ts := map[string]autograd.NamedTensor{}
-	for i, p := range m.params {
-		kind := [2]string{"weight", "bias"}[i%2]
-		ts[fmt.Sprintf("layer%d.%s", i/2+1, kind)] = autograd.NamedTensor{Shape: m.shapes[i], Buf: p}
+	for _, p := range m.params {
+		ts[p.Name()] = autograd.NamedTensor{Shape: p.Shape(), Buf: p.Value()}
 	}
 	return ts
 }
 
-func (m *mlp) release() {
-	for _, p := range m.params {
-		p.Release()
-	}
-}
-
-// forward records the logits of the images idx of ds on tp; it returns the parameter handles,
-// the logits and the input buffer (the caller releases it after tp.Reset).
-func (m *mlp) forward(tp *autograd.Tape, ds *Dataset, idx []int, requiresGrad bool) ([]autograd.Var, autograd.Var, *ops.Buffer, error) {
+// forward records the logits of the images idx of ds on the session's current step.
+func (m *mlp) forward(sess *autograd.Session, ds *Dataset, idx []int) autograd.Var {
 	p := ds.Pixels()
 	x := make([]float32, 0, len(idx)*p)
 	for _, i := range idx {
 		x = append(x, ds.Images[i*p:(i+1)*p]...)
 	}
-	xb, err := ops.FromFloat32(tp.Device(), x)
-	if err != nil {
-		return nil, autograd.Var{}, nil, err
-	}
-	vs := make([]autograd.Var, len(m.params))
-	for i, b := range m.params {
-		vs[i] = tp.Leaf(b, m.shapes[i], requiresGrad)
-	}
-	h := tp.Const(xb, []int{len(idx), p})
-	for l := 0; l < len(vs); l += 2 {
+	h := sess.Input(x, len(idx), p)
+	for l := 0; l < len(m.params); l += 2 {
 		if l > 0 {
-			h = tp.Relu(h)
+			h = sess.Relu(h)
 		}
-		h = tp.Linear(h, vs[l], vs[l+1])
+		h = sess.Linear(h, sess.Use(m.params[l]), sess.Use(m.params[l+1]))
 	}
-	return vs, h, xb, nil
+	return h
 }
 
-// step runs one SGD step on the images idx of ds and returns the minibatch loss.
-func (m *mlp) step(tp *autograd.Tape, ds *Dataset, idx []int, lr float64) (float64, error) {
-	vs, logits, xb, err := m.forward(tp, ds, idx, true)
-	if err != nil {
-		return 0, err
-	}
-	defer xb.Release()
-	defer tp.Reset()
+// step runs one optimizer step on the images idx of ds and returns the minibatch loss (errors
+// stay in the session).
+func (m *mlp) step(sess *autograd.Session, opt *autograd.SGD, ds *Dataset, idx []int) float64 {
+	sess.Reset()
 	labels := make([]int, len(idx))
 	for k, i := range idx {
 		labels[k] = ds.Labels[i]
 	}
-	loss := tp.CrossEntropy(logits, labels)
-	if err := tp.BackwardParams(loss, vs...); err != nil {
-		return 0, err
-	}
-	l, err := tp.Value(loss).Float32s()
-	if err != nil {
-		return 0, err
-	}
-	for i, p := range m.params {
-		np, err := ops.Axpy(p, tp.Grad(vs[i]), -lr) // p - lr·dL/dp
-		if err != nil {
-			return 0, err
-		}
-		p.Release()
-		m.params[i] = np
-	}
-	return float64(l[0]), nil
+	loss := sess.CrossEntropy(m.forward(sess, ds, idx), labels)
+	sess.Backward(loss)
+	opt.Step()
+	opt.ZeroGrad()
+	return float64(sess.Item(loss))
 }
 
 // accuracy returns the fraction of ds classified correctly (the largest logit is the label).
-func (m *mlp) accuracy(tp *autograd.Tape, ds *Dataset) (float64, error) {
+func (m *mlp) accuracy(sess *autograd.Session, ds *Dataset) float64 {
 	const chunk = 1000
 	correct := 0
 	for lo := 0; lo < ds.Len(); lo += chunk {
@@ -235,18 +206,16 @@ func (m *mlp) accuracy(tp *autograd.Tape, ds *Dataset) (float64, error) {
 		for k := range idx {
 			idx[k] = lo + k
 		}
-		_, logits, xb, err := m.forward(tp, ds, idx, false)
-		if err != nil {
-			return 0, err
-		}
-		if err := tp.Err(); err != nil {
-			return 0, err
-		}
-		out, err := tp.Value(logits).Float32s()
-		tp.Reset()
-		xb.Release()
-		if err != nil {
-			return 0, err
+		sess.Reset()
+		var out []float32
+		sess.NoGrad(func() {
+			logits := m.forward(sess, ds, idx)
+			if sess.Err() == nil {
+				out, _ = sess.Value(logits).Float32s()
+			}
+		})
+		if out == nil {
+			return 0
 		}
 		c := len(Classes)
 		for k, i := range idx {
@@ -256,7 +225,8 @@ func (m *mlp) accuracy(tp *autograd.Tape, ds *Dataset) (float64, error) {
 			}
 		}
 	}
-	return float64(correct) / float64(ds.Len()), nil
+	sess.Reset()
+	return float64(correct) / float64(ds.Len())
 }
 
 // progress is a one-line text progress bar. On a terminal it redraws itself in place; elsewhere
