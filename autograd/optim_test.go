@@ -192,3 +192,35 @@ func TestLoadStateErrors(t *testing.T) {
 		t.Errorf("live bytes %d, %d before", live, base)
 	}
 }
+
+// SetLR changes the step of the next updates; a bad rate is a sticky session error.
+func TestSetLR(t *testing.T) {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	p := s.Param("p", []int{2}, []float32{1, 2})
+	opt := autograd.NewSGD(s.Params(), autograd.SGDOptions{LR: 1})
+	step := func() {
+		s.Reset()
+		s.Backward(s.Sum(s.Use(p))) // gradient 1 everywhere
+		opt.Step()
+		opt.ZeroGrad()
+	}
+	step()
+	opt.SetLR(0.25)
+	if opt.LR() != 0.25 {
+		t.Fatalf("LR() = %v after SetLR(0.25)", opt.LR())
+	}
+	step()
+	got, err := p.Host()
+	if err != nil || got[0] != 1-1-0.25 || got[1] != 2-1-0.25 {
+		t.Fatalf("after steps of 1 and 0.25: %v (%v)", got, err)
+	}
+	opt.SetLR(-1)
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "sgd") {
+		t.Fatalf("SetLR(-1): session error %v", err)
+	}
+	if opt.LR() != 0.25 {
+		t.Errorf("a refused rate replaced the old one: %v", opt.LR())
+	}
+	opt.Close()
+	s.Close()
+}
