@@ -133,24 +133,17 @@ func (x *Context) MemGetInfo() (free, total uint64, err error) {
 	return m[0], m[1], nil
 }
 
-// CopyHtoD copies len(src) float32 values from host memory to dst, after the
-// work already queued on the legacy default stream (cuMemcpyHtoDAsync_v2 on
-// that stream). It returns when src may be reused: the driver has read
-// pageable memory into its staging buffers by then, without waiting for the
-// stream's earlier kernels as the synchronous cuMemcpyHtoD would. An empty src
-// does nothing. Requires Lock.
+// CopyHtoD copies len(src) float32 values from host memory to dst
+// (cuMemcpyHtoD_v2). It returns when src may be reused. An empty src does
+// nothing. Requires Lock.
 func (x *Context) CopyHtoD(dst DevicePtr, src []float32) error {
-	return x.copyHtoD(dst, unsafe.Pointer(unsafe.SliceData(src)), uintptr(len(src))*4)
-}
-
-// copyHtoD queues the copy of bytes host bytes at src to dst on the legacy
-// default stream; src must stay reachable until it returns (the callers'
-// slices are arguments, so they do).
-func (x *Context) copyHtoD(dst DevicePtr, src unsafe.Pointer, bytes uintptr) error {
-	if bytes == 0 {
+	if len(src) == 0 {
 		return nil
 	}
-	return x.call("cuMemcpyHtoDAsync_v2", x.c.fn.memcpyHtoDAsync, uintptr(dst), uintptr(src), bytes, 0)
+	err := x.call("cuMemcpyHtoD_v2", x.c.fn.memcpyHtoD,
+		uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src))*4)
+	runtime.KeepAlive(src)
+	return err
 }
 
 // CopyDtoH copies len(dst) float32 values from src to host memory
@@ -168,12 +161,24 @@ func (x *Context) CopyDtoH(dst []float32, src DevicePtr) error {
 
 // CopyHtoDBytes is CopyHtoD for raw bytes.
 func (x *Context) CopyHtoDBytes(dst DevicePtr, src []byte) error {
-	return x.copyHtoD(dst, unsafe.Pointer(unsafe.SliceData(src)), uintptr(len(src)))
+	if len(src) == 0 {
+		return nil
+	}
+	err := x.call("cuMemcpyHtoD_v2", x.c.fn.memcpyHtoD,
+		uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)))
+	runtime.KeepAlive(src)
+	return err
 }
 
 // CopyHtoDU32 is CopyHtoD for uint32 values (index arrays).
 func (x *Context) CopyHtoDU32(dst DevicePtr, src []uint32) error {
-	return x.copyHtoD(dst, unsafe.Pointer(unsafe.SliceData(src)), uintptr(len(src))*4)
+	if len(src) == 0 {
+		return nil
+	}
+	err := x.call("cuMemcpyHtoD_v2", x.c.fn.memcpyHtoD,
+		uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src))*4)
+	runtime.KeepAlive(src)
+	return err
 }
 
 // CopyDtoHBytes is CopyDtoH for raw bytes.

@@ -31,7 +31,7 @@ type cudaFuncs struct {
 	init, driverGetVersion, getErrorName, getErrorString                               uintptr
 	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute, deviceTotalMem       uintptr
 	primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize                 uintptr
-	memAlloc, memFree, memGetInfo, memcpyHtoDAsync, memcpyDtoH, memcpyDtoDAsync        uintptr
+	memAlloc, memFree, memGetInfo, memcpyHtoD, memcpyDtoH, memcpyDtoDAsync             uintptr
 	memsetD32Async                                                                     uintptr
 	moduleLoadDataEx, moduleGetFunction, moduleUnload                                  uintptr
 	funcGetAttribute, funcSetAttribute, launchKernel                                   uintptr
@@ -57,7 +57,7 @@ func (f *cudaFuncs) symbols() []symbol {
 		{"cuMemAlloc_v2", &f.memAlloc},
 		{"cuMemFree_v2", &f.memFree},
 		{"cuMemGetInfo_v2", &f.memGetInfo},
-		{"cuMemcpyHtoDAsync_v2", &f.memcpyHtoDAsync},
+		{"cuMemcpyHtoD_v2", &f.memcpyHtoD},
 		{"cuMemcpyDtoH_v2", &f.memcpyDtoH},
 		{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync},
 		{"cuMemsetD32Async", &f.memsetD32Async},
