@@ -272,11 +272,86 @@ func shapeCases() []mirrorCase {
 			cases = append(cases, layerNormCases(r, c, true)...)
 		}
 	}
+	// The long-row forward kernels (softmax_fwd_long, log_softmax_fwd_long): blocks of 1 to 4
+	// groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and rows of signed
+	// zeros and infinities without NaN (ties of the max across the groups).
+	for _, sh := range [][3]int{{5, 4097, 1}, {4, 8192, 1}, {3, 8195, 1}, {2, 16387, 1}, {3, 32768, 1}, {3, 12345, 0}} {
+		r, c := sh[0], sh[1]
+		finite = sh[2] == 1
+		tag := fmt.Sprintf("%dx%d", r, c)
+		if !finite {
+			tag += "/special"
+		}
+		add("softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
+		add("log_softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
+	}
+	for _, sh := range [][2]int{{4, 9001}, {4, 32768}} {
+		r, c := sh[0], sh[1]
+		tag := fmt.Sprintf("%dx%d/zeros", r, c)
+		for _, log := range []bool{false, true} {
+			name := "softmax/" + tag
+			if log {
+				name = "log_" + name
+			}
+			cases = append(cases, mirrorCase{name: name, sizes: []int{r * c},
+				run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
+					x, err := FromFloat32(d, zeroTieRows(r, c))
+					if err != nil {
+						return nil, err
+					}
+					defer x.Release()
+					var y *Buffer
+					if log {
+						y, err = LogSoftmax(x, r, c)
+					} else {
+						y, err = Softmax(x, r, c)
+					}
+					return []*Buffer{y}, err
+				}})
+		}
+	}
 	// The fused backward path (rows >= 4096, cols <= 4096), and NaN/Inf rows.
 	for _, sh := range [][2]int{{4100, 1500}, {4097, 300}} {
 		cases = append(cases, layerNormCases(sh[0], sh[1], true)...)
 	}
 	return append(cases, layerNormCases(17, 65, false)...)
+}
+
+// zeroTieRows is a (rows, cols) input without NaN whose row maxima are ties: row 0 holds +0 and
+// -0 among negative values, row 1 also -Inf, row 2 +Inf twice among finite values, row 3 only
+// -Inf and -0 (other rows repeat the pattern).
+func zeroTieRows(rows, cols int) []float32 {
+	x := make([]float32, rows*cols)
+	negZero, inf := float32(math.Copysign(0, -1)), float32(math.Inf(1))
+	for i := range x {
+		r, c := i/cols, i%cols
+		z := cpu.SplitMix64(uint64(i) ^ 0x5eed)
+		v := -float32(uint32(z>>40)) * 0x1p-20 // -16 < v <= 0
+		switch r % 4 {
+		case 0, 1:
+			switch z % 16 {
+			case 0:
+				v = 0
+			case 1:
+				v = negZero
+			case 2:
+				if r%4 == 1 {
+					v = -inf
+				}
+			}
+		case 2:
+			if c == cols/3 || c == cols-1 {
+				v = inf
+			}
+		case 3:
+			v = -inf
+			if z%64 == 0 {
+				v = negZero
+			}
+		}
+		x[i] = v
+	}
+	return x
 }
 
 // layerNormCases are the forward and backward layer-norm cases of a (rows, cols) shape; the

@@ -16,6 +16,15 @@ var (
 	logSoftmaxOp = &kernelOp{name: "log_softmax", kernel: ptx.LogSoftmaxFwd, outs: 1, ins: 1,
 		geometry: perRow(size(0)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	// Rows longer than softmax_fwd's register path (4096 elements), up to softmaxLongCols: the
+	// *_long kernels, which hold the whole row in registers across a block of up to 1024 threads
+	// (same values as the 256-thread kernels, see softmax.cu).
+	softmaxLongOp = &kernelOp{name: "softmax", outs: 1, ins: 1,
+		geometry: chosen(softmaxLongLaunch(ptx.SoftmaxFwdLong)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.SoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
+	logSoftmaxLongOp = &kernelOp{name: "log_softmax", outs: 1, ins: 1,
+		geometry: chosen(softmaxLongLaunch(ptx.LogSoftmaxFwdLong)), cpuUnits: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
 	maskedSoftmaxOp = &kernelOp{name: "masked_softmax", kernel: ptx.MaskedSoftmaxFwd, outs: 1, ins: 2,
 		geometry: perRow(size(0)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.MaskedSoftmaxFwd(h.b[0], h.b[1], h.b[2], h.s[1], lo, hi) }}
@@ -27,12 +36,40 @@ var (
 		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxBwd(h.b[0], h.b[1], h.b[2], h.s[1], lo, hi) }}
 )
 
+// The launch of softmax_fwd_long and log_softmax_fwd_long (ptx/softmax.cu: SM_THREADS,
+// SM_LONG, SM_LONG_GROUPS): rows of softmaxShortCols < cols <= softmaxLongCols elements, one
+// block per row of 256 threads per softmaxLongPerThread*256 elements (at most 1024 threads).
+const (
+	softmaxShortCols     = 4096
+	softmaxLongPerThread = 32
+	softmaxLongCols      = 4 * 256 * softmaxLongPerThread
+)
+
+// softmaxLongLaunch returns the geometry function of a *_long kernel.
+func softmaxLongLaunch(k *ptx.Kernel) func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32) {
+	return func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32) {
+		rows, cols := s[0], s[1]
+		chain := (cols + 255) / 256 // elements per partial
+		groups := (chain + softmaxLongPerThread - 1) / softmaxLongPerThread
+		return k, [3]uint32{uint32(max(1, min(rows, 1<<31-1))), 1, 1}, [3]uint32{uint32(256 * groups), 1, 1}
+	}
+}
+
+// softmaxFwdOp returns the op computing rows of cols elements: short and very long rows take the
+// 256-thread kernel, the others the *_long one.
+func softmaxFwdOp(short, long *kernelOp, cols int) *kernelOp {
+	if cols > softmaxShortCols && cols <= softmaxLongCols {
+		return long
+	}
+	return short
+}
+
 // Softmax returns exp(x - max) / sum(exp(x - max)) along each row of a (rows, cols) matrix.
 func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("softmax", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return softmaxOp.call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
+	return softmaxFwdOp(softmaxOp, softmaxLongOp, cols).call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
 }
 
 // LogSoftmax returns (x - max) - log(sum(exp(x - max))) along each row.
@@ -40,7 +77,7 @@ func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("log_softmax", x, rows, cols); err != nil {
 		return nil, err
 	}
-	return logSoftmaxOp.call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
+	return softmaxFwdOp(logSoftmaxOp, logSoftmaxLongOp, cols).call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
 }
 
 // MaskedSoftmax is the hard-masked row softmax: entries whose mask is 0 are excluded from the

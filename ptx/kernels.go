@@ -98,6 +98,11 @@ var (
 	MaskedSoftmaxFwd = newKernel(Softmax, "masked_softmax_fwd")
 	SoftmaxBwd       = newKernel(Softmax, "softmax_bwd")
 	LogSoftmaxBwd    = newKernel(Softmax, "log_softmax_bwd")
+	// Rows of 4097 to 32768 elements held in registers across the block: blockDim.x = 256 *
+	// ceil(ceil(cols/256) / 32), any grid (rows intended); same values as softmax_fwd and
+	// log_softmax_fwd.
+	SoftmaxFwdLong    = newKernel(Softmax, "softmax_fwd_long")
+	LogSoftmaxFwdLong = newKernel(Softmax, "log_softmax_fwd_long")
 	// Layer norm, in blocks of 256 threads (any grid computes the same values; these give one
 	// block per unit of work, see softmax.cu): layer_norm_fwd takes rows blocks (capped at will);
 	// layer_norm_bwd takes ceil(rows/64) blocks when cols <= 4096 and rows >= 4096, else
