@@ -32,7 +32,7 @@ type cudaFuncs struct {
 	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute, deviceTotalMem       uintptr
 	primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize                 uintptr
 	memAlloc, memFree, memGetInfo, memcpyHtoD, memcpyDtoH, memcpyDtoDAsync             uintptr
-	memsetD32Async                                                                     uintptr
+	memsetD32Async, memcpyHtoDAsync, memAllocHost, memFreeHost                         uintptr
 	moduleLoadDataEx, moduleGetFunction, moduleUnload                                  uintptr
 	funcGetAttribute, funcSetAttribute, launchKernel                                   uintptr
 	streamCreate, streamSynchronize, streamDestroy                                     uintptr
@@ -61,6 +61,9 @@ func (f *cudaFuncs) symbols() []symbol {
 		{"cuMemcpyDtoH_v2", &f.memcpyDtoH},
 		{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync},
 		{"cuMemsetD32Async", &f.memsetD32Async},
+		{"cuMemcpyHtoDAsync_v2", &f.memcpyHtoDAsync},
+		{"cuMemAllocHost_v2", &f.memAllocHost},
+		{"cuMemFreeHost", &f.memFreeHost},
 		{"cuModuleLoadDataEx", &f.moduleLoadDataEx},
 		{"cuModuleGetFunction", &f.moduleGetFunction},
 		{"cuModuleUnload", &f.moduleUnload},

@@ -638,3 +638,68 @@ func deviceLostChild(t *testing.T) {
 	}
 	t.Log("CHILD-OK")
 }
+
+// Staged uploads: more uploads than slots (so slots are reused after their events), the source
+// overwritten right after each upload, one upload larger than a slot, and uint32 data; every
+// destination must hold what was uploaded into it.
+func TestGPUStaging(t *testing.T) {
+	x := needGPU(t)
+	lock(t, x)
+	st, err := x.NewStaging(3, 4096)
+	must(t, err)
+	const uploads, n = 10, 1000
+	src := make([]float32, n)
+	var bufs []DevicePtr
+	for k := range uploads {
+		p, err := x.MemAlloc(n * 4)
+		must(t, err)
+		defer x.MemFree(p)
+		for i := range src {
+			src[i] = float32(k*n + i)
+		}
+		must(t, st.UploadF32(p, src))
+		clear(src) // the slot holds the data now
+		bufs = append(bufs, p)
+	}
+	big := make([]float32, 3000) // 12000 bytes > a slot: the synchronous path
+	for i := range big {
+		big[i] = -float32(i)
+	}
+	pb, err := x.MemAlloc(uint64(len(big)) * 4)
+	must(t, err)
+	defer x.MemFree(pb)
+	must(t, st.UploadF32(pb, big))
+	idx := []uint32{7, 0, 1 << 31, 42}
+	pi, err := x.MemAlloc(16)
+	must(t, err)
+	defer x.MemFree(pi)
+	must(t, st.UploadU32(pi, idx))
+	got := make([]float32, n)
+	for k, p := range bufs {
+		must(t, x.CopyDtoH(got, p))
+		for i, v := range got {
+			if v != float32(k*n+i) {
+				t.Fatalf("upload %d element %d = %v, want %v", k, i, v, float32(k*n+i))
+			}
+		}
+	}
+	gotBig := make([]float32, len(big))
+	must(t, x.CopyDtoH(gotBig, pb))
+	for i := range big {
+		if gotBig[i] != big[i] {
+			t.Fatalf("large upload element %d = %v", i, gotBig[i])
+		}
+	}
+	raw := make([]byte, 16)
+	must(t, x.CopyDtoHBytes(raw, pi))
+	for i, want := range idx {
+		if v := uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24; v != want {
+			t.Fatalf("index %d = %d, want %d", i, v, want)
+		}
+	}
+	must(t, st.Close())
+	must(t, st.Close())
+	if err := st.UploadF32(bufs[0], src[:1]); err == nil {
+		t.Fatal("upload after Close: no error")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -86,6 +87,33 @@ type cudaBackend struct {
 	fns     []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
 
 	guard int // floats of NaN guard band on each side of every allocation (tests only)
+
+	stagingOnce sync.Once
+	staging     *driver.Staging // nil: uploads are synchronous copies
+}
+
+// Uploads of up to stagingSlotBytes go through a ring of stagingSlots pinned slots
+// (driver.Staging), so that the host does not wait for the GPU to drain; TORCHLEAN_UPLOAD=sync
+// turns that off (every upload a synchronous copy from pageable memory).
+const (
+	stagingSlots     = 8
+	stagingSlotBytes = 1 << 20
+)
+
+var stagedUploads = os.Getenv("TORCHLEAN_UPLOAD") != "sync"
+
+// stager returns the backend's staging ring, created on first use; nil when uploads are
+// synchronous or the pinned memory could not be had. The caller holds the context.
+func (g *cudaBackend) stager() *driver.Staging {
+	if !stagedUploads {
+		return nil
+	}
+	g.stagingOnce.Do(func() {
+		if st, err := g.ctx.NewStaging(stagingSlots, stagingSlotBytes); err == nil {
+			g.staging = st
+		}
+	})
+	return g.staging
 }
 
 type kernelFn struct {
@@ -302,6 +330,9 @@ func (g *cudaBackend) upload(dst storage, src []float32) error {
 		return err
 	}
 	defer g.ctx.Unlock()
+	if st := g.stager(); st != nil {
+		return st.UploadF32(dst.ptr, src)
+	}
 	return g.ctx.CopyHtoD(dst.ptr, src)
 }
 
@@ -310,6 +341,9 @@ func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
 		return err
 	}
 	defer g.ctx.Unlock()
+	if st := g.stager(); st != nil {
+		return st.UploadU32(dst.ptr, src)
+	}
 	return g.ctx.CopyHtoDU32(dst.ptr, src)
 }
 

@@ -1,0 +1,131 @@
+package driver
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Staging is a ring of pinned (page-locked) host memory for uploads that do not wait for the
+// GPU. A synchronous cuMemcpyHtoD from pageable Go memory first waits until the legacy default
+// stream has finished its earlier work, so an upload between kernels (a minibatch, class
+// labels, indices) stalls the host until the GPU drains. Staging.Upload instead copies the data
+// into a free slot of pinned memory, queues cuMemcpyHtoDAsync_v2 from that slot on the legacy
+// stream (so the copy is ordered after the kernels before it and before those after it) and
+// records an event; a slot is written again only after its event has completed. Uploads larger
+// than a slot take the synchronous path. The source slice may be reused as soon as Upload
+// returns.
+//
+// A Staging is safe for concurrent use; Upload and Close require Lock.
+type Staging struct {
+	x         *Context
+	mu        sync.Mutex
+	mem       unsafe.Pointer // len(events) slots of slotBytes pinned bytes
+	slotBytes int
+	events    []Event
+	used      []bool // events[i] was recorded
+	next      int
+	closed    bool
+}
+
+// NewStaging allocates slots slots of slotBytes pinned bytes (cuMemAllocHost_v2) and their
+// events. Requires Lock.
+func (x *Context) NewStaging(slots, slotBytes int) (*Staging, error) {
+	if slots < 1 || slotBytes < 1 {
+		return nil, fmt.Errorf("driver: staging of %d slots of %d bytes", slots, slotBytes)
+	}
+	s := &Staging{x: x, slotBytes: slotBytes, events: make([]Event, slots), used: make([]bool, slots)}
+	if err := x.call("cuMemAllocHost_v2", x.c.fn.memAllocHost, uintptr(unsafe.Pointer(&s.mem)),
+		uintptr(slots*slotBytes)); err != nil {
+		return nil, err
+	}
+	for i := range s.events {
+		e, err := x.NewEvent(false)
+		if err != nil {
+			s.release()
+			return nil, err
+		}
+		s.events[i] = e
+	}
+	return s, nil
+}
+
+// UploadF32 copies src to dst (see Staging). Requires Lock.
+func (s *Staging) UploadF32(dst DevicePtr, src []float32) error {
+	return s.upload(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)*4)
+}
+
+// UploadU32 copies src to dst (see Staging). Requires Lock.
+func (s *Staging) UploadU32(dst DevicePtr, src []uint32) error {
+	return s.upload(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)*4)
+}
+
+func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if n > s.slotBytes {
+		return s.x.call("cuMemcpyHtoD_v2", s.x.c.fn.memcpyHtoD, uintptr(dst), uintptr(src), uintptr(n))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrReleased
+	}
+	i := s.next
+	s.next = (i + 1) % len(s.events)
+	if s.used[i] {
+		if err := s.x.SynchronizeEvent(s.events[i]); err != nil {
+			return err
+		}
+	}
+	slot := unsafe.Add(s.mem, i*s.slotBytes)
+	copy(unsafe.Slice((*byte)(slot), n), unsafe.Slice((*byte)(src), n))
+	if err := s.x.call("cuMemcpyHtoDAsync_v2", s.x.c.fn.memcpyHtoDAsync, uintptr(dst), uintptr(slot), uintptr(n), 0); err != nil {
+		return err
+	}
+	s.used[i] = true
+	return s.x.RecordEvent(s.events[i], 0)
+}
+
+// Close waits for the queued copies and frees the events and the pinned memory; later uploads
+// return ErrReleased. Requires Lock.
+func (s *Staging) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var first error
+	for i, e := range s.events {
+		if s.used[i] {
+			if err := s.x.SynchronizeEvent(e); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if err := s.release(); first == nil {
+		first = err
+	}
+	return first
+}
+
+// release destroys the events created so far and frees the pinned memory.
+func (s *Staging) release() error {
+	var first error
+	for _, e := range s.events {
+		if e != 0 {
+			if err := s.x.DestroyEvent(e); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if s.mem != nil {
+		if err := s.x.call("cuMemFreeHost", s.x.c.fn.memFreeHost, uintptr(s.mem)); err != nil && first == nil {
+			first = err
+		}
+		s.mem = nil
+	}
+	return first
+}
