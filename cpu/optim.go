@@ -77,7 +77,9 @@ func SGDMomentumStep(param, buf, grad []float32, flags uint64, lr, wd, momentum,
 // lr / (1 - beta1^t) and bc2Sqrt is sqrt(1 - beta2^t).
 func AdamStep(param, m, v, grad []float32, beta1, omb1, beta2, omb2, stepSize, bc2Sqrt, eps, wd, decay float32) {
 	m, v, grad = m[:len(param)], v[:len(param)], grad[:len(param)]
-	for i, p := range param {
+	s := [9]float32{beta1, omb1, beta2, omb2, stepSize, bc2Sqrt, eps, wd, decay}
+	for i := adamFast(param, m, v, grad, &s); i < len(param); i++ {
+		p := param[i]
 		g := grad[i]
 		if wd != 0 {
 			g = g + float32(wd*p)
