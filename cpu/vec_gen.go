@@ -1,0 +1,1135 @@
+//go:build ignore
+
+// vec_gen.go writes vec_amd64.s, vec_amd64.go and vec_kernels.go: the AVX2 (8 lanes) and
+// AVX-512 (16 lanes) assembly of the elementwise kernels whose scalar loops live in
+// elementwise.go. Run it from the cpu directory:
+//
+//	go run vec_gen.go
+//
+// Each kernel is written once below, as the sequence of vector operations that mirrors its
+// scalar Go twin operation by operation (one VADDPS per float32 addition, one VMULPS per
+// rounded product, VDIVPS, VSQRTPS, integer lane operations for the exponent bits; no fused
+// multiply-add, because none of these kernels calls Fmaf). A branch of the scalar code becomes
+// both sides computed in every lane and a per-lane select (VBLENDVPS / VBLENDMPS), so the
+// lanes that take a side compute exactly that side's operations.
+//
+// Most kernels have two bodies. The fast body assumes the common case in every lane (e.g.
+// |x| < 87.5 for Expf, which skips expRare) and starts with a check of that assumption; when
+// any lane fails it, the vector is recomputed from its inputs by the general body, which
+// handles every input (NaN, ±Inf, ±0, subnormals, overflow, underflow) with selects. Both
+// bodies are straight-line code; a tiny register allocator maps their values to registers
+// (Y0-Y15, Z0-Z31, and K1-K7 for AVX-512 masks) and constants are memory operands (32-byte
+// vectors for AVX2, embedded broadcasts for AVX-512).
+//
+// Speed: the main loop takes up to 4 vectors per iteration, their instructions interleaved
+// (independent chains for the out-of-order core; fewer vectors where the registers run out),
+// with one fast-path check for the group and a software prefetch of the inputs; the group's
+// general body runs its vectors one after the other. A loop of single vectors does what is
+// left, the caller's scalar loop the last len % lanes elements. Which path computes an element
+// never changes its bits: every lane runs the same operations.
+//
+// Edge cases the selects rely on: lanes a branch does not select may compute garbage (NaN,
+// ±Inf, huge integers in exponent fields) without trapping, since Go runs with all floating
+// point exceptions masked; MXCSR is never touched (round to nearest, no FTZ/DAZ), so subnormal
+// results round exactly as in the scalar code. A NaN result may have any payload (the scalar
+// code returns CanonicalNaN; the mirror tests compare NaNs by class).
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"log"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+// ---------------------------------------------------------------------------------------------
+// The constants: each is a float32 (or int32) bit pattern. The float names are those of
+// f32math.go and rules.go; TestVecConstants checks the values against the Go constants.
+
+var consts = map[string]uint32{}
+
+func f32(v float32) uint32 { return math.Float32bits(v) }
+
+func init() {
+	for name, v := range map[string]float32{
+		"log2e":  0x1.715476p+00,
+		"magic":  0x1.8p+23,
+		"ln2Hi":  0x1.62e4p-01,
+		"ln2Lo":  0x1.7f7d1cp-20,
+		"expHi":  0x1.64p+06,
+		"expLo":  -0x1.ap+06,
+		"expMid": 0x1.5ep+06,
+		"tanhHi": 0x1.3p+03,
+		"two23":  0x1p+23,
+		"maxF32": 0x1.fffffep+127,
+		"expQ0":  0x1p-01,
+		"expQ1":  0x1.5554dep-03,
+		"expQ2":  0x1.5555bap-05,
+		"expQ3":  0x1.120b4ap-07,
+		"expQ4":  0x1.6c6a02p-10,
+		"logL1":  0x1.555556p-01,
+		"logL2":  0x1.99999ap-02,
+		"logL3":  0x1.24924ap-02,
+		"logL4":  0x1.c71c72p-03,
+		"geluC":  0.044715,
+		"gelu3C": 0.134145,
+		"geluK2": 2 * float32(0.7978845608),
+		"one":    1,
+		"two":    2,
+		"half":   0.5,
+		"negOne": -1,
+		"zero":   0,
+		"minNrm": 0x1p-126,
+		"inf":    float32(math.Inf(1)),
+		"negInf": float32(math.Inf(-1)),
+	} {
+		consts[name] = f32(v)
+	}
+	for name, v := range map[string]uint32{
+		"nan":      0x7fffffff, // CanonicalNaN
+		"absMask":  0x7fffffff,
+		"signMask": 0x80000000,
+		"ones":     0xffffffff,
+		"expBias":  0x3f800000, // bits(1.0) = 127 << 23
+		"i127":     127,
+		"iM127":    uint32(0xffffffff - 126), // -127
+		"iM150":    uint32(0xffffffff - 149), // -150
+		"mantMask": 0x007fffff,
+		"sqrt2Man": 0x003504f3, // mantissa bits of sqrt(2)
+		"halfBits": 0x3f000000, // bits(0.5)
+		"minNrmP":  0x00800000, // bits(2^-126)
+		"one_i":    1,
+	} {
+		consts[name] = v
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The program representation: values in SSA form, instructions in order.
+
+type val struct {
+	id    int
+	mask  bool   // a lane mask (K register on AVX-512, all-ones/zero lanes on AVX2)
+	konst string // a constant: a memory operand, no register
+	param int    // 1 or 2: the scalar argument s0 or s1 (a reserved register)
+	reg   int
+	last  int
+}
+
+type inst struct {
+	op   string
+	dst  *val
+	args []*val
+	imm  int
+	off  int // load, store: the vector's index within the unrolled group
+}
+
+type block struct {
+	ins  []*inst
+	vals []*val
+	nin  int // highest input index used + 1
+	nout int
+	cur  int // the unrolled copy being built (load and store offsets)
+}
+
+func (b *block) newVal(mask bool) *val {
+	v := &val{id: len(b.vals), mask: mask, reg: -1, last: -1}
+	b.vals = append(b.vals, v)
+	return v
+}
+
+func (b *block) emit(op string, mask bool, imm int, args ...*val) *val {
+	for _, a := range args {
+		if a == nil {
+			panic("nil operand in " + op)
+		}
+	}
+	var d *val
+	switch op {
+	case "store", "requireAll":
+	default:
+		d = b.newVal(mask)
+	}
+	b.ins = append(b.ins, &inst{op: op, dst: d, args: args, imm: imm, off: b.cur})
+	return d
+}
+
+// K returns the constant called name.
+func (b *block) K(name string) *val {
+	if _, ok := consts[name]; !ok {
+		panic("no constant " + name)
+	}
+	return &val{id: -1, konst: name, reg: -1}
+}
+
+// Param returns the scalar argument s0 (k = 1) or s1 (k = 2), broadcast.
+func (b *block) Param(k int) *val { return &val{id: -1, param: k, reg: -1} }
+
+func (b *block) In(k int) *val {
+	b.nin = max(b.nin, k+1)
+	return b.emit("load", false, k)
+}
+
+func (b *block) Out(k int, v *val) {
+	b.nout = max(b.nout, k+1)
+	b.emit("store", false, k, v)
+}
+
+// Float32 arithmetic, each one correctly rounded IEEE operation.
+func (b *block) Add(x, y *val) *val { return b.emit("add", false, 0, x, y) }
+func (b *block) Sub(x, y *val) *val { return b.emit("sub", false, 0, x, y) }
+func (b *block) Mul(x, y *val) *val { return b.emit("mul", false, 0, x, y) }
+func (b *block) Div(x, y *val) *val { return b.emit("div", false, 0, x, y) }
+func (b *block) Sqrt(x *val) *val   { return b.emit("sqrt", false, 0, x) }
+
+// MaxPS is x > y ? x : y (y when either is NaN): VMAXPS with x as first source.
+func (b *block) MaxPS(x, y *val) *val { return b.emit("max", false, 0, x, y) }
+
+// MinPS is x < y ? x : y (y when either is NaN): VMINPS with x as first source.
+func (b *block) MinPS(x, y *val) *val { return b.emit("min", false, 0, x, y) }
+
+// Bit operations.
+func (b *block) And(x, y *val) *val    { return b.emit("and", false, 0, x, y) }
+func (b *block) Or(x, y *val) *val     { return b.emit("or", false, 0, x, y) }
+func (b *block) Xor(x, y *val) *val    { return b.emit("xor", false, 0, x, y) }
+func (b *block) AndNot(x, y *val) *val { return b.emit("andn", false, 0, x, y) } // x &^ y
+
+// Int32 lane arithmetic.
+func (b *block) IAdd(x, y *val) *val    { return b.emit("iadd", false, 0, x, y) }
+func (b *block) ISub(x, y *val) *val    { return b.emit("isub", false, 0, x, y) }
+func (b *block) Shl(x *val, n int) *val { return b.emit("shl", false, n, x) }
+func (b *block) Sra(x *val, n int) *val { return b.emit("sra", false, n, x) }
+func (b *block) Srl(x *val, n int) *val { return b.emit("srl", false, n, x) }
+func (b *block) Cvt(x *val) *val        { return b.emit("cvt", false, 0, x) } // int32 -> float32
+
+// Masks.
+const (
+	EQ    = 0x00 // ==, ordered
+	LT    = 0x11 // <, ordered
+	LE    = 0x12
+	UNORD = 0x03 // either is NaN
+	NGE   = 0x09 // !(x >= y): true for NaN
+	GT    = 0x1e
+	GE    = 0x1d
+	NEQ   = 0x04 // !=, unordered (true for NaN)
+)
+
+func (b *block) Cmp(pred int, x, y *val) *val { return b.emit("cmp", true, pred, x, y) }
+func (b *block) IGt(x, y *val) *val           { return b.emit("igt", true, 0, x, y) } // signed x > y
+func (b *block) MAnd(x, y *val) *val          { return b.emit("mand", true, 0, x, y) }
+func (b *block) MOr(x, y *val) *val           { return b.emit("mor", true, 0, x, y) }
+func (b *block) MNot(x *val) *val             { return b.emit("mnot", true, 0, x) }
+
+// Sel is m ? t : f per lane.
+func (b *block) Sel(m, t, f *val) *val { return b.emit("sel", false, 0, m, t, f) }
+
+// RequireAll leaves the fast body for the general one unless every lane of m is set.
+func (b *block) RequireAll(m *val) { b.emit("requireAll", false, 0, m) }
+
+// ---------------------------------------------------------------------------------------------
+// Targets.
+
+type target struct {
+	name    string // "AVX2", "AVX512"
+	lanes   int
+	nregs   int
+	vreg    string // "Y", "Z"
+	kregs   bool
+	reserve int // registers reserved for parameters at the top
+}
+
+var avx2 = &target{name: "AVX2", lanes: 8, nregs: 16, vreg: "Y"}
+var avx512 = &target{name: "AVX512", lanes: 16, nregs: 32, vreg: "Z", kregs: true}
+
+// regOnly reports which operands of op must be registers (the others may be memory operands:
+// Intel's last source operand).
+func regOnly(op string, i int) bool {
+	switch op {
+	case "add", "sub", "mul", "div", "max", "min", "and", "or", "xor", "iadd", "isub", "cmp", "igt":
+		return i == 0
+	case "andn":
+		return i == 1
+	case "sel":
+		return i != 1
+	}
+	return true
+}
+
+func commutative(op string) bool {
+	switch op {
+	case "add", "mul", "and", "or", "xor", "iadd":
+		return true
+	}
+	return false
+}
+
+// prepare swaps commutative operands so that a constant is the memory operand, and
+// materializes the constants that remain in register-only slots (a broadcast load).
+func (b *block) prepare() {
+	var out []*inst
+	for _, in := range b.ins {
+		if commutative(in.op) && in.args[0].konst != "" && in.args[1].konst == "" {
+			in.args[0], in.args[1] = in.args[1], in.args[0]
+		}
+		for i, a := range in.args {
+			if a.konst != "" && regOnly(in.op, i) {
+				v := b.newVal(false)
+				out = append(out, &inst{op: "bcast", dst: v, args: []*val{a}})
+				in.args[i] = v
+			}
+		}
+		out = append(out, in)
+	}
+	b.ins = out
+}
+
+// alloc assigns registers; values die at their last use. It fails when the block needs more
+// registers than the target has (there is no spilling).
+func (b *block) alloc(t *target) error {
+	for i, in := range b.ins {
+		for _, a := range in.args {
+			if a.id >= 0 {
+				a.last = i
+			}
+		}
+	}
+	var freeV, freeK []int
+	for r := 0; r < t.nregs-t.reserve; r++ {
+		freeV = append(freeV, r)
+	}
+	for r := 1; r <= 7; r++ {
+		freeK = append(freeK, r)
+	}
+	var err error
+	take := func(v *val) {
+		if v.mask && t.kregs {
+			if len(freeK) == 0 {
+				err = fmt.Errorf("%s: out of mask registers", t.name)
+				freeK = append(freeK, 1)
+			}
+			v.reg, freeK = freeK[0], freeK[1:]
+			return
+		}
+		if len(freeV) == 0 {
+			err = fmt.Errorf("%s: out of vector registers", t.name)
+			freeV = append(freeV, 0)
+		}
+		v.reg, freeV = freeV[0], freeV[1:]
+	}
+	give := func(v *val) {
+		if v.mask && t.kregs {
+			freeK = append(freeK, v.reg)
+		} else {
+			freeV = append(freeV, v.reg)
+		}
+	}
+	for i, in := range b.ins {
+		seen := map[*val]bool{}
+		for _, a := range in.args {
+			if a.id >= 0 && a.last == i && !seen[a] {
+				seen[a] = true
+				give(a)
+			}
+		}
+		if in.dst != nil {
+			take(in.dst)
+			if in.dst.last < 0 {
+				give(in.dst)
+			}
+		}
+	}
+	return err
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emission.
+
+var inPtr = []string{"SI", "DX", "BX"}
+var outPtr = []string{"DI", "R8"}
+
+type emitter struct {
+	w   *bytes.Buffer
+	t   *target
+	fn  string
+	pre bool // the register holding each param: paramReg(k)
+}
+
+func (e *emitter) paramReg(k int) string { return fmt.Sprintf("%s%d", e.t.vreg, e.t.nregs-k) }
+
+func (e *emitter) opnd(v *val) string {
+	switch {
+	case v.konst != "":
+		return "c_" + v.konst + "<>(SB)"
+	case v.param > 0:
+		return e.paramReg(v.param)
+	case v.mask && e.t.kregs:
+		return fmt.Sprintf("K%d", v.reg)
+	}
+	return fmt.Sprintf("%s%d", e.t.vreg, v.reg)
+}
+
+func (e *emitter) line(format string, args ...any) {
+	fmt.Fprintf(e.w, "\t"+format+"\n", args...)
+}
+
+// ins writes one instruction; bc is ".BCST" when an AVX-512 operand is a constant.
+func (e *emitter) ins(in *inst, general string) {
+	t := e.t
+	a := in.args
+	bc := ""
+	for _, x := range a {
+		if x.konst != "" && t.kregs {
+			bc = ".BCST"
+		}
+	}
+	d := ""
+	if in.dst != nil {
+		d = e.opnd(in.dst)
+	}
+	o := e.opnd
+	fop := map[string]string{"add": "VADDPS", "sub": "VSUBPS", "mul": "VMULPS", "div": "VDIVPS",
+		"max": "VMAXPS", "min": "VMINPS", "iadd": "VPADDD", "isub": "VPSUBD"}
+	bit2 := map[string]string{"and": "VANDPS", "or": "VORPS", "xor": "VXORPS", "andn": "VANDNPS"}
+	bit512 := map[string]string{"and": "VPANDD", "or": "VPORD", "xor": "VPXORD", "andn": "VPANDND"}
+	switch in.op {
+	case "load":
+		e.line("VMOVUPS %s(%s), %s", offs(in.off*4*t.lanes), inPtr[in.imm], d)
+	case "store":
+		e.line("VMOVUPS %s, %s(%s)", o(a[0]), offs(in.off*4*t.lanes), outPtr[in.imm])
+	case "bcast":
+		if t.kregs {
+			e.line("VBROADCASTSS %s, %s", o(a[0]), d)
+		} else {
+			e.line("VMOVUPS %s, %s", o(a[0]), d)
+		}
+	case "add", "sub", "mul", "div", "max", "min", "iadd", "isub":
+		e.line("%s%s %s, %s, %s", fop[in.op], bc, o(a[1]), o(a[0]), d)
+	case "and", "or", "xor":
+		if t.kregs {
+			e.line("%s%s %s, %s, %s", bit512[in.op], bc, o(a[1]), o(a[0]), d)
+		} else {
+			e.line("%s %s, %s, %s", bit2[in.op], o(a[1]), o(a[0]), d)
+		}
+	case "andn": // a0 &^ a1: Intel ANDN dst, src1, src2 = ^src1 & src2
+		if t.kregs {
+			e.line("%s%s %s, %s, %s", bit512[in.op], bc, o(a[0]), o(a[1]), d)
+		} else {
+			e.line("%s %s, %s, %s", bit2[in.op], o(a[0]), o(a[1]), d)
+		}
+	case "shl", "sra", "srl":
+		op := map[string]string{"shl": "VPSLLD", "sra": "VPSRAD", "srl": "VPSRLD"}[in.op]
+		e.line("%s $%d, %s, %s", op, in.imm, o(a[0]), d)
+	case "cvt":
+		e.line("VCVTDQ2PS %s, %s", o(a[0]), d)
+	case "sqrt":
+		e.line("VSQRTPS %s, %s", o(a[0]), d)
+	case "cmp":
+		e.line("VCMPPS%s $0x%02x, %s, %s, %s", bc, in.imm, o(a[1]), o(a[0]), d)
+	case "igt":
+		e.line("VPCMPGTD%s %s, %s, %s", bc, o(a[1]), o(a[0]), d)
+	case "mand", "mor":
+		if t.kregs {
+			op := map[string]string{"mand": "KANDW", "mor": "KORW"}[in.op]
+			e.line("%s %s, %s, %s", op, o(a[1]), o(a[0]), d)
+		} else {
+			op := map[string]string{"mand": "VANDPS", "mor": "VORPS"}[in.op]
+			e.line("%s %s, %s, %s", op, o(a[1]), o(a[0]), d)
+		}
+	case "mnot":
+		if t.kregs {
+			e.line("KNOTW %s, %s", o(a[0]), d)
+		} else {
+			e.line("VXORPS c_ones<>(SB), %s, %s", o(a[0]), d)
+		}
+	case "sel": // m ? t : f
+		if t.kregs {
+			e.line("VBLENDMPS%s %s, %s, %s, %s", bc, o(a[1]), o(a[2]), o(a[0]), d)
+		} else {
+			e.line("VBLENDVPS %s, %s, %s, %s", o(a[0]), o(a[1]), o(a[2]), d)
+		}
+	case "requireAll":
+		if t.kregs {
+			e.line("KORTESTW %s, %s", o(a[0]), o(a[0]))
+			e.line("JCC %s", general)
+		} else {
+			e.line("VMOVMSKPS %s, AX", o(a[0]))
+			e.line("CMPL AX, $0xff")
+			e.line("JNE %s", general)
+		}
+	default:
+		log.Fatalf("unknown op %s", in.op)
+	}
+}
+
+func offs(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels.
+
+type kernel struct {
+	name    string // Go-side id suffix, e.g. "Exp" -> vkExp
+	doc     string
+	ins     int
+	outs    int
+	params  int
+	fast    func(b *block) // nil: the general body alone
+	general func(b *block)
+}
+
+var kernels []*kernel
+
+func def(name, doc string, ins, outs, params int, fast, general func(b *block)) {
+	kernels = append(kernels, &kernel{name, doc, ins, outs, params, fast, general})
+}
+
+// ---- building blocks, each mirroring one scalar function of f32math.go / rules.go
+
+func abs(b *block, x *val) *val { return b.And(x, b.K("absMask")) }
+func neg(b *block, x *val) *val { return b.Xor(x, b.K("signMask")) }
+
+// expCore mirrors expCore: j = x*log2e + magic; kf = j - magic; r = (x - kf*ln2Hi) - kf*ln2Lo;
+// q = Horner(Q4..Q0); m = r + r*(r*q).
+func expCore(b *block, x *val) (j, m *val) {
+	j = b.Add(b.Mul(x, b.K("log2e")), b.K("magic"))
+	kf := b.Sub(j, b.K("magic"))
+	r := b.Sub(b.Sub(x, b.Mul(kf, b.K("ln2Hi"))), b.Mul(kf, b.K("ln2Lo")))
+	q := b.Add(b.Mul(r, b.K("expQ4")), b.K("expQ3"))
+	q = b.Add(b.Mul(r, q), b.K("expQ2"))
+	q = b.Add(b.Mul(r, q), b.K("expQ1"))
+	q = b.Add(b.Mul(r, q), b.K("expQ0"))
+	m = b.Add(r, b.Mul(r, b.Mul(r, q)))
+	return j, m
+}
+
+// expPow2 mirrors expPow2: bits(j) << 23 + 0x3f800000.
+func expPow2(b *block, j *val) *val { return b.IAdd(b.Shl(j, 23), b.K("expBias")) }
+
+// expCommon is Expf's common branch, (1 + m) * expPow2(j), valid where |x| < 87.5.
+func expCommon(b *block, x *val) *val {
+	j, m := expCore(b, x)
+	return b.Mul(b.Add(m, b.K("one")), expPow2(b, j))
+}
+
+// expFastOK is Expf's common-branch condition |x| < 87.5 (false for NaN).
+func expFastOK(b *block, x *val) *val { return b.Cmp(LT, abs(b, x), b.K("expMid")) }
+
+// expGeneral mirrors Expf for every x (NaN gives the canonical NaN):
+//
+//	common: (1 + m) * expPow2(j)
+//	rare:   NaN -> NaN; x > 89 -> +Inf; x < -104 -> +0;
+//	        k = bits(j) - bits(magic); k1 = k >> 1; k2 = k - k1
+//	        ((1 + m) * 2^k1) * 2^k2      (scale; 2^k built as (k + 127) << 23)
+func expGeneral(b *block, x *val) *val {
+	j, m := expCore(b, x)
+	om := b.Add(m, b.K("one"))
+	common := b.Mul(om, expPow2(b, j))
+	k := b.ISub(j, b.K("magic"))
+	k1 := b.Sra(k, 1)
+	k2 := b.ISub(k, k1)
+	p1 := b.Shl(b.IAdd(k1, b.K("i127")), 23)
+	p2 := b.Shl(b.IAdd(k2, b.K("i127")), 23)
+	rare := b.Mul(b.Mul(om, p1), p2)
+	rare = b.Sel(b.Cmp(GT, x, b.K("expHi")), b.K("inf"), rare)
+	rare = b.Sel(b.Cmp(LT, x, b.K("expLo")), b.K("zero"), rare)
+	rare = b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), rare)
+	return b.Sel(expFastOK(b, x), common, rare)
+}
+
+// sigmoidOf mirrors Sigmoidf given e = Expf(-x): 1 / (1 + e).
+func sigmoidOf(b *block, e *val) *val { return b.Div(b.K("one"), b.Add(e, b.K("one"))) }
+
+// tanhCore mirrors Tanhf's |x| < 9.5 branch for a = |x|: E = p*m + (p - 1); y = E / (E + 2).
+func tanhCore(b *block, a *val) *val {
+	j, m := expCore(b, b.Add(a, a))
+	p := expPow2(b, j)
+	e := b.Add(b.Mul(p, m), b.Sub(p, b.K("one")))
+	return b.Div(e, b.Add(e, b.K("two")))
+}
+
+// tanhFast is Tanhf where every lane has |x| < 9.5 (the check is emitted here).
+func tanhFast(b *block, x *val) *val {
+	a := abs(b, x)
+	b.RequireAll(b.Cmp(LT, a, b.K("tanhHi")))
+	y := tanhCore(b, a)
+	return b.Or(y, b.And(x, b.K("signMask")))
+}
+
+// tanhGeneral mirrors Tanhf for every x: !(a < 9.5) -> (NaN ? NaN : 1); sign of x or'ed in.
+func tanhGeneral(b *block, x *val) *val {
+	a := abs(b, x)
+	y := tanhCore(b, a)
+	y = b.Sel(b.Cmp(LT, a, b.K("tanhHi")), y, b.K("one"))
+	y = b.Sel(b.Cmp(UNORD, a, a), b.K("nan"), y)
+	return b.Or(y, b.And(x, b.K("signMask")))
+}
+
+// logTail is logCore after the exponent and mantissa split: given e (int32 lanes, before the
+// sqrt(2) adjustment) and ix (the 23 mantissa bits), ext the correction:
+//
+//	if ix > 0x003504f3 { ix |= 0x3f000000; e += 1 } else { ix |= 0x3f800000 }
+//	f = m - 1; s = f/(2 + f); z = s*s; R = z*(L1 + z*(L2 + z*(L3 + z*L4))); corr = s*(f - R)
+//	ef = float(e); eh = ef*ln2Hi; el = ef*ln2Lo; hi = eh + f; fe = f - (hi - eh)
+//	lo = (el + ext) - corr; return hi + (fe + lo)
+//
+// ext == nil stands for ext = +0: el + 0 == el bit for bit, since el = float(e)*ln2Lo is never
+// -0 (float(0) = +0), so the addition is left out.
+func logTail(b *block, e, ix, ext *val) *val {
+	big := b.IGt(ix, b.K("sqrt2Man"))
+	mb := b.Sel(big, b.Or(ix, b.K("halfBits")), b.Or(ix, b.K("expBias")))
+	e = b.Sel(big, b.IAdd(e, b.K("one_i")), e)
+	f := b.Sub(mb, b.K("one"))
+	s := b.Div(f, b.Add(f, b.K("two")))
+	z := b.Mul(s, s)
+	q := b.Add(b.Mul(z, b.K("logL4")), b.K("logL3"))
+	q = b.Add(b.Mul(z, q), b.K("logL2"))
+	q = b.Add(b.Mul(z, q), b.K("logL1"))
+	rr := b.Mul(z, q)
+	corr := b.Mul(s, b.Sub(f, rr))
+	ef := b.Cvt(e)
+	eh := b.Mul(ef, b.K("ln2Hi"))
+	el := b.Mul(ef, b.K("ln2Lo"))
+	hi := b.Add(eh, f)
+	fe := b.Sub(f, b.Sub(hi, eh))
+	lo := el
+	if ext != nil {
+		lo = b.Add(el, ext)
+	}
+	lo = b.Sub(lo, corr)
+	return b.Add(hi, b.Add(fe, lo))
+}
+
+// logNormal is logCore(x, ext) for normal x > 0 (no subnormal scaling): e = (ix >> 23) - 127.
+func logNormal(b *block, x, ext *val) *val {
+	e := b.ISub(b.Srl(x, 23), b.K("i127"))
+	return logTail(b, e, b.And(x, b.K("mantMask")), ext)
+}
+
+// logOK is the fast-path condition of Logf: x normal, positive and finite.
+func logOK(b *block, x *val) *val {
+	return b.MAnd(b.Cmp(GE, x, b.K("minNrm")), b.Cmp(LE, x, b.K("maxF32")))
+}
+
+// logGeneral mirrors Logf for every x:
+//
+//	NaN or x < 0 -> NaN; ±0 -> -Inf; +Inf -> +Inf
+//	logCore: if ix < 0x00800000 { x = x*2^23; e = -150 } else { e = -127 }; e += ix >> 23 ...
+func logGeneral(b *block, x *val) *val {
+	sub := b.IGt(b.K("minNrmP"), x) // bits(x) < 0x00800000 (signed; negative x is overridden below)
+	xx := b.Sel(sub, b.Mul(x, b.K("two23")), x)
+	e := b.IAdd(b.Srl(xx, 23), b.Sel(sub, b.K("iM150"), b.K("iM127")))
+	r := logTail(b, e, b.And(xx, b.K("mantMask")), nil)
+	r = b.Sel(b.Cmp(GT, x, b.K("maxF32")), x, r)
+	r = b.Sel(b.Cmp(EQ, x, b.K("zero")), b.K("negInf"), r)
+	return b.Sel(b.Cmp(NGE, x, b.K("zero")), b.K("nan"), r)
+}
+
+// log1pOf mirrors Log1pf for x = Expf(-|y|), which is +0, NaN or in (0, 1] (so u = 1 + x is in
+// [1, 2] and normal, and the branches for x < -1, x == -1, +Inf cannot be taken):
+//
+//	u = 1 + x; bb = u - 1; err = (1 - (u - bb)) + (x - bb); return logCore(u, err/u)
+//
+// general adds the x == ±0 -> x and NaN -> NaN branches (x > 0 in the fast path).
+func log1pOf(b *block, x *val, general bool) *val {
+	u := b.Add(x, b.K("one"))
+	bb := b.Sub(u, b.K("one"))
+	err := b.Add(b.Sub(b.K("one"), b.Sub(u, bb)), b.Sub(x, bb))
+	r := logNormal(b, u, b.Div(err, u))
+	if general {
+		r = b.Sel(b.Cmp(EQ, x, b.K("zero")), x, r)
+		r = b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), r)
+	}
+	return r
+}
+
+// softplus mirrors Softplusf: (x > 0 ? x : 0) + Log1pf(Expf(-|x|)); VMAXPS(x, +0) is
+// x > 0 ? x : +0 (also for NaN and -0). fast: every lane has |x| < 87.5 (checked by the caller).
+func softplus(b *block, x *val, fast bool) *val {
+	n := b.Or(x, b.K("signMask")) // -|x|
+	var e *val
+	if fast {
+		e = expCommon(b, n)
+	} else {
+		e = expGeneral(b, n)
+	}
+	return b.Add(b.MaxPS(x, b.K("zero")), log1pOf(b, e, !fast))
+}
+
+// geluV mirrors v = geluK2 * (x + ((c*x)*x)*x).
+func geluV(b *block, x *val) *val {
+	t := b.Mul(b.Mul(b.Mul(x, b.K("geluC")), x), x)
+	return b.Mul(b.Add(x, t), b.K("geluK2"))
+}
+
+func init() {
+	unaryExp := func(name, doc string, tail func(b *block, x, e *val) *val, arg func(b *block, x *val) *val) {
+		def(name, doc, 1, 1, 0,
+			func(b *block) {
+				x := b.In(0)
+				n := arg(b, x)
+				b.RequireAll(expFastOK(b, n))
+				b.Out(0, tail(b, x, expCommon(b, n)))
+			},
+			func(b *block) {
+				x := b.In(0)
+				b.Out(0, tail(b, x, expGeneral(b, arg(b, x))))
+			})
+	}
+	id := func(b *block, x *val) *val { return x }
+	unaryExp("Exp", "dst = Expf(x)", func(b *block, x, e *val) *val { return e }, id)
+	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))",
+		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
+
+	def("Tanh", "dst = Tanhf(x)", 1, 1, 0,
+		func(b *block) { b.Out(0, tanhFast(b, b.In(0))) },
+		func(b *block) { b.Out(0, tanhGeneral(b, b.In(0))) })
+
+	// Geluf: x / (1 + Expf(-v)).
+	def("Gelu", "dst = Geluf(x)", 1, 1, 0,
+		func(b *block) {
+			x := b.In(0)
+			n := neg(b, geluV(b, x))
+			b.RequireAll(expFastOK(b, n))
+			b.Out(0, b.Div(x, b.Add(expCommon(b, n), b.K("one"))))
+		},
+		func(b *block) {
+			x := b.In(0)
+			n := neg(b, geluV(b, x))
+			b.Out(0, b.Div(x, b.Add(expGeneral(b, n), b.K("one"))))
+		})
+
+	// GeluBwdf: s = 1/(1 + Expf(-v)); inner = 1 + (3c*x)*x;
+	// d = s + ((x*(s*(1 - s)))*geluK2)*inner; g*d.
+	geluBwd := func(b *block, x, g, e *val) *val {
+		s := sigmoidOf(b, e)
+		inner := b.Add(b.Mul(b.Mul(x, b.K("gelu3C")), x), b.K("one"))
+		ss := b.Mul(s, b.Sub(b.K("one"), s))
+		d := b.Add(s, b.Mul(b.Mul(b.Mul(x, ss), b.K("geluK2")), inner))
+		return b.Mul(g, d)
+	}
+	def("GeluBwd", "dx = GeluBwdf(x, g)", 2, 1, 0,
+		func(b *block) {
+			x := b.In(0)
+			n := neg(b, geluV(b, x))
+			b.RequireAll(expFastOK(b, n))
+			b.Out(0, geluBwd(b, x, b.In(1), expCommon(b, n)))
+		},
+		func(b *block) {
+			x := b.In(0)
+			b.Out(0, geluBwd(b, x, b.In(1), expGeneral(b, neg(b, geluV(b, x)))))
+		})
+
+	def("Log", "dst = Logf(x)", 1, 1, 0,
+		func(b *block) {
+			x := b.In(0)
+			b.RequireAll(logOK(b, x))
+			b.Out(0, logNormal(b, x, nil))
+		},
+		func(b *block) { b.Out(0, logGeneral(b, b.In(0))) })
+
+	def("Softplus", "dst = Softplusf(x)", 1, 1, 0,
+		func(b *block) {
+			x := b.In(0)
+			b.RequireAll(expFastOK(b, x))
+			b.Out(0, softplus(b, x, true))
+		},
+		func(b *block) { b.Out(0, softplus(b, b.In(0), false)) })
+
+	// SafeLogFwd: Logf(Softplusf(x) + eps).
+	def("SafeLog", "dst = Logf(Softplusf(x) + eps)", 1, 1, 1,
+		func(b *block) {
+			x := b.In(0)
+			b.RequireAll(expFastOK(b, x))
+			y := b.Add(softplus(b, x, true), b.Param(1))
+			b.RequireAll(logOK(b, y))
+			b.Out(0, logNormal(b, y, nil))
+		},
+		func(b *block) {
+			x := b.In(0)
+			b.Out(0, logGeneral(b, b.Add(softplus(b, x, false), b.Param(1))))
+		})
+
+	// Backward kernels of the form g * f(x).
+	binaryExp := func(name, doc string, tail func(b *block, e *val) *val, arg func(b *block, x *val) *val) {
+		def(name, doc, 2, 1, 0,
+			func(b *block) {
+				x := b.In(0)
+				n := arg(b, x)
+				b.RequireAll(expFastOK(b, n))
+				b.Out(0, b.Mul(b.In(1), tail(b, expCommon(b, n))))
+			},
+			func(b *block) {
+				x := b.In(0)
+				b.Out(0, b.Mul(b.In(1), tail(b, expGeneral(b, arg(b, x)))))
+			})
+	}
+	binaryExp("ExpBwd", "dx = g * Expf(x)", func(b *block, e *val) *val { return e }, id)
+	binaryExp("SoftplusBwd", "dx = g * Sigmoidf(x)", func(b *block, e *val) *val { return sigmoidOf(b, e) }, neg)
+	// SigmoidBwdf: s = Sigmoidf(x); g * (s*(1 - s)).
+	binaryExp("SigmoidBwd", "dx = SigmoidBwdf(x, g)", func(b *block, e *val) *val {
+		s := sigmoidOf(b, e)
+		return b.Mul(s, b.Sub(b.K("one"), s))
+	}, neg)
+
+	// TanhBwdf: t = Tanhf(x); g * (1 - t*t).
+	tanhBwd := func(b *block, t, g *val) *val { return b.Mul(g, b.Sub(b.K("one"), b.Mul(t, t))) }
+	def("TanhBwd", "dx = TanhBwdf(x, g)", 2, 1, 0,
+		func(b *block) { t := tanhFast(b, b.In(0)); b.Out(0, tanhBwd(b, t, b.In(1))) },
+		func(b *block) { t := tanhGeneral(b, b.In(0)); b.Out(0, tanhBwd(b, t, b.In(1))) })
+
+	// SafeLogBwd: (g*Sigmoidf(x)) / (Softplusf(x) + eps).
+	def("SafeLogBwd", "dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)", 2, 1, 1,
+		func(b *block) {
+			x := b.In(0)
+			b.RequireAll(expFastOK(b, x))
+			num := b.Mul(b.In(1), sigmoidOf(b, expCommon(b, neg(b, x))))
+			b.Out(0, b.Div(num, b.Add(softplus(b, x, true), b.Param(1))))
+		},
+		func(b *block) {
+			x := b.In(0)
+			num := b.Mul(b.In(1), sigmoidOf(b, expGeneral(b, neg(b, x))))
+			b.Out(0, b.Div(num, b.Add(softplus(b, x, false), b.Param(1))))
+		})
+
+	// The plain kernels: one body each.
+	one := func(name, doc string, ins, outs, params int, body func(b *block)) {
+		def(name, doc, ins, outs, params, nil, body)
+	}
+	one("Abs", "dst = |x|", 1, 1, 0, func(b *block) { b.Out(0, abs(b, b.In(0))) })
+	one("Inv", "dst = 1 / x", 1, 1, 0, func(b *block) { b.Out(0, b.Div(b.K("one"), b.In(0))) })
+	one("Div", "dst = a / b", 2, 1, 0, func(b *block) { b.Out(0, b.Div(b.In(0), b.In(1))) })
+	// Maxf: NaN (any NaN) when either is NaN, else a > b ? a : b (VMAXPS(a, b) but for a NaN a).
+	one("Max", "dst = Maxf(a, b)", 2, 1, 0, func(b *block) {
+		x, y := b.In(0), b.In(1)
+		b.Out(0, b.Sel(b.Cmp(UNORD, x, x), x, b.MaxPS(x, y)))
+	})
+	one("Min", "dst = Minf(a, b)", 2, 1, 0, func(b *block) {
+		x, y := b.In(0), b.In(1)
+		b.Out(0, b.Sel(b.Cmp(UNORD, x, x), x, b.MinPS(x, y)))
+	})
+	// Clampf: r = x < lo ? lo : x (VMAXPS(lo, x)); r > hi ? hi : r (VMINPS(hi, r)).
+	one("Clamp", "dst = Clampf(x, lo, hi)", 1, 1, 2, func(b *block) {
+		r := b.MaxPS(b.Param(1), b.In(0))
+		b.Out(0, b.MinPS(b.Param(2), r))
+	})
+	one("AbsBwd", "dx = sign(x) * g", 2, 1, 0, func(b *block) {
+		x := b.In(0)
+		s := b.Sel(b.Cmp(LT, x, b.K("zero")), b.K("negOne"), b.K("zero"))
+		s = b.Sel(b.Cmp(GT, x, b.K("zero")), b.K("one"), s)
+		b.Out(0, b.Mul(s, b.In(1)))
+	})
+	one("SqrtBwd", "dx = x > 0 ? g * (1 / (2 * sqrt(x))) : 0", 2, 1, 0, func(b *block) {
+		x := b.In(0)
+		d := b.Mul(b.In(1), b.Div(b.K("one"), b.Mul(b.Sqrt(x), b.K("two"))))
+		b.Out(0, b.Sel(b.Cmp(GT, x, b.K("zero")), d, b.K("zero")))
+	})
+	one("LogBwd", "dx = g / x", 2, 1, 0, func(b *block) { b.Out(0, b.Div(b.In(1), b.In(0))) })
+	one("InvBwd", "dx = -((g * (1/x)) * (1/x))", 2, 1, 0, func(b *block) {
+		r := b.Div(b.K("one"), b.In(0))
+		b.Out(0, neg(b, b.Mul(b.Mul(b.In(1), r), r)))
+	})
+	one("ClampBwd", "dx = (x > lo && x < hi) ? g : 0", 2, 1, 2, func(b *block) {
+		x := b.In(0)
+		in := b.MAnd(b.Cmp(GT, x, b.Param(1)), b.Cmp(LT, x, b.Param(2)))
+		b.Out(0, b.Sel(in, b.In(1), b.K("zero")))
+	})
+	// MaxBwdf / MinBwdf: the strictly larger (smaller) input gets g, the other 0; ties and NaN
+	// give h = 0.5*g to both.
+	minmaxBwd := func(name, doc string, pred int) {
+		one(name, doc, 3, 2, 0, func(b *block) {
+			x, y, g := b.In(0), b.In(1), b.In(2)
+			h := b.Mul(g, b.K("half"))
+			ab := b.Cmp(pred, x, y)
+			ba := b.Cmp(pred, y, x)
+			b.Out(0, b.Sel(ab, g, b.Sel(ba, b.K("zero"), h)))
+			b.Out(1, b.Sel(ba, g, b.Sel(ab, b.K("zero"), h)))
+		})
+	}
+	minmaxBwd("MaxBwd", "(da, db) = MaxBwdf(a, b, g)", GT)
+	minmaxBwd("MinBwd", "(da, db) = MinBwdf(a, b, g)", LT)
+	one("MulBwd", "da = g * b, db = g * a", 3, 2, 0, func(b *block) {
+		x, y, g := b.In(0), b.In(1), b.In(2)
+		b.Out(0, b.Mul(g, y))
+		b.Out(1, b.Mul(g, x))
+	})
+	one("DivBwd", "da = g / b, db = -(g * (a / (b * b)))", 3, 2, 0, func(b *block) {
+		x, y, g := b.In(0), b.In(1), b.In(2)
+		b.Out(0, b.Div(g, y))
+		b.Out(1, neg(b, b.Mul(g, b.Div(x, b.Mul(y, y)))))
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output files.
+
+func (k *kernel) fn(t *target) string { return "vk" + k.name + t.name }
+
+// build returns body f for u vectors at once: the u copies' instructions interleaved one by
+// one (independent dependency chains side by side for the out-of-order core), the stores last,
+// registers allocated.
+func build(k *kernel, f func(b *block), t *target, u int) (*block, error) {
+	var copies [][]*inst
+	b := &block{}
+	for c := 0; c < u; c++ {
+		n := len(b.ins)
+		b.cur = c
+		f(b)
+		if b.nin != k.ins || b.nout != k.outs {
+			log.Fatalf("%s: body uses %d inputs and %d outputs", k.name, b.nin, b.nout)
+		}
+		copies = append(copies, b.ins[n:])
+	}
+	var ins, stores []*inst
+	for i := 0; ; i++ {
+		more := false
+		for _, c := range copies {
+			if i < len(c) {
+				more = true
+				if c[i].op == "store" {
+					stores = append(stores, c[i])
+				} else {
+					ins = append(ins, c[i])
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	// One check for the whole group: the masks and'ed as they come, tested where the last one
+	// was.
+	last := -1
+	for i, in := range ins {
+		if in.op == "requireAll" {
+			last = i
+		}
+	}
+	var merged []*inst
+	var acc *val
+	for i, in := range ins {
+		if in.op != "requireAll" {
+			merged = append(merged, in)
+			continue
+		}
+		if acc == nil {
+			acc = in.args[0]
+		} else {
+			d := b.newVal(true)
+			merged = append(merged, &inst{op: "mand", dst: d, args: []*val{acc, in.args[0]}})
+			acc = d
+		}
+		if i == last {
+			merged = append(merged, &inst{op: "requireAll", args: []*val{acc}})
+		}
+	}
+	ins = merged
+	b.ins = append(ins, stores...)
+	b.prepare()
+	return b, b.alloc(t)
+}
+
+// unroll is the number of vectors per iteration of the main loop.
+const unroll = 4
+
+// prefetchDist is how far ahead (bytes) the main loop prefetches its inputs (measured on the
+// development machine at 2^24 elements: 2048 and 4096 beat 512 and 1024 and no prefetch by far).
+const prefetchDist = 2048
+
+func genFunc(w *bytes.Buffer, k *kernel, t *target) {
+	e := &emitter{w: w, t: t}
+	fmt.Fprintf(w, "// func %s(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): %s\n", k.fn(t), k.doc)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-56\n", k.fn(t))
+	e.line("MOVQ n+0(FP), CX")
+	for i := 0; i < k.outs; i++ {
+		e.line("MOVQ o%d+%d(FP), %s", i, 8+8*i, outPtr[i])
+	}
+	for i := 0; i < k.ins; i++ {
+		e.line("MOVQ i%d+%d(FP), %s", i, 24+8*i, inPtr[i])
+	}
+	tt := *t
+	tt.reserve = k.params
+	e.t = &tt
+	for p := 1; p <= k.params; p++ {
+		e.line("VBROADCASTSS s%d+%d(FP), %s", p-1, 48+4*(p-1), e.paramReg(p))
+	}
+	shift := map[int]int{8: 3, 16: 4}[t.lanes]
+	e.line("SHRQ $%d, CX", shift)
+	fast, general := k.fast, k.general
+	if fast == nil {
+		fast = general
+	}
+	// Try the unrolled loop; keep one vector per iteration where the registers do not suffice.
+	// The general body of a group runs its vectors one after the other (it is rare, and
+	// interleaved it would need more registers).
+	u := unroll
+	var fb *block
+	for ; u > 1; u-- {
+		var err error
+		if fb, err = build(k, fast, e.t, u); err == nil {
+			break
+		}
+	}
+	emit := func(b *block, general string, prefetch bool) {
+		loads := 0
+		for _, in := range b.ins {
+			e.ins(in, general)
+			if in.op != "load" {
+				continue
+			}
+			// Software prefetch of the inputs prefetchDist bytes ahead, one per cache line:
+			// the hardware prefetcher alone leaves the loads waiting while the arithmetic
+			// of the previous vectors runs.
+			if loads++; prefetch && loads == k.ins*u {
+				for i := 0; i < k.ins; i++ {
+					for off := 0; off < u*4*t.lanes; off += 64 {
+						e.line("PREFETCHT0 %d(%s)", prefetchDist+off, inPtr[i])
+					}
+				}
+			}
+		}
+	}
+	step := func(n int, label string) {
+		fmt.Fprintf(w, "%s:\n", label)
+		for i := 0; i < k.outs; i++ {
+			e.line("ADDQ $%d, %s", n*4*t.lanes, outPtr[i])
+		}
+		for i := 0; i < k.ins; i++ {
+			e.line("ADDQ $%d, %s", n*4*t.lanes, inPtr[i])
+		}
+		e.line("SUBQ $%d, CX", n)
+	}
+	if u > 1 {
+		fmt.Fprintf(w, "\tPCALIGN $32\n")
+		fmt.Fprintf(w, "loop%d:\n", u)
+		e.line("CMPQ CX, $%d", u)
+		e.line("JLT  loop1")
+		emit(fb, fmt.Sprintf("general%d", u), true)
+		step(u, fmt.Sprintf("next%d", u))
+		e.line("JMP  loop%d", u)
+	}
+	fmt.Fprintf(w, "loop1:\n")
+	e.line("TESTQ CX, CX")
+	e.line("JZ   done")
+	b1, err := build(k, fast, e.t, 1)
+	if err != nil {
+		log.Fatalf("%s: %v", k.name, err)
+	}
+	emit(b1, "general1", false)
+	step(1, "next1")
+	e.line("JMP  loop1")
+	fmt.Fprintf(w, "done:\n")
+	e.line("VZEROUPPER")
+	e.line("RET")
+	if k.fast != nil {
+		if u > 1 {
+			fmt.Fprintf(w, "general%d:\n", u)
+			for c := 0; c < u; c++ {
+				gb, err := build(k, func(b *block) { b.cur = c; general(b) }, e.t, 1)
+				if err != nil {
+					log.Fatalf("%s: %v", k.name, err)
+				}
+				emit(gb, "", false)
+			}
+			e.line("JMP  next%d", u)
+		}
+		fmt.Fprintf(w, "general1:\n")
+		g1, err := build(k, general, e.t, 1)
+		if err != nil {
+			log.Fatalf("%s: %v", k.name, err)
+		}
+		emit(g1, "", false)
+		e.line("JMP  next1")
+	}
+	fmt.Fprintln(w)
+}
+
+const header = "// Code generated by vec_gen.go; DO NOT EDIT.\n\n"
+
+func main() {
+	used := map[string]bool{"ones": true}
+	// Record every constant the kernels use (by generating once into a scratch buffer).
+	var asm bytes.Buffer
+	for _, t := range []*target{avx2, avx512} {
+		for _, k := range kernels {
+			genFunc(&asm, k, t)
+		}
+	}
+	for _, m := range strings.Split(asm.String(), "c_")[1:] {
+		used[m[:strings.Index(m, "<>")]] = true
+	}
+	var names []string
+	for n := range used {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	var s bytes.Buffer
+	s.WriteString(header)
+	s.WriteString("//go:build amd64 && !noasm\n\n#include \"textflag.h\"\n\n")
+	s.WriteString("// The elementwise kernels of vec_gen.go: see there for how each mirrors its scalar twin.\n")
+	s.WriteString("// Registers: CX = vectors left, DI/R8 = outputs, SI/DX/BX = inputs.\n\n")
+	for _, n := range names {
+		for i := 0; i < 8; i++ {
+			fmt.Fprintf(&s, "DATA c_%s<>+%d(SB)/4, $0x%08x\n", n, 4*i, consts[n])
+		}
+		fmt.Fprintf(&s, "GLOBL c_%s<>(SB), RODATA|NOPTR, $32\n\n", n)
+	}
+	s.Write(asm.Bytes())
+	write("vec_amd64.s", s.Bytes())
+
+	var g bytes.Buffer
+	g.WriteString(header)
+	g.WriteString("//go:build amd64 && !noasm\n\npackage cpu\n\n")
+	for _, t := range []*target{avx2, avx512} {
+		for _, k := range kernels {
+			fmt.Fprintf(&g, "//go:noescape\nfunc %s(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)\n\n", k.fn(t))
+		}
+	}
+	for _, t := range []*target{avx2, avx512} {
+		fmt.Fprintf(&g, "// vec%s lists the %d-lane kernels by vecKernel.\nvar vec%s = [vkCount]vecFunc{\n", t.name, t.lanes, t.name)
+		for _, k := range kernels {
+			fmt.Fprintf(&g, "vk%s: %s,\n", k.name, k.fn(t))
+		}
+		g.WriteString("}\n\n")
+	}
+	write("vec_amd64.go", gofmt(g.Bytes()))
+
+	var ids bytes.Buffer
+	ids.WriteString(header)
+	ids.WriteString("package cpu\n\n// The kernels of vec_gen.go, by name.\nconst (\n")
+	for i, k := range kernels {
+		if i == 0 {
+			fmt.Fprintf(&ids, "vk%s vecKernel = iota // %s\n", k.name, k.doc)
+		} else {
+			fmt.Fprintf(&ids, "vk%s // %s\n", k.name, k.doc)
+		}
+	}
+	ids.WriteString("vkCount\n)\n")
+	write("vec_kernels.go", gofmt(ids.Bytes()))
+}
+
+func gofmt(b []byte) []byte {
+	out, err := format.Source(b)
+	if err != nil {
+		log.Fatalf("gofmt: %v\n%s", err, b)
+	}
+	return out
+}
+
+func write(name string, b []byte) {
+	dir := "."
+	if len(os.Args) > 1 {
+		dir = os.Args[1]
+	}
+	if err := os.WriteFile(dir+"/"+name, b, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
