@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -156,12 +157,7 @@ func TestAccuracyExhaustive(t *testing.T) {
 	if !exhaustiveEnv() {
 		t.Skip("set TORCHLEAN_EXHAUSTIVE=1 to run over all 2^32 inputs")
 	}
-	only := map[string]bool{}
-	if s := os.Getenv("TORCHLEAN_EXHAUSTIVE_FUNCS"); s != "" {
-		for _, n := range splitComma(s) {
-			only[n] = true
-		}
-	}
+	only := exhaustiveFuncs()
 	for _, c := range unaryCases() {
 		if len(only) > 0 && !only[c.name] {
 			continue
@@ -176,16 +172,13 @@ func TestAccuracyExhaustive(t *testing.T) {
 
 func exhaustiveEnv() bool { return os.Getenv("TORCHLEAN_EXHAUSTIVE") == "1" }
 
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
+// exhaustiveFuncs is the set of names in TORCHLEAN_EXHAUSTIVE_FUNCS (comma separated; empty: all).
+func exhaustiveFuncs() map[string]bool {
+	only := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("TORCHLEAN_EXHAUSTIVE_FUNCS"), ",") {
+		if n != "" {
+			only[n] = true
 		}
 	}
-	return out
+	return only
 }

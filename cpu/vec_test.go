@@ -313,12 +313,7 @@ func TestVecExhaustive(t *testing.T) {
 	if !exhaustiveEnv() {
 		t.Skip("set TORCHLEAN_EXHAUSTIVE=1 to run over all 2^32 inputs")
 	}
-	only := map[string]bool{}
-	if s := os.Getenv("TORCHLEAN_EXHAUSTIVE_FUNCS"); s != "" {
-		for _, n := range splitComma(s) {
-			only[n] = true
-		}
-	}
+	only := exhaustiveFuncs()
 	levels := vecLevels()
 	levels = levels[:len(levels)-1]
 	const batch = 1 << 22
