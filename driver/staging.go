@@ -65,7 +65,7 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 		return nil
 	}
 	if n > s.slotBytes {
-		return s.x.call("cuMemcpyHtoD_v2", s.x.c.fn.memcpyHtoD, uintptr(dst), uintptr(src), uintptr(n))
+		return s.x.CopyHtoDBytes(dst, unsafe.Slice((*byte)(src), n))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
