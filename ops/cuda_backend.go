@@ -78,7 +78,8 @@ func cudaReason(err error) string {
 type cudaBackend struct {
 	ctx       *driver.Context
 	name      string
-	maxBlocks uint32
+	facts     gpuFacts
+	maxBlocks uint32 // cap of grid-stride grids: 32 blocks per multiprocessor
 
 	mu      sync.Mutex // guards cache, cached, modules
 	cache   map[uint64][]driver.DevicePtr
@@ -119,6 +120,7 @@ func (g *cudaBackend) stager() *driver.Staging {
 type kernelFn struct {
 	fn     driver.Function
 	params []ptx.Param
+	shared atomic.Uint32 // dynamic shared memory launches may use, once above the default 48 KiB
 }
 
 func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
@@ -138,21 +140,33 @@ func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
 	if err != nil {
 		return nil, err
 	}
+	shared, err := dev.Attribute(driver.AttrMaxSharedMemoryPerBlockOptin)
+	if err != nil {
+		return nil, err
+	}
 	ctx, err := lib.PrimaryContext(dev)
 	if err != nil {
 		return nil, err
 	}
 	return newCUDABackendOn(ctx, fmt.Sprintf("cuda:%d (%s, sm_%d%d, %d SMs)", ordinal, name, major, minor, sms),
-		uint32(sms)*32, 0), nil
+		gpuFacts{arch: 10*major + minor, sms: sms, sharedOptin: shared}, 0), nil
+}
+
+// gpuFacts are the device properties that launch choices depend on.
+type gpuFacts struct {
+	arch        int // compute capability as 10*major + minor (90 for an H100)
+	sms         int // multiprocessors
+	sharedOptin int // bytes of shared memory a block may use (static + dynamic, opted in)
 }
 
 // newCUDABackendOn returns a backend on ctx; guard > 0 (tests) surrounds allocations with guard
 // bands of that many floats.
-func newCUDABackendOn(ctx *driver.Context, name string, maxBlocks uint32, guard int) *cudaBackend {
+func newCUDABackendOn(ctx *driver.Context, name string, facts gpuFacts, guard int) *cudaBackend {
 	return &cudaBackend{
 		ctx:       ctx,
 		name:      name,
-		maxBlocks: maxBlocks,
+		facts:     facts,
+		maxBlocks: uint32(max(facts.sms, 1)) * 32,
 		guard:     guard,
 		cache:     map[uint64][]driver.DevicePtr{},
 		modules:   map[ptx.Module]driver.Module{},
@@ -427,6 +441,15 @@ func (g *cudaBackend) launch(k *ptx.Kernel, blocks, threads uint32, p *argPack) 
 
 // launchGrid runs kernel k after checking the arguments against its PTX parameters.
 func (g *cudaBackend) launchGrid(k *ptx.Kernel, grid, block [3]uint32, p *argPack) error {
+	return g.launchShared(k, grid, block, 0, p)
+}
+
+// defaultSharedBytes is the dynamic shared memory every kernel may use without opting in.
+const defaultSharedBytes = 48 << 10
+
+// launchShared is launchGrid with shared bytes of dynamic shared memory, opting the kernel in
+// (cuFuncSetAttribute) the first time it needs more than 48 KiB.
+func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared uint32, p *argPack) error {
 	f, err := g.function(k)
 	if err != nil {
 		return err
@@ -439,7 +462,13 @@ func (g *cudaBackend) launchGrid(k *ptx.Kernel, grid, block [3]uint32, p *argPac
 			return fmt.Errorf("ops: kernel %s parameter %d is %v, got %v", k, i, want, p.kinds[i])
 		}
 	}
-	return g.ctx.Launch(f.fn, grid, block, 0, 0, &p.a)
+	if shared > defaultSharedBytes && shared > f.shared.Load() {
+		if err := f.fn.SetMaxDynamicSharedBytes(int(shared)); err != nil {
+			return fmt.Errorf("ops: kernel %s: %d bytes of shared memory: %w", k, shared, err)
+		}
+		f.shared.Store(shared)
+	}
+	return g.ctx.Launch(f.fn, grid, block, shared, 0, &p.a)
 }
 
 // gridFor returns the blocks of threads-thread blocks covering work items, capped for
@@ -530,6 +559,9 @@ func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
 	case gridCustom:
 		k, grid, block := op.geometry.custom(a.sizes)
 		return g.launchGrid(k, grid, block, &p)
+	case gridDevice:
+		l := op.geometry.device(a.sizes, g.facts)
+		return g.launchShared(l.kernel, l.grid, l.block, l.shared, &p)
 	}
 	bs := [2]uint32{256, 1}
 	if op.geometry.block != nil {

@@ -53,6 +53,15 @@ type geometry struct {
 	space  func(s []int) int       // work items (gridStride), rows (gridRows), blocks (gridBlocks)
 	block  func(s []int) [2]uint32 // gridStride: the block shape (x, y), at most 256 threads; nil: 256 x 1
 	custom func(s []int) (k *ptx.Kernel, grid, block [3]uint32)
+	device func(s []int, d gpuFacts) launchShape
+}
+
+// launchShape is a launch chosen for the device: kernel, grid, block and bytes of dynamic shared
+// memory.
+type launchShape struct {
+	kernel      *ptx.Kernel
+	grid, block [3]uint32
+	shared      uint32
 }
 
 type gridKind int
@@ -63,6 +72,7 @@ const (
 	gridTiles                  // 32x8-thread blocks over 32x32 tiles of sizes (batch, rows, cols)
 	gridBlocks                 // exactly space 256-thread blocks (at least 1)
 	gridCustom                 // kernel and shape chosen by custom (op.kernel is unused)
+	gridDevice                 // kernel, shape and shared memory chosen by device for the GPU's facts
 )
 
 func strided(space func(s []int) int) geometry { return geometry{kind: gridStride, space: space} }
@@ -78,6 +88,11 @@ func stridedShaped(space func(s []int) int, block func(s []int) [2]uint32) geome
 // chosen is the geometry of an op whose kernel itself depends on the sizes.
 func chosen(f func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32)) geometry {
 	return geometry{kind: gridCustom, custom: f}
+}
+
+// chosenOn is the geometry of an op whose kernel depends on the sizes and on the device.
+func chosenOn(f func(s []int, d gpuFacts) launchShape) geometry {
+	return geometry{kind: gridDevice, device: f}
 }
 
 var tiles = geometry{kind: gridTiles}

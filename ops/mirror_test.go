@@ -272,10 +272,13 @@ func shapeCases() []mirrorCase {
 			cases = append(cases, layerNormCases(r, c, true)...)
 		}
 	}
-	// The long-row forward kernels (softmax_fwd_long, log_softmax_fwd_long): blocks of 1 to 4
-	// groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and rows of signed
-	// zeros and infinities without NaN (ties of the max across the groups).
-	for _, sh := range [][3]int{{5, 4097, 1}, {4, 8192, 1}, {3, 8195, 1}, {2, 16387, 1}, {3, 32768, 1}, {3, 12345, 0}} {
+	// The long-row forward kernels (softmax_fwd_long, log_softmax_fwd_long, and on sm_80+ their
+	// *_long_async variants for rows of 3 or 4 groups whose length is a multiple of 4): blocks of
+	// 1 to 4 groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and rows of
+	// signed zeros and infinities without NaN (ties of the max across the groups). The "/long"
+	// cases take the *_long kernels where the device would pick the async ones.
+	for _, sh := range [][3]int{{5, 4097, 1}, {4, 8192, 1}, {3, 8195, 1}, {2, 16387, 1}, {3, 32768, 1}, {3, 12345, 0},
+		{3, 20000, 1}, {5, 24576, 1}, {3, 20000, 0}} {
 		r, c := sh[0], sh[1]
 		finite = sh[2] == 1
 		tag := fmt.Sprintf("%dx%d", r, c)
@@ -284,6 +287,16 @@ func shapeCases() []mirrorCase {
 		}
 		add("softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
 		add("log_softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
+		if c%4 == 0 && c > 16384 {
+			add("softmax/"+tag+"/long", []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
+				defer withoutSoftmaxAsync()()
+				return Softmax(in[0], r, c)
+			})
+			add("log_softmax/"+tag+"/long", []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
+				defer withoutSoftmaxAsync()()
+				return LogSoftmax(in[0], r, c)
+			})
+		}
 	}
 	for _, sh := range [][2]int{{4, 9001}, {4, 32768}} {
 		r, c := sh[0], sh[1]
@@ -542,13 +555,20 @@ func mirrorInputs(c mirrorCase, n int) [][]float32 {
 	return host
 }
 
+// withoutSoftmaxAsync makes softmaxLongLaunch pick the *_long kernels until the returned function
+// runs.
+func withoutSoftmaxAsync() func() {
+	softmaxAsync = false
+	return func() { softmaxAsync = true }
+}
+
 // guardedCUDA opens a second handle on CUDA device 0 whose allocations carry guard bands.
 func guardedCUDA(t *testing.T) *Device {
 	t.Helper()
 	d, err := Open("cuda")
 	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
 	g := d.be.(*cudaBackend)
-	guarded := newCUDABackendOn(g.ctx, g.name, g.maxBlocks, 64)
+	guarded := newCUDABackendOn(g.ctx, g.name, g.facts, 64)
 	return &Device{kind: KindCUDA, name: d.name + " (guarded)", be: guarded}
 }
 

@@ -9,10 +9,12 @@ const (
 	ReduceAxis  Module = "reduce_axis"
 	Softmax     Module = "softmax"
 	Index       Module = "index"
+	// SoftmaxSM80 holds the long-row softmax kernels that stream rows with cp.async (sm_80+).
+	SoftmaxSM80 Module = "softmax_sm80"
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, Index, Matmul, Optim}
+var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, SoftmaxSM80, Index, Matmul, Optim}
 
 // Elementwise kernels: forward.
 var (
@@ -103,6 +105,11 @@ var (
 	// log_softmax_fwd.
 	SoftmaxFwdLong    = newKernel(Softmax, "softmax_fwd_long")
 	LogSoftmaxFwdLong = newKernel(Softmax, "log_softmax_fwd_long")
+	// The same on sm_80 and later, with the block's next row streaming into shared memory
+	// (cp.async) meanwhile: the block shape of *_long, 4*cols bytes (rounded up to 16) of dynamic
+	// shared memory, any grid (about one block per multiprocessor intended); same values.
+	SoftmaxFwdLongAsync    = newKernel(SoftmaxSM80, "softmax_fwd_long_async")
+	LogSoftmaxFwdLongAsync = newKernel(SoftmaxSM80, "log_softmax_fwd_long_async")
 	// Layer norm, in blocks of 256 threads (any grid computes the same values; these give one
 	// block per unit of work, see softmax.cu): layer_norm_fwd takes rows blocks (capped at will);
 	// layer_norm_bwd takes ceil(rows/64) blocks when cols <= 4096 and rows >= 4096, else

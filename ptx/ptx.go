@@ -22,8 +22,31 @@ import (
 //go:embed *.ptx
 var files embed.FS
 
-// Module names one kernel family: the base name of its .cu and .ptx files.
+// Module names one kernel family: the base name of its .cu and .ptx files. A module named
+// <family>_sm<NN> is PTX for the virtual architecture compute_<NN> (its kernels need sm_<NN> or
+// later: see Arch); every other module is for compute_70.
 type Module string
+
+// Arch returns the compute capability, as 10*major + minor, that the module's PTX targets: its
+// kernels load on devices of that capability or later.
+func (m Module) Arch() int {
+	name := string(m)
+	i := strings.LastIndex(name, "_sm")
+	if i < 0 {
+		return 70
+	}
+	arch := 0
+	for _, c := range name[i+3:] {
+		if c < '0' || c > '9' {
+			return 70
+		}
+		arch = 10*arch + int(c-'0')
+	}
+	if arch == 0 {
+		return 70
+	}
+	return arch
+}
 
 // Kernel is one PTX entry point of a module. The kernels are the package-level values of
 // kernels.go; compare them by pointer.

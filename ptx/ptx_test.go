@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,8 +62,8 @@ func TestGeneratedMatchesSources(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^\.version 7\.[0-8]$`).Match(src) {
 			t.Errorf("%s.ptx: PTX ISA above 7.8", m)
 		}
-		if !regexp.MustCompile(`(?m)^\.target sm_70$`).Match(src) {
-			t.Errorf("%s.ptx: target is not sm_70", m)
+		if target := fmt.Sprintf("sm_%d", m.Arch()); !regexp.MustCompile(`(?m)^\.target ` + target + `$`).Match(src) {
+			t.Errorf("%s.ptx: target is not %s", m, target)
 		}
 	}
 }
@@ -145,5 +146,13 @@ func TestParseEntries(t *testing.T) {
 	}
 	if _, err := parseEntries(".visible .entry k(\n\t.param .f64 k_param_0\n)\n"); err == nil {
 		t.Error("an unsupported parameter type parsed")
+	}
+}
+
+func TestModuleArch(t *testing.T) {
+	for m, want := range map[Module]int{Softmax: 70, SoftmaxSM80: 80, "x_sm90": 90, "x_smy": 70, "x_sm": 70} {
+		if got := m.Arch(); got != want {
+			t.Errorf("%s.Arch() = %d, want %d", m, got, want)
+		}
 	}
 }

@@ -5,55 +5,7 @@
 // the code path below. Twins: cpu/softmax.go.
 #include "common.cuh"
 #include "f32math.cuh"
-
-#define SM_THREADS 256
-
-__device__ __forceinline__ float sm_maxf(float a, float b) {
-  return (a != a || b != b) ? a + b : (a > b ? a : b);
-}
-
-template <bool MAX>
-__device__ __forceinline__ float tree_op(float a, float b) {
-  return MAX ? sm_maxf(a, b) : a + b;
-}
-
-// warp_tree evaluates, in every warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1,
-// over the 256 partials p and returns p[0] to every lane: lane l forms the s = 128, 64, 32 levels
-//   V32[l] = f(f(f(p[l], p[l+128]), f(p[l+64], p[l+192])), f(f(p[l+32], p[l+160]), f(p[l+96], p[l+224])))
-// and the s = 16, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
-// tree's, bit for bit.
-template <bool MAX>
-__device__ __forceinline__ float warp_tree(const float* p) {
-  u32 l = threadIdx.x & 31;
-  float a = tree_op<MAX>(tree_op<MAX>(p[l], p[l + 128]), tree_op<MAX>(p[l + 64], p[l + 192]));
-  float b = tree_op<MAX>(tree_op<MAX>(p[l + 32], p[l + 160]), tree_op<MAX>(p[l + 96], p[l + 224]));
-  float v = tree_op<MAX>(a, b);
-#pragma unroll
-  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-// block_reduce_n performs N independent block reductions behind one barrier: v[i] becomes the tree
-// (warp_tree) of the 256 threads' partials v[i]. part holds N*SM_THREADS floats. No second barrier
-// protects part: consecutive reductions alternate between two buffers, since a thread can write a
-// buffer again only after passing the barrier of the reduction in between, which every thread
-// reaches after its reads of the buffer.
-template <bool MAX, int N>
-__device__ __forceinline__ void block_reduce_n(float* part, float* v) {
-#pragma unroll
-  for (int i = 0; i < N; i++) part[i * SM_THREADS + threadIdx.x] = v[i];
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < N; i++) v[i] = warp_tree<MAX>(part + i * SM_THREADS);
-}
-
-template <bool MAX>
-__device__ __forceinline__ float block_reduce(float* part, float v) {
-  block_reduce_n<MAX, 1>(part, &v);
-  return v;
-}
-
-#define NEG_INF __uint_as_float(0xff800000u)
+#include "rowstat.cuh"
 
 // Register paths. Rows of at most SM_THREADS*SM_REG elements are held in registers, R rows at a
 // time (R = 4 for rows of at most 1024 elements, else 1; J = SM_REG/R): thread t holds
@@ -257,106 +209,20 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
   softmax_rows<2>(out, x, mask, rows, cols);
 }
 
-// Long rows (softmax_fwd_long, log_softmax_fwd_long): a row of up to SM_LONG_COLS elements is
-// held in registers across the block, read once and written once. The block is nq groups of 256
-// threads; thread t of group q (threadIdx.x = 256 q + t) stands for the part j in
-// [q*jq, (q+1)*jq) of the chain of partial t (elements t + 256 j, j ascending, as above), jq =
-// ceil(ceil(cols/256) / nq) <= SM_LONG, and holds those elements in registers. The statistics are
-// the 256-thread block's, bit for bit:
-//   - max: each group folds its part from -Inf, and partial t is the fold of the groups' results
-//     in group order. This equals the one chain because the fold of sm_maxf over a sequence is the
-//     last element (in order) equal to its maximum, or -Inf for none, or NaN when it holds one
-//     (NaN + anything is NaN), and combining two such folds in order gives the fold of the
-//     concatenation.
-//   - sum: one chain, carried across the groups in order: group q continues from group q-1's
-//     running sum (through shared memory, one barrier per group), so every addition is the loop
-//     path's, in the same order.
-// Then the same warp_tree. Launch: blockDim.x = 256 * ceil(ceil(cols/256) / SM_LONG) threads (at
-// most 1024), any grid (rows is the intended one; blocks stride over the rows). A block of other
-// shape that cannot hold the row traps.
-#define SM_LONG 32
-#define SM_LONG_GROUPS 4
-#define SM_LONG_COLS (SM_THREADS * SM_LONG_GROUPS * SM_LONG)
-
-// warp_tree_groups is warp_tree over the partials p[i] = f(...f(f(g[0][i], g[1][i]), g[2][i])...,
-// g[nq-1][i]).
-template <bool MAX>
-__device__ __forceinline__ float warp_tree_groups(const float (*g)[SM_THREADS], u32 nq) {
-  u32 l = threadIdx.x & 31;
-  float p[8];
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    p[i] = g[0][l + 32 * i];
-#pragma unroll
-    for (u32 q = 1; q < SM_LONG_GROUPS; q++)
-      if (q < nq) p[i] = tree_op<MAX>(p[i], g[q][l + 32 * i]);
-  }
-  // p[i] is partial l + 32 i: the operands of warp_tree.
-  float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
-  float b = tree_op<MAX>(tree_op<MAX>(p[1], p[5]), tree_op<MAX>(p[3], p[7]));
-  float v = tree_op<MAX>(a, b);
-#pragma unroll
-  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
+// Long rows (softmax_fwd_long, log_softmax_fwd_long): see long_row_finish in rowstat.cuh. Each
+// thread loads its part of the row straight into registers; softmax_sm80.cu has the variant that
+// streams the block's next row into shared memory meanwhile.
 template <int KIND>
 __device__ __forceinline__ void softmax_long_rows(float* out, const float* x, u64 rows, u64 cols) {
   __shared__ float mq[SM_LONG_GROUPS][SM_THREADS];
   __shared__ float chain[SM_LONG_GROUPS][SM_THREADS];
-  const u32 t = threadIdx.x & (SM_THREADS - 1), q = threadIdx.x / SM_THREADS;
-  const u32 nq = blockDim.x / SM_THREADS;
-  const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
-  const u64 jq = nq == 0 ? 0 : (jl + nq - 1) / nq;
-  if (blockDim.x % SM_THREADS != 0 || nq == 0 || nq > SM_LONG_GROUPS || jq > SM_LONG) __trap();
-  // This thread's elements: t + 256 (j0 + k), k < nk.
-  const u64 j0 = q * jq, cnt = (cols + SM_THREADS - 1 - t) / SM_THREADS;
-  const u32 nk = (u32)(cnt > j0 ? min(cnt - j0, jq) : 0);
+  const LongRow lr = long_row_layout(cols);
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* xr = x + r * cols + t + j0 * SM_THREADS;
-    float* outr = out + r * cols + t + j0 * SM_THREADS;
+    const float* xr = x + r * cols + lr.first;
     float v[SM_LONG];
 #pragma unroll
-    for (int k = 0; k < SM_LONG; k++) v[k] = k < nk ? xr[k * SM_THREADS] : 0.0f;
-    float m = NEG_INF;
-#pragma unroll
-    for (int k = 0; k < SM_LONG; k++)
-      if (k < nk) m = sm_maxf(m, v[k]);
-    mq[q][t] = m;
-    __syncthreads();
-    m = warp_tree_groups<true>(mq, nq);
-    // From here v holds x - m.
-#pragma unroll
-    for (int k = 0; k < SM_LONG; k++) v[k] = v[k] - m;
-    // Softmax: every exp first (all groups at once, in place), then the chain of additions;
-    // log-softmax keeps x - m and computes each exp when its group's turn in the chain comes.
-    float s = -0.0f;
-    if (KIND == 0) {
-#pragma unroll
-      for (int k = 0; k < SM_LONG; k++)
-        if (k < nk) v[k] = tl_expf(v[k]);
-    }
-    for (u32 g = 0; g < nq; g++) {
-      if (q == g) {
-        if (g > 0) s = chain[g - 1][t];
-#pragma unroll
-        for (int k = 0; k < SM_LONG; k++)
-          if (k < nk) s = s + (KIND == 0 ? v[k] : tl_expf(v[k]));
-        chain[g][t] = s;
-      }
-      __syncthreads();
-    }
-    s = warp_tree<false>(chain[nq - 1]);
-    if (KIND == 1) {
-      float ls = tl_logf(s);
-#pragma unroll
-      for (int k = 0; k < SM_LONG; k++)
-        if (k < nk) outr[k * SM_THREADS] = v[k] - ls;
-    } else {
-#pragma unroll
-      for (int k = 0; k < SM_LONG; k++)
-        if (k < nk) outr[k * SM_THREADS] = v[k] / s;
-    }
+    for (int k = 0; k < SM_LONG; k++) v[k] = k < lr.nk ? xr[k * SM_THREADS] : 0.0f;
+    long_row_finish<KIND>(v, lr, mq, chain, out + r * cols + lr.first);
   }
 }
 

@@ -1,0 +1,170 @@
+// rowstat.cuh: the row statistics of the softmax family (softmax.cu, softmax_sm80.cu): the
+// 256-partial halving tree and the long-row engine. Every row statistic is a row reduction in
+// the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then the halving
+// tree), so the result depends on the shape only, never on the launch geometry or the code path.
+#pragma once
+#include "common.cuh"
+#include "f32math.cuh"
+
+#define SM_THREADS 256
+
+__device__ __forceinline__ float sm_maxf(float a, float b) {
+  return (a != a || b != b) ? a + b : (a > b ? a : b);
+}
+
+template <bool MAX>
+__device__ __forceinline__ float tree_op(float a, float b) {
+  return MAX ? sm_maxf(a, b) : a + b;
+}
+
+// warp_tree evaluates, in every warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1,
+// over the 256 partials p and returns p[0] to every lane: lane l forms the s = 128, 64, 32 levels
+//   V32[l] = f(f(f(p[l], p[l+128]), f(p[l+64], p[l+192])), f(f(p[l+32], p[l+160]), f(p[l+96], p[l+224])))
+// and the s = 16, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
+// tree's, bit for bit.
+template <bool MAX>
+__device__ __forceinline__ float warp_tree(const float* p) {
+  u32 l = threadIdx.x & 31;
+  float a = tree_op<MAX>(tree_op<MAX>(p[l], p[l + 128]), tree_op<MAX>(p[l + 64], p[l + 192]));
+  float b = tree_op<MAX>(tree_op<MAX>(p[l + 32], p[l + 160]), tree_op<MAX>(p[l + 96], p[l + 224]));
+  float v = tree_op<MAX>(a, b);
+#pragma unroll
+  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// block_reduce_n performs N independent block reductions behind one barrier: v[i] becomes the tree
+// (warp_tree) of the 256 threads' partials v[i]. part holds N*SM_THREADS floats. No second barrier
+// protects part: consecutive reductions alternate between two buffers, since a thread can write a
+// buffer again only after passing the barrier of the reduction in between, which every thread
+// reaches after its reads of the buffer.
+template <bool MAX, int N>
+__device__ __forceinline__ void block_reduce_n(float* part, float* v) {
+#pragma unroll
+  for (int i = 0; i < N; i++) part[i * SM_THREADS + threadIdx.x] = v[i];
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < N; i++) v[i] = warp_tree<MAX>(part + i * SM_THREADS);
+}
+
+template <bool MAX>
+__device__ __forceinline__ float block_reduce(float* part, float v) {
+  block_reduce_n<MAX, 1>(part, &v);
+  return v;
+}
+
+#define NEG_INF __uint_as_float(0xff800000u)
+
+// Long rows: a row of up to SM_LONG_COLS elements is held in registers across the block, read
+// once and written once. The block is nq groups of 256 threads; thread t of group q (threadIdx.x
+// = 256 q + t) stands for the part j in [q*jq, (q+1)*jq) of the chain of partial t (elements
+// t + 256 j, j ascending, as above), jq = ceil(ceil(cols/256) / nq) <= SM_LONG, and holds those
+// elements in registers. The statistics are the 256-thread block's, bit for bit:
+//   - max: each group folds its part from -Inf, and partial t is the fold of the groups' results
+//     in group order. This equals the one chain because the fold of sm_maxf over a sequence is the
+//     last element (in order) equal to its maximum, or -Inf for none, or NaN when it holds one
+//     (NaN + anything is NaN), and combining two such folds in order gives the fold of the
+//     concatenation.
+//   - sum: one chain, carried across the groups in order: group q continues from group q-1's
+//     running sum (through shared memory, one barrier per group), so every addition is the loop
+//     path's, in the same order.
+// Then the same warp_tree. Launch: blockDim.x = 256 * ceil(ceil(cols/256) / SM_LONG) threads (at
+// most 1024); a block of other shape that cannot hold the row traps.
+#define SM_LONG 32
+#define SM_LONG_GROUPS 4
+#define SM_LONG_COLS (SM_THREADS * SM_LONG_GROUPS * SM_LONG)
+
+// warp_tree_groups is warp_tree over the partials p[i] = f(...f(f(g[0][i], g[1][i]), g[2][i])...,
+// g[nq-1][i]).
+template <bool MAX>
+__device__ __forceinline__ float warp_tree_groups(const float (*g)[SM_THREADS], u32 nq) {
+  u32 l = threadIdx.x & 31;
+  float p[8];
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    p[i] = g[0][l + 32 * i];
+#pragma unroll
+    for (u32 q = 1; q < SM_LONG_GROUPS; q++)
+      if (q < nq) p[i] = tree_op<MAX>(p[i], g[q][l + 32 * i]);
+  }
+  // p[i] is partial l + 32 i: the operands of warp_tree.
+  float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
+  float b = tree_op<MAX>(tree_op<MAX>(p[1], p[5]), tree_op<MAX>(p[3], p[7]));
+  float v = tree_op<MAX>(a, b);
+#pragma unroll
+  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// LongRow is this thread's place in a long row: its group q of nq, its partial t, the offset
+// first = t + 256 j0 of its first element, and its element count nk (elements first + 256 k,
+// k < nk).
+struct LongRow {
+  u32 t, q, nq, nk;
+  u64 first;
+};
+
+// long_row_layout returns the thread's LongRow for rows of cols elements, trapping when the block
+// cannot hold such a row.
+__device__ __forceinline__ LongRow long_row_layout(u64 cols) {
+  LongRow lr;
+  lr.t = threadIdx.x & (SM_THREADS - 1);
+  lr.q = threadIdx.x / SM_THREADS;
+  lr.nq = blockDim.x / SM_THREADS;
+  const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
+  const u64 jq = lr.nq == 0 ? 0 : (jl + lr.nq - 1) / lr.nq;
+  if (blockDim.x % SM_THREADS != 0 || lr.nq == 0 || lr.nq > SM_LONG_GROUPS || jq > SM_LONG) __trap();
+  const u64 j0 = lr.q * jq, cnt = (cols + SM_THREADS - 1 - lr.t) / SM_THREADS;
+  lr.nk = (u32)(cnt > j0 ? min(cnt - j0, jq) : 0);
+  lr.first = lr.t + j0 * SM_THREADS;
+  return lr;
+}
+
+// long_row_finish computes the row statistics from the thread's elements v[k] (k < nk; the others
+// 0) and writes its outputs outr[256 k] (outr = the output row + lr.first). KIND 0: softmax
+// exp(x - m) / s; KIND 1: log-softmax (x - m) - log(s). mq and chain are block-shared; the
+// function's barriers order their reuse by the next row.
+template <int KIND>
+__device__ __forceinline__ void long_row_finish(float (&v)[SM_LONG], const LongRow& lr,
+                                                float (*mq)[SM_THREADS], float (*chain)[SM_THREADS],
+                                                float* outr) {
+  float m = NEG_INF;
+#pragma unroll
+  for (int k = 0; k < SM_LONG; k++)
+    if (k < lr.nk) m = sm_maxf(m, v[k]);
+  mq[lr.q][lr.t] = m;
+  __syncthreads();
+  m = warp_tree_groups<true>(mq, lr.nq);
+  // From here v holds x - m.
+#pragma unroll
+  for (int k = 0; k < SM_LONG; k++) v[k] = v[k] - m;
+  // Softmax: every exp first (all groups at once, in place), then the chain of additions;
+  // log-softmax keeps x - m and computes each exp when its group's turn in the chain comes.
+  float s = -0.0f;
+  if (KIND == 0) {
+#pragma unroll
+    for (int k = 0; k < SM_LONG; k++)
+      if (k < lr.nk) v[k] = tl_expf(v[k]);
+  }
+  for (u32 g = 0; g < lr.nq; g++) {
+    if (lr.q == g) {
+      if (g > 0) s = chain[g - 1][lr.t];
+#pragma unroll
+      for (int k = 0; k < SM_LONG; k++)
+        if (k < lr.nk) s = s + (KIND == 0 ? v[k] : tl_expf(v[k]));
+      chain[g][lr.t] = s;
+    }
+    __syncthreads();
+  }
+  s = warp_tree<false>(chain[lr.nq - 1]);
+  if (KIND == 1) {
+    float ls = tl_logf(s);
+#pragma unroll
+    for (int k = 0; k < SM_LONG; k++)
+      if (k < lr.nk) outr[k * SM_THREADS] = v[k] - ls;
+  } else {
+#pragma unroll
+    for (int k = 0; k < SM_LONG; k++)
+      if (k < lr.nk) outr[k * SM_THREADS] = v[k] / s;
+  }
+}
