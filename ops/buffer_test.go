@@ -3,8 +3,10 @@ package ops
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // devices returns the devices to test on: the CPU always, CUDA device 0 when usable.
@@ -165,5 +167,30 @@ func TestReleaseThen(t *testing.T) {
 	w := mustBuf(t, CPU(), []float32{2})
 	if ReleaseThen(a, w, a) != a || w.Len() != 0 || a.Len() != 1 {
 		t.Error("ReleaseThen must release the workspace and keep keep")
+	}
+}
+
+// TestUnreachableBufferFreed checks the garbage collector's safety net: a buffer dropped without
+// Release is released once it is unreachable, on every device.
+func TestUnreachableBufferFreed(t *testing.T) {
+	for _, d := range devices(t) {
+		before := d.Stats()
+		func() {
+			b, err := Zeros(d, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = b
+		}()
+		// Earlier tests' garbage may be released meanwhile too: wait until live bytes are back
+		// to where they were (or lower) and at least one more buffer was freed.
+		deadline := time.Now().Add(10 * time.Second)
+		for s := d.Stats(); s.FreeCount == before.FreeCount || s.LiveBytes > before.LiveBytes; s = d.Stats() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: an unreachable buffer was not released: before %s, now %s", d.Kind(), before, s)
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
