@@ -48,6 +48,7 @@ func kernelBenches() []kernelBench {
 	add("softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
 	add("softmax_4096x32768", []int{4096 * 32768}, 8*4096*32768, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], 4096, 32768) })
 	add("log_softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
+	add("log_softmax_4096x32768", []int{4096 * 32768}, 8*4096*32768, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], 4096, 32768) })
 	add("softmax_bwd_16384x4096", []int{r * c, r * c}, 12*r*c, func(in []*Buffer) (*Buffer, error) { return SoftmaxBwd(in[0], in[1], r, c) })
 	add("layer_norm_fwd_16384x4096", []int{r * c, c, c}, 8*r*c, func(in []*Buffer) (*Buffer, error) {
 		o, m, s, err := LayerNormFwd(in[0], in[1], in[2], r, c, LayerNormEps)

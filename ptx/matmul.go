@@ -44,9 +44,10 @@ const (
 // Geometry: a 1-D grid of blocks over the batch * ceil(m/BM) * ceil(p/BN) output tiles (BM x BN
 // the family's tile); block b computes tiles b, b + grid[0], b + 2*grid[0], ... (the kernels
 // never rely on the grid covering the tiles exactly). The family is matmul_* (128 x 128 tiles,
-// 256 threads, one block per multiprocessor) when n > 256 and there are at least 256 such
-// tiles, else matmul_s_* (64 x 128 tiles, 128 threads, two blocks per multiprocessor), which
-// fills the GPU better and is the faster of the two for short K. Each block takes one tile, or
+// 256 threads, one block per multiprocessor) when n > 256, there are at least 256 such tiles
+// and 128-row tiles pad m no more than 64-row ones, else matmul_s_* (64 x 128 tiles, 128
+// threads, two blocks per multiprocessor), which fills the GPU better and is the faster of the
+// two for short K. Each block takes one tile, or
 // when n <= 256 tiles/256 of them (1 to 8), so that a tile's first loads overlap the previous
 // tile's last step and stores. Tuned on an H100 (132 multiprocessors). Sizes of zero are fine:
 // the grid is then one block with nothing to do. Static shared memory only (<= 48 KB).
@@ -62,7 +63,10 @@ func MatmulLaunch(batch, m, n, p int, transA, transB bool) (k *Kernel, grid, blo
 	tiles := func(rows, cols uint64) uint64 { return b * ceilDiv(mm, rows) * ceilDiv(pp, cols) }
 	family := [4]*Kernel{MatmulSmallNN, MatmulSmallNT, MatmulSmallTN, MatmulSmallTT}
 	t, threads := tiles(matmulSmallRows, matmulSmallCols), uint32(matmulSmallThreads)
-	if n > 256 && tiles(matmulLargeRows, matmulLargeCols) >= 256 {
+	// The large tiles only where they pad m no further than the small ones (m = 64 in 128-row
+	// tiles would halve their work: the dB = A^T·dC of a 64-column attention head).
+	rowsFit := ceilDiv(mm, matmulLargeRows)*matmulLargeRows == ceilDiv(mm, matmulSmallRows)*matmulSmallRows
+	if n > 256 && rowsFit && tiles(matmulLargeRows, matmulLargeCols) >= 256 {
 		family = [4]*Kernel{MatmulNN, MatmulNT, MatmulTN, MatmulTT}
 		t, threads = tiles(matmulLargeRows, matmulLargeCols), matmulLargeThreads
 	}

@@ -255,6 +255,7 @@ def kernel_table(torch, F, dev):
         "softmax_16384x4096": (softmax(16384, 4096), 1.0),
         "softmax_4096x32768": (softmax(4096, 32768), 1.5),
         "log_softmax_16384x4096": (softmax(16384, 4096, log=True), 1.0),
+        "log_softmax_4096x32768": (softmax(4096, 32768, log=True), 1.5),
         "softmax_bwd_16384x4096": (softmax_bwd, 1.6),
         "layer_norm_fwd_16384x4096": (layer_norm_fwd, 1.3),
         "layer_norm_bwd_16384x4096": (layer_norm_bwd, 1.8),

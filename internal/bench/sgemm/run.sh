@@ -10,6 +10,7 @@
 #   bench     our kernels and PyTorch (cuBLAS, TF32 off) on the timing shapes; the merged table
 #             is printed last
 #   sweep     with bench: also the tile configurations of variants.cu (compiled here to PTX)
+#   prof      ncu stall reasons on the bmm (64 x 512x64 @ 64x512), matmul_s and matmul_p
 #
 # Logs under $OUT (when set) or /tmp/sgemm-out: sgemm-*.log, torch.log, table.txt.
 set -u
@@ -26,6 +27,20 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 nvcc --version | tail -n 1
 if ! nvcc -O2 -std=c++17 -Xcompiler -fopenmp -o "$work/sgemm" "$here/sgemm.cu" -lcuda 2> "$work/build.err"; then
   cat "$work/build.err"; exit 1
+fi
+
+v=""
+if want sweep || want prof; then
+  # nvcc 13 no longer targets compute_70: compute_75 then (the same arithmetic, explicit fmas).
+  for arch in 70 75; do
+    if nvcc -ptx -arch=compute_$arch --fmad=false -O3 -std=c++14 -o "$work/variants.ptx" \
+      "$here/variants.cu" 2> "$work/variants.err"; then
+      v="$work/variants.ptx"
+      echo "== variants.cu: compute_$arch"
+      break
+    fi
+  done
+  [ -n "$v" ] || cat "$work/variants.err"
 fi
 
 if want ptxas; then
@@ -58,17 +73,21 @@ fi
 
 if want bench; then
   echo "== bench"
-  v=""
-  if want sweep; then
-    nvcc -ptx -arch=compute_70 --fmad=false -O3 -std=c++14 -o "$work/variants.ptx" "$here/variants.cu" &&
-      v="$work/variants.ptx"
-  fi
-  "$work/sgemm" bench "$ptx" $v > "$OUT/sgemm-bench.log" 2>&1 || rc=1
+  vb=""
+  want sweep && vb=$v
+  "$work/sgemm" bench "$ptx" $vb > "$OUT/sgemm-bench.log" 2>&1 || rc=1
   grep -E "FAIL|variants" "$OUT/sgemm-bench.log"
   PYTHONUNBUFFERED=1 python3 "$here/torch_sgemm.py" > "$OUT/torch.log" 2>&1 || rc=1
   grep TORCH_INFO "$OUT/torch.log"
   grep BENCH "$OUT/sgemm-bench.log" | awk "{print \$2, \$3, \$5}"
   python3 "$here/combine.py" "$OUT/sgemm-bench.log" "$OUT/torch.log" | tee "$OUT/table.txt"
+fi
+if want prof; then
+  echo "== ncu (bmm nn: matmul_s with 8 tiles per block, variant v0 with 6)"
+  ncu --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__throughput.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum" \
+    "$work/sgemm" prof "$ptx" $v > "$OUT/ncu.log" 2>&1 || rc=1
+  grep -E "matmul_|^ *v0|duration|pct|wavefronts|conflicts|inst_executed" "$OUT/ncu.log" | awk '{$1=$1; print}'
+  grep -E "stalled" "$OUT/ncu.log" | awk '{v=$NF; gsub(",","",v); if (v+0 >= 0.05) {sub("smsp__average_warps_issue_stalled_",""); sub("_per_issue_active.ratio",""); print $1, v}}'
 fi
 rm -rf "$work"
 exit $rc

@@ -5,7 +5,8 @@
 //   sgemm check    ptx/matmul.ptx                 bit-exactness against a host fmaf chain
 //   sgemm sanitize ptx/matmul.ptx                 a few small shapes (for compute-sanitizer)
 //   sgemm bench    ptx/matmul.ptx [variants.ptx]  timings: MatmulLaunch's choice, each family with
-//                                                 1, 2, 4, 8 tiles per block, and the variants
+//                                                 1, 2, 4, 6, 8 tiles per block, and the variants
+//   sgemm prof     ptx/matmul.ptx [variants.ptx]  one bmm each for ncu (run.sh prof)
 //
 // The launch geometry mirrors ptx.MatmulLaunch (ptx/matmul.go): keep launchFor in step with it.
 // Exit status 1 on any mismatch or CUDA error.
@@ -66,7 +67,8 @@ static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
 
 // launchFor mirrors ptx.MatmulLaunch: the family, and the tiles per block (perBlock).
 static const Family& launchFor(u64 batch, u64 m, u64 n, u64 p, u64* perBlock) {
-  const Family* f = n > 256 && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge : &kSmall;
+  const bool rowsFit = (m + 127) / 128 * 128 == (m + 63) / 64 * 64;
+  const Family* f = n > 256 && rowsFit && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge : &kSmall;
   *perBlock = 1;
   if (n <= 256) *perBlock = std::max<u64>(1, std::min<u64>(8, tilesOf(*f, batch, m, p) / 256));
   return *f;
@@ -307,13 +309,21 @@ static void checkMode(bool small) {
 struct Shape {
   const char* name;
   u64 batch, m, n, p;
+  bool ta, tb;
 };
+// Keep in step with torch_sgemm.py's SHAPES.
 static const Shape kShapes[] = {
-    {"1024^3", 1, 1024, 1024, 1024},
-    {"2048^3", 1, 2048, 2048, 2048},
-    {"4096^3", 1, 4096, 4096, 4096},
-    {"256x4096x4096", 1, 256, 4096, 4096},
-    {"bmm64x512x64x512", 64, 512, 64, 512},
+    {"1024^3", 1, 1024, 1024, 1024, false, false},
+    {"2048^3", 1, 2048, 2048, 2048, false, false},
+    {"4096^3", 1, 4096, 4096, 4096, false, false},
+    {"256x4096x4096", 1, 256, 4096, 4096, false, false},
+    {"bmm64x512x64x512", 64, 512, 64, 512, false, false},
+    {"bmm64x512x64x512_nt", 64, 512, 64, 512, false, true},
+    {"bmm64x512x64x512_tn", 64, 512, 64, 512, true, false},
+    {"bmm64x512x64x512_tt", 64, 512, 64, 512, true, true},
+    {"bmm64x512x128x512", 64, 512, 128, 512, false, false},
+    {"bmm64x512x512x64_nt", 64, 512, 512, 64, false, true},
+    {"bmm64x64x512x512_tn", 64, 64, 512, 512, true, false},
 };
 
 static float timeOne(const Family& f, u64 pb, const Shape& s, CUdeviceptr C, CUdeviceptr A,
@@ -321,11 +331,11 @@ static float timeOne(const Family& f, u64 pb, const Shape& s, CUdeviceptr C, CUd
   CUevent e0, e1;
   CK(cuEventCreate(&e0, 0));
   CK(cuEventCreate(&e1, 0));
-  for (int w = 0; w < 3; w++) launch(f, false, false, C, A, B, s.batch, s.m, s.n, s.p, pb);
+  for (int w = 0; w < 3; w++) launch(f, s.ta, s.tb, C, A, B, s.batch, s.m, s.n, s.p, pb);
   std::vector<float> ms;
   for (int r = 0; r < reps; r++) {
     CK(cuEventRecord(e0, 0));
-    launch(f, false, false, C, A, B, s.batch, s.m, s.n, s.p, pb);
+    launch(f, s.ta, s.tb, C, A, B, s.batch, s.m, s.n, s.p, pb);
     CK(cuEventRecord(e1, 0));
     CK(cuEventSynchronize(e1));
     float t;
@@ -357,9 +367,10 @@ static void benchMode(const std::vector<Family>& variants) {
     printf("BENCH shape=%s kernel=%s(auto,t%llu) ms=%.4f tflops=%.2f\n", s.name,
            chosen.prefix.c_str(), pbAuto, ms, flop / (ms * 1e-3) / 1e12);
     std::vector<const Family*> fams = {&kLarge, &kSmall};
-    for (const Family& v : variants) fams.push_back(&v);
+    if (!s.ta && !s.tb)
+      for (const Family& v : variants) fams.push_back(&v);
     for (const Family* f : fams)
-      for (u64 pb : {1ull, 2ull, 4ull, 8ull}) {
+      for (u64 pb : {1ull, 2ull, 4ull, 6ull, 8ull}) {
         float ms = timeOne(*f, pb, s, dC, dA, dB, 15);
         printf("BENCH shape=%s kernel=%s/t%llu ms=%.4f tflops=%.2f\n", s.name, f->prefix.c_str(),
                pb, ms, flop / (ms * 1e-3) / 1e12);
@@ -373,7 +384,7 @@ static void benchMode(const std::vector<Family>& variants) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: sgemm check|sanitize|bench ptx/matmul.ptx [variants.ptx]\n");
+    fprintf(stderr, "usage: sgemm check|sanitize|bench|prof ptx/matmul.ptx [variants.ptx]\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -390,7 +401,8 @@ int main(int argc, char** argv) {
     std::vector<char> vsrc = readFile(argv[3]);
     CK(cuModuleLoadData(&gVariants, vsrc.data()));
     // Keep in step with variants.cu: name, BM, BN, threads.
-    const int table[][3] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 128}, {64, 128, 128}};
+    const int table[][3] = {{64, 128, 128}, {64, 128, 128}, {64, 128, 128}, {64, 128, 128},
+                            {128, 64, 128}};
     for (int i = 0; i < (int)(sizeof table / sizeof table[0]); i++)
       variants.push_back({"v" + std::to_string(i), table[i][0], table[i][1], table[i][2], true});
   }
@@ -398,6 +410,22 @@ int main(int argc, char** argv) {
     checkMode(false);
   } else if (mode == "sanitize") {
     checkMode(true);
+  } else if (mode == "prof") {
+    // One bmm (nn) with matmul_s (8 tiles per block) and, given variants.ptx, v0 (6), for ncu.
+    const Shape& s = kShapes[4];
+    std::vector<float> A(s.batch * s.m * s.n), B(s.batch * s.n * s.p);
+    std::mt19937_64 rng(7);
+    fill(A, rng, 2, false);
+    fill(B, rng, 2, false);
+    CUdeviceptr dA, dB, dC;
+    CK(cuMemAlloc(&dA, A.size() * 4));
+    CK(cuMemAlloc(&dB, B.size() * 4));
+    CK(cuMemAlloc(&dC, s.batch * s.m * s.p * 4));
+    CK(cuMemcpyHtoD(dA, A.data(), A.size() * 4));
+    CK(cuMemcpyHtoD(dB, B.data(), B.size() * 4));
+    launch(kSmall, false, false, dC, dA, dB, s.batch, s.m, s.n, s.p, 8);
+    if (!variants.empty()) launch(variants[0], false, false, dC, dA, dB, s.batch, s.m, s.n, s.p, 6);
+    CK(cuCtxSynchronize());
   } else if (mode == "bench") {
     // Variants are checked on two shapes first (nn, bitwise).
     if (!variants.empty()) {

@@ -10,11 +10,17 @@ import statistics
 import torch
 
 SHAPES = [
-    ("1024^3", 1, 1024, 1024, 1024),
-    ("2048^3", 1, 2048, 2048, 2048),
-    ("4096^3", 1, 4096, 4096, 4096),
-    ("256x4096x4096", 1, 256, 4096, 4096),
-    ("bmm64x512x64x512", 64, 512, 64, 512),
+    ("1024^3", 1, 1024, 1024, 1024, False, False),
+    ("2048^3", 1, 2048, 2048, 2048, False, False),
+    ("4096^3", 1, 4096, 4096, 4096, False, False),
+    ("256x4096x4096", 1, 256, 4096, 4096, False, False),
+    ("bmm64x512x64x512", 64, 512, 64, 512, False, False),
+    ("bmm64x512x64x512_nt", 64, 512, 64, 512, False, True),
+    ("bmm64x512x64x512_tn", 64, 512, 64, 512, True, False),
+    ("bmm64x512x64x512_tt", 64, 512, 64, 512, True, True),
+    ("bmm64x512x128x512", 64, 512, 128, 512, False, False),
+    ("bmm64x512x512x64_nt", 64, 512, 512, 64, False, True),
+    ("bmm64x64x512x512_tn", 64, 64, 512, 512, True, False),
 ]
 
 
@@ -27,9 +33,19 @@ def main():
     torch.set_float32_matmul_precision("highest")
     dev = torch.device("cuda")
     print("TORCH_INFO", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))
-    for name, b, m, n, p in SHAPES:
+    for name, b, m, n, p, ta, tb in SHAPES:
         g = torch.Generator(device=dev).manual_seed(7)
-        if b == 1:
+        if ta or tb:
+            # Stored transposed (as sgemm.cu's transA / transB), multiplied through views.
+            A = torch.rand(b, n, m, device=dev, generator=g) * 2 - 1 if ta else \
+                torch.rand(b, m, n, device=dev, generator=g) * 2 - 1
+            B = torch.rand(b, p, n, device=dev, generator=g) * 2 - 1 if tb else \
+                torch.rand(b, n, p, device=dev, generator=g) * 2 - 1
+            Av = A.transpose(1, 2) if ta else A
+            Bv = B.transpose(1, 2) if tb else B
+            C = torch.empty(b, m, p, device=dev)
+            f = lambda: torch.bmm(Av, Bv, out=C)
+        elif b == 1:
             A = torch.rand(m, n, device=dev, generator=g) * 2 - 1
             B = torch.rand(n, p, device=dev, generator=g) * 2 - 1
             C = torch.empty(m, p, device=dev)
