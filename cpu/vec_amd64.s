@@ -147,16 +147,6 @@ DATA c_half<>+24(SB)/4, $0x3f000000
 DATA c_half<>+28(SB)/4, $0x3f000000
 GLOBL c_half<>(SB), RODATA|NOPTR, $32
 
-DATA c_halfBits<>+0(SB)/4, $0x3f000000
-DATA c_halfBits<>+4(SB)/4, $0x3f000000
-DATA c_halfBits<>+8(SB)/4, $0x3f000000
-DATA c_halfBits<>+12(SB)/4, $0x3f000000
-DATA c_halfBits<>+16(SB)/4, $0x3f000000
-DATA c_halfBits<>+20(SB)/4, $0x3f000000
-DATA c_halfBits<>+24(SB)/4, $0x3f000000
-DATA c_halfBits<>+28(SB)/4, $0x3f000000
-GLOBL c_halfBits<>(SB), RODATA|NOPTR, $32
-
 DATA c_i127<>+0(SB)/4, $0x0000007f
 DATA c_i127<>+4(SB)/4, $0x0000007f
 DATA c_i127<>+8(SB)/4, $0x0000007f
@@ -267,6 +257,26 @@ DATA c_logL4<>+24(SB)/4, $0x3e638e39
 DATA c_logL4<>+28(SB)/4, $0x3e638e39
 GLOBL c_logL4<>(SB), RODATA|NOPTR, $32
 
+DATA c_logM0<>+0(SB)/4, $0x3f3504f4
+DATA c_logM0<>+4(SB)/4, $0x3f3504f4
+DATA c_logM0<>+8(SB)/4, $0x3f3504f4
+DATA c_logM0<>+12(SB)/4, $0x3f3504f4
+DATA c_logM0<>+16(SB)/4, $0x3f3504f4
+DATA c_logM0<>+20(SB)/4, $0x3f3504f4
+DATA c_logM0<>+24(SB)/4, $0x3f3504f4
+DATA c_logM0<>+28(SB)/4, $0x3f3504f4
+GLOBL c_logM0<>(SB), RODATA|NOPTR, $32
+
+DATA c_logOff<>+0(SB)/4, $0x004afb0c
+DATA c_logOff<>+4(SB)/4, $0x004afb0c
+DATA c_logOff<>+8(SB)/4, $0x004afb0c
+DATA c_logOff<>+12(SB)/4, $0x004afb0c
+DATA c_logOff<>+16(SB)/4, $0x004afb0c
+DATA c_logOff<>+20(SB)/4, $0x004afb0c
+DATA c_logOff<>+24(SB)/4, $0x004afb0c
+DATA c_logOff<>+28(SB)/4, $0x004afb0c
+GLOBL c_logOff<>(SB), RODATA|NOPTR, $32
+
 DATA c_magic<>+0(SB)/4, $0x4b400000
 DATA c_magic<>+4(SB)/4, $0x4b400000
 DATA c_magic<>+8(SB)/4, $0x4b400000
@@ -327,6 +337,26 @@ DATA c_nan<>+24(SB)/4, $0x7fffffff
 DATA c_nan<>+28(SB)/4, $0x7fffffff
 GLOBL c_nan<>(SB), RODATA|NOPTR, $32
 
+DATA c_negExpMid<>+0(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+4(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+8(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+12(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+16(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+20(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+24(SB)/4, $0xc2af0000
+DATA c_negExpMid<>+28(SB)/4, $0xc2af0000
+GLOBL c_negExpMid<>(SB), RODATA|NOPTR, $32
+
+DATA c_negGeluK2<>+0(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+4(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+8(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+12(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+16(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+20(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+24(SB)/4, $0xbfcc422a
+DATA c_negGeluK2<>+28(SB)/4, $0xbfcc422a
+GLOBL c_negGeluK2<>(SB), RODATA|NOPTR, $32
+
 DATA c_negInf<>+0(SB)/4, $0xff800000
 DATA c_negInf<>+4(SB)/4, $0xff800000
 DATA c_negInf<>+8(SB)/4, $0xff800000
@@ -357,16 +387,6 @@ DATA c_one<>+24(SB)/4, $0x3f800000
 DATA c_one<>+28(SB)/4, $0x3f800000
 GLOBL c_one<>(SB), RODATA|NOPTR, $32
 
-DATA c_one_i<>+0(SB)/4, $0x00000001
-DATA c_one_i<>+4(SB)/4, $0x00000001
-DATA c_one_i<>+8(SB)/4, $0x00000001
-DATA c_one_i<>+12(SB)/4, $0x00000001
-DATA c_one_i<>+16(SB)/4, $0x00000001
-DATA c_one_i<>+20(SB)/4, $0x00000001
-DATA c_one_i<>+24(SB)/4, $0x00000001
-DATA c_one_i<>+28(SB)/4, $0x00000001
-GLOBL c_one_i<>(SB), RODATA|NOPTR, $32
-
 DATA c_ones<>+0(SB)/4, $0xffffffff
 DATA c_ones<>+4(SB)/4, $0xffffffff
 DATA c_ones<>+8(SB)/4, $0xffffffff
@@ -387,16 +407,6 @@ DATA c_signMask<>+24(SB)/4, $0x80000000
 DATA c_signMask<>+28(SB)/4, $0x80000000
 GLOBL c_signMask<>(SB), RODATA|NOPTR, $32
 
-DATA c_sqrt2Man<>+0(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+4(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+8(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+12(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+16(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+20(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+24(SB)/4, $0x003504f3
-DATA c_sqrt2Man<>+28(SB)/4, $0x003504f3
-GLOBL c_sqrt2Man<>(SB), RODATA|NOPTR, $32
-
 DATA c_tanhHi<>+0(SB)/4, $0x41180000
 DATA c_tanhHi<>+4(SB)/4, $0x41180000
 DATA c_tanhHi<>+8(SB)/4, $0x41180000
@@ -416,6 +426,16 @@ DATA c_two<>+20(SB)/4, $0x40000000
 DATA c_two<>+24(SB)/4, $0x40000000
 DATA c_two<>+28(SB)/4, $0x40000000
 GLOBL c_two<>(SB), RODATA|NOPTR, $32
+
+DATA c_two127<>+0(SB)/4, $0x7f000000
+DATA c_two127<>+4(SB)/4, $0x7f000000
+DATA c_two127<>+8(SB)/4, $0x7f000000
+DATA c_two127<>+12(SB)/4, $0x7f000000
+DATA c_two127<>+16(SB)/4, $0x7f000000
+DATA c_two127<>+20(SB)/4, $0x7f000000
+DATA c_two127<>+24(SB)/4, $0x7f000000
+DATA c_two127<>+28(SB)/4, $0x7f000000
+GLOBL c_two127<>(SB), RODATA|NOPTR, $32
 
 DATA c_two23<>+0(SB)/4, $0x4b000000
 DATA c_two23<>+4(SB)/4, $0x4b000000
@@ -448,117 +468,117 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VANDPS c_absMask<>(SB), Y0, Y4
-	VANDPS c_absMask<>(SB), Y1, Y5
-	VANDPS c_absMask<>(SB), Y2, Y6
-	VANDPS c_absMask<>(SB), Y3, Y7
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y5, Y9
-	VCMPPS $0x11, c_expMid<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expMid<>(SB), Y7, Y11
-	VANDPS Y9, Y8, Y12
-	VANDPS Y10, Y12, Y13
-	VANDPS Y11, Y13, Y14
+	VANDPS c_absMask<>(SB), Y6, Y7
+	VCMPPS $0x11, c_expMid<>(SB), Y1, Y8
+	VCMPPS $0x11, c_expMid<>(SB), Y3, Y9
+	VANDPS Y9, Y8, Y10
+	VCMPPS $0x11, c_expMid<>(SB), Y5, Y11
+	VANDPS Y11, Y10, Y12
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y13
+	VANDPS Y13, Y12, Y14
 	VMOVMSKPS Y14, AX
 	CMPL AX, $0xff
 	JNE general4
 	VMULPS c_log2e<>(SB), Y0, Y15
-	VMULPS c_log2e<>(SB), Y1, Y4
-	VMULPS c_log2e<>(SB), Y2, Y5
-	VMULPS c_log2e<>(SB), Y3, Y6
-	VADDPS c_magic<>(SB), Y15, Y7
-	VADDPS c_magic<>(SB), Y4, Y8
-	VADDPS c_magic<>(SB), Y5, Y9
-	VADDPS c_magic<>(SB), Y6, Y12
-	VSUBPS c_magic<>(SB), Y7, Y10
-	VSUBPS c_magic<>(SB), Y8, Y13
-	VSUBPS c_magic<>(SB), Y9, Y11
-	VSUBPS c_magic<>(SB), Y12, Y14
-	VMULPS c_ln2Hi<>(SB), Y10, Y15
-	VMULPS c_ln2Hi<>(SB), Y13, Y4
-	VMULPS c_ln2Hi<>(SB), Y11, Y5
-	VMULPS c_ln2Hi<>(SB), Y14, Y6
+	VMULPS c_log2e<>(SB), Y2, Y1
+	VMULPS c_log2e<>(SB), Y4, Y3
+	VMULPS c_log2e<>(SB), Y6, Y8
+	VADDPS c_magic<>(SB), Y15, Y9
+	VADDPS c_magic<>(SB), Y1, Y5
+	VADDPS c_magic<>(SB), Y3, Y10
+	VADDPS c_magic<>(SB), Y8, Y11
+	VSUBPS c_magic<>(SB), Y9, Y7
+	VSUBPS c_magic<>(SB), Y5, Y12
+	VSUBPS c_magic<>(SB), Y10, Y13
+	VSUBPS c_magic<>(SB), Y11, Y14
+	VMULPS c_ln2Hi<>(SB), Y7, Y15
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VMULPS c_ln2Hi<>(SB), Y13, Y3
+	VMULPS c_ln2Hi<>(SB), Y14, Y8
 	VSUBPS Y15, Y0, Y0
-	VSUBPS Y4, Y1, Y15
-	VSUBPS Y5, Y2, Y1
-	VSUBPS Y6, Y3, Y4
-	VMULPS c_ln2Lo<>(SB), Y10, Y2
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VMULPS c_ln2Lo<>(SB), Y11, Y3
-	VMULPS c_ln2Lo<>(SB), Y14, Y6
-	VSUBPS Y2, Y0, Y10
-	VSUBPS Y5, Y15, Y13
-	VSUBPS Y3, Y1, Y11
-	VSUBPS Y6, Y4, Y14
-	VMULPS c_expQ4<>(SB), Y10, Y0
-	VMULPS c_expQ4<>(SB), Y13, Y2
-	VMULPS c_expQ4<>(SB), Y11, Y15
-	VMULPS c_expQ4<>(SB), Y14, Y5
-	VADDPS c_expQ3<>(SB), Y0, Y1
-	VADDPS c_expQ3<>(SB), Y2, Y3
-	VADDPS c_expQ3<>(SB), Y15, Y4
-	VADDPS c_expQ3<>(SB), Y5, Y6
-	VMULPS Y1, Y10, Y0
-	VMULPS Y3, Y13, Y2
-	VMULPS Y4, Y11, Y15
-	VMULPS Y6, Y14, Y5
-	VADDPS c_expQ2<>(SB), Y0, Y1
-	VADDPS c_expQ2<>(SB), Y2, Y3
-	VADDPS c_expQ2<>(SB), Y15, Y4
-	VADDPS c_expQ2<>(SB), Y5, Y6
-	VMULPS Y1, Y10, Y0
-	VMULPS Y3, Y13, Y2
-	VMULPS Y4, Y11, Y15
-	VMULPS Y6, Y14, Y5
-	VADDPS c_expQ1<>(SB), Y0, Y1
-	VADDPS c_expQ1<>(SB), Y2, Y3
-	VADDPS c_expQ1<>(SB), Y15, Y4
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VMULPS Y1, Y10, Y0
-	VMULPS Y3, Y13, Y2
-	VMULPS Y4, Y11, Y15
-	VMULPS Y6, Y14, Y5
-	VADDPS c_expQ0<>(SB), Y0, Y1
-	VADDPS c_expQ0<>(SB), Y2, Y3
-	VADDPS c_expQ0<>(SB), Y15, Y4
-	VADDPS c_expQ0<>(SB), Y5, Y6
-	VMULPS Y1, Y10, Y0
-	VMULPS Y3, Y13, Y2
-	VMULPS Y4, Y11, Y15
-	VMULPS Y6, Y14, Y5
-	VMULPS Y0, Y10, Y1
-	VMULPS Y2, Y13, Y3
-	VMULPS Y15, Y11, Y4
-	VMULPS Y5, Y14, Y6
-	VADDPS Y1, Y10, Y0
-	VADDPS Y3, Y13, Y2
-	VADDPS Y4, Y11, Y15
-	VADDPS Y6, Y14, Y5
-	VADDPS c_one<>(SB), Y0, Y10
-	VADDPS c_one<>(SB), Y2, Y1
-	VADDPS c_one<>(SB), Y15, Y13
-	VADDPS c_one<>(SB), Y5, Y3
-	VPSLLD $23, Y7, Y11
-	VPSLLD $23, Y8, Y4
-	VPSLLD $23, Y9, Y14
-	VPSLLD $23, Y12, Y6
-	VPADDD c_expBias<>(SB), Y11, Y0
-	VPADDD c_expBias<>(SB), Y4, Y2
+	VSUBPS Y1, Y2, Y15
+	VSUBPS Y3, Y4, Y2
+	VSUBPS Y8, Y6, Y1
+	VMULPS c_ln2Lo<>(SB), Y7, Y4
+	VMULPS c_ln2Lo<>(SB), Y12, Y3
+	VMULPS c_ln2Lo<>(SB), Y13, Y6
+	VMULPS c_ln2Lo<>(SB), Y14, Y8
+	VSUBPS Y4, Y0, Y7
+	VSUBPS Y3, Y15, Y12
+	VSUBPS Y6, Y2, Y13
+	VSUBPS Y8, Y1, Y14
+	VMULPS c_expQ4<>(SB), Y7, Y0
+	VMULPS c_expQ4<>(SB), Y12, Y4
+	VMULPS c_expQ4<>(SB), Y13, Y15
+	VMULPS c_expQ4<>(SB), Y14, Y3
+	VADDPS c_expQ3<>(SB), Y0, Y2
+	VADDPS c_expQ3<>(SB), Y4, Y6
+	VADDPS c_expQ3<>(SB), Y15, Y1
+	VADDPS c_expQ3<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ2<>(SB), Y0, Y2
+	VADDPS c_expQ2<>(SB), Y4, Y6
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VADDPS c_expQ2<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ1<>(SB), Y0, Y2
+	VADDPS c_expQ1<>(SB), Y4, Y6
+	VADDPS c_expQ1<>(SB), Y15, Y1
+	VADDPS c_expQ1<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ0<>(SB), Y0, Y2
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VADDPS c_expQ0<>(SB), Y15, Y1
+	VADDPS c_expQ0<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VMULPS Y0, Y7, Y2
+	VMULPS Y4, Y12, Y6
+	VMULPS Y15, Y13, Y1
+	VMULPS Y3, Y14, Y8
+	VADDPS Y2, Y7, Y0
+	VADDPS Y6, Y12, Y4
+	VADDPS Y1, Y13, Y15
+	VADDPS Y8, Y14, Y3
+	VADDPS c_one<>(SB), Y0, Y7
+	VADDPS c_one<>(SB), Y4, Y2
+	VADDPS c_one<>(SB), Y15, Y12
+	VADDPS c_one<>(SB), Y3, Y6
+	VPSLLD $23, Y9, Y13
+	VPSLLD $23, Y5, Y1
+	VPSLLD $23, Y10, Y14
+	VPSLLD $23, Y11, Y8
+	VPADDD c_expBias<>(SB), Y13, Y0
+	VPADDD c_expBias<>(SB), Y1, Y4
 	VPADDD c_expBias<>(SB), Y14, Y15
-	VPADDD c_expBias<>(SB), Y6, Y5
-	VMULPS Y0, Y10, Y7
-	VMULPS Y2, Y1, Y8
-	VMULPS Y15, Y13, Y9
-	VMULPS Y5, Y3, Y12
-	VMOVUPS Y7, (DI)
-	VMOVUPS Y8, 32(DI)
-	VMOVUPS Y9, 64(DI)
-	VMOVUPS Y12, 96(DI)
+	VPADDD c_expBias<>(SB), Y8, Y3
+	VMULPS Y0, Y7, Y9
+	VMULPS Y4, Y2, Y5
+	VMULPS Y15, Y12, Y10
+	VMULPS Y3, Y6, Y11
+	VMOVUPS Y9, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -635,17 +655,17 @@ general4:
 	VPSLLD $23, Y13, Y14
 	VPADDD c_i127<>(SB), Y12, Y15
 	VPSLLD $23, Y15, Y1
-	VMULPS Y14, Y5, Y7
-	VMULPS Y1, Y7, Y4
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y4, Y6
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y6, Y2
-	VCMPPS $0x03, Y0, Y0, Y10
-	VBLENDVPS Y10, c_nan<>(SB), Y2, Y11
-	VANDPS c_absMask<>(SB), Y0, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y13, Y12
-	VBLENDVPS Y12, Y9, Y11, Y15
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
 	VMOVUPS Y15, (DI)
 	VMOVUPS 32(SI), Y0
 	VMULPS c_log2e<>(SB), Y0, Y1
@@ -677,17 +697,17 @@ general4:
 	VPSLLD $23, Y13, Y14
 	VPADDD c_i127<>(SB), Y12, Y15
 	VPSLLD $23, Y15, Y1
-	VMULPS Y14, Y5, Y7
-	VMULPS Y1, Y7, Y4
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y4, Y6
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y6, Y2
-	VCMPPS $0x03, Y0, Y0, Y10
-	VBLENDVPS Y10, c_nan<>(SB), Y2, Y11
-	VANDPS c_absMask<>(SB), Y0, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y13, Y12
-	VBLENDVPS Y12, Y9, Y11, Y15
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
 	VMOVUPS Y15, 32(DI)
 	VMOVUPS 64(SI), Y0
 	VMULPS c_log2e<>(SB), Y0, Y1
@@ -719,17 +739,17 @@ general4:
 	VPSLLD $23, Y13, Y14
 	VPADDD c_i127<>(SB), Y12, Y15
 	VPSLLD $23, Y15, Y1
-	VMULPS Y14, Y5, Y7
-	VMULPS Y1, Y7, Y4
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y4, Y6
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y6, Y2
-	VCMPPS $0x03, Y0, Y0, Y10
-	VBLENDVPS Y10, c_nan<>(SB), Y2, Y11
-	VANDPS c_absMask<>(SB), Y0, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y13, Y12
-	VBLENDVPS Y12, Y9, Y11, Y15
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
 	VMOVUPS Y15, 64(DI)
 	VMOVUPS 96(SI), Y0
 	VMULPS c_log2e<>(SB), Y0, Y1
@@ -761,17 +781,17 @@ general4:
 	VPSLLD $23, Y13, Y14
 	VPADDD c_i127<>(SB), Y12, Y15
 	VPSLLD $23, Y15, Y1
-	VMULPS Y14, Y5, Y7
-	VMULPS Y1, Y7, Y4
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y4, Y6
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y6, Y2
-	VCMPPS $0x03, Y0, Y0, Y10
-	VBLENDVPS Y10, c_nan<>(SB), Y2, Y11
-	VANDPS c_absMask<>(SB), Y0, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y13, Y12
-	VBLENDVPS Y12, Y9, Y11, Y15
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
 	VMOVUPS Y15, 96(DI)
 	JMP  next4
 general1:
@@ -805,17 +825,17 @@ general1:
 	VPSLLD $23, Y13, Y14
 	VPADDD c_i127<>(SB), Y12, Y15
 	VPSLLD $23, Y15, Y1
-	VMULPS Y14, Y5, Y7
-	VMULPS Y1, Y7, Y4
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y4, Y6
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y6, Y2
-	VCMPPS $0x03, Y0, Y0, Y10
-	VBLENDVPS Y10, c_nan<>(SB), Y2, Y11
-	VANDPS c_absMask<>(SB), Y0, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y13, Y12
-	VBLENDVPS Y12, Y9, Y11, Y15
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
 	VMOVUPS Y15, (DI)
 	JMP  next1
 
@@ -830,132 +850,132 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VXORPS c_signMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VXORPS c_signMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VXORPS c_signMask<>(SB), Y0, Y4
-	VXORPS c_signMask<>(SB), Y1, Y5
-	VXORPS c_signMask<>(SB), Y2, Y6
-	VXORPS c_signMask<>(SB), Y3, Y7
-	VANDPS c_absMask<>(SB), Y4, Y8
-	VANDPS c_absMask<>(SB), Y5, Y9
-	VANDPS c_absMask<>(SB), Y6, Y10
+	VXORPS c_signMask<>(SB), Y6, Y7
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VANDPS c_absMask<>(SB), Y3, Y9
+	VANDPS c_absMask<>(SB), Y5, Y10
 	VANDPS c_absMask<>(SB), Y7, Y11
 	VCMPPS $0x11, c_expMid<>(SB), Y8, Y12
 	VCMPPS $0x11, c_expMid<>(SB), Y9, Y13
-	VCMPPS $0x11, c_expMid<>(SB), Y10, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y11, Y15
-	VANDPS Y13, Y12, Y0
-	VANDPS Y14, Y0, Y1
-	VANDPS Y15, Y1, Y2
-	VMOVMSKPS Y2, AX
+	VANDPS Y13, Y12, Y14
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y15
+	VANDPS Y15, Y14, Y0
+	VCMPPS $0x11, c_expMid<>(SB), Y11, Y2
+	VANDPS Y2, Y0, Y4
+	VMOVMSKPS Y4, AX
 	CMPL AX, $0xff
 	JNE general4
-	VMULPS c_log2e<>(SB), Y4, Y3
-	VMULPS c_log2e<>(SB), Y5, Y8
-	VMULPS c_log2e<>(SB), Y6, Y9
-	VMULPS c_log2e<>(SB), Y7, Y10
-	VADDPS c_magic<>(SB), Y3, Y11
-	VADDPS c_magic<>(SB), Y8, Y12
-	VADDPS c_magic<>(SB), Y9, Y13
-	VADDPS c_magic<>(SB), Y10, Y0
-	VSUBPS c_magic<>(SB), Y11, Y14
-	VSUBPS c_magic<>(SB), Y12, Y1
-	VSUBPS c_magic<>(SB), Y13, Y15
-	VSUBPS c_magic<>(SB), Y0, Y2
-	VMULPS c_ln2Hi<>(SB), Y14, Y3
-	VMULPS c_ln2Hi<>(SB), Y1, Y8
-	VMULPS c_ln2Hi<>(SB), Y15, Y9
-	VMULPS c_ln2Hi<>(SB), Y2, Y10
-	VSUBPS Y3, Y4, Y4
-	VSUBPS Y8, Y5, Y3
-	VSUBPS Y9, Y6, Y5
-	VSUBPS Y10, Y7, Y8
-	VMULPS c_ln2Lo<>(SB), Y14, Y6
-	VMULPS c_ln2Lo<>(SB), Y1, Y9
-	VMULPS c_ln2Lo<>(SB), Y15, Y7
-	VMULPS c_ln2Lo<>(SB), Y2, Y10
-	VSUBPS Y6, Y4, Y14
-	VSUBPS Y9, Y3, Y1
-	VSUBPS Y7, Y5, Y15
-	VSUBPS Y10, Y8, Y2
-	VMULPS c_expQ4<>(SB), Y14, Y4
-	VMULPS c_expQ4<>(SB), Y1, Y6
-	VMULPS c_expQ4<>(SB), Y15, Y3
-	VMULPS c_expQ4<>(SB), Y2, Y9
-	VADDPS c_expQ3<>(SB), Y4, Y5
-	VADDPS c_expQ3<>(SB), Y6, Y7
-	VADDPS c_expQ3<>(SB), Y3, Y8
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y5, Y14, Y4
-	VMULPS Y7, Y1, Y6
-	VMULPS Y8, Y15, Y3
-	VMULPS Y10, Y2, Y9
-	VADDPS c_expQ2<>(SB), Y4, Y5
-	VADDPS c_expQ2<>(SB), Y6, Y7
-	VADDPS c_expQ2<>(SB), Y3, Y8
-	VADDPS c_expQ2<>(SB), Y9, Y10
-	VMULPS Y5, Y14, Y4
-	VMULPS Y7, Y1, Y6
-	VMULPS Y8, Y15, Y3
-	VMULPS Y10, Y2, Y9
-	VADDPS c_expQ1<>(SB), Y4, Y5
-	VADDPS c_expQ1<>(SB), Y6, Y7
-	VADDPS c_expQ1<>(SB), Y3, Y8
-	VADDPS c_expQ1<>(SB), Y9, Y10
-	VMULPS Y5, Y14, Y4
-	VMULPS Y7, Y1, Y6
-	VMULPS Y8, Y15, Y3
-	VMULPS Y10, Y2, Y9
-	VADDPS c_expQ0<>(SB), Y4, Y5
-	VADDPS c_expQ0<>(SB), Y6, Y7
-	VADDPS c_expQ0<>(SB), Y3, Y8
-	VADDPS c_expQ0<>(SB), Y9, Y10
-	VMULPS Y5, Y14, Y4
-	VMULPS Y7, Y1, Y6
-	VMULPS Y8, Y15, Y3
-	VMULPS Y10, Y2, Y9
-	VMULPS Y4, Y14, Y5
-	VMULPS Y6, Y1, Y7
-	VMULPS Y3, Y15, Y8
-	VMULPS Y9, Y2, Y10
-	VADDPS Y5, Y14, Y4
-	VADDPS Y7, Y1, Y6
-	VADDPS Y8, Y15, Y3
-	VADDPS Y10, Y2, Y9
-	VADDPS c_one<>(SB), Y4, Y14
-	VADDPS c_one<>(SB), Y6, Y5
-	VADDPS c_one<>(SB), Y3, Y1
+	VMULPS c_log2e<>(SB), Y1, Y6
+	VMULPS c_log2e<>(SB), Y3, Y8
+	VMULPS c_log2e<>(SB), Y5, Y9
+	VMULPS c_log2e<>(SB), Y7, Y12
+	VADDPS c_magic<>(SB), Y6, Y13
+	VADDPS c_magic<>(SB), Y8, Y10
+	VADDPS c_magic<>(SB), Y9, Y14
+	VADDPS c_magic<>(SB), Y12, Y15
+	VSUBPS c_magic<>(SB), Y13, Y11
+	VSUBPS c_magic<>(SB), Y10, Y0
+	VSUBPS c_magic<>(SB), Y14, Y2
+	VSUBPS c_magic<>(SB), Y15, Y4
+	VMULPS c_ln2Hi<>(SB), Y11, Y6
+	VMULPS c_ln2Hi<>(SB), Y0, Y8
+	VMULPS c_ln2Hi<>(SB), Y2, Y9
+	VMULPS c_ln2Hi<>(SB), Y4, Y12
+	VSUBPS Y6, Y1, Y1
+	VSUBPS Y8, Y3, Y6
+	VSUBPS Y9, Y5, Y3
+	VSUBPS Y12, Y7, Y8
+	VMULPS c_ln2Lo<>(SB), Y11, Y5
+	VMULPS c_ln2Lo<>(SB), Y0, Y9
+	VMULPS c_ln2Lo<>(SB), Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y4, Y12
+	VSUBPS Y5, Y1, Y11
+	VSUBPS Y9, Y6, Y0
+	VSUBPS Y7, Y3, Y2
+	VSUBPS Y12, Y8, Y4
+	VMULPS c_expQ4<>(SB), Y11, Y1
+	VMULPS c_expQ4<>(SB), Y0, Y5
+	VMULPS c_expQ4<>(SB), Y2, Y6
+	VMULPS c_expQ4<>(SB), Y4, Y9
+	VADDPS c_expQ3<>(SB), Y1, Y3
+	VADDPS c_expQ3<>(SB), Y5, Y7
+	VADDPS c_expQ3<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ2<>(SB), Y1, Y3
+	VADDPS c_expQ2<>(SB), Y5, Y7
+	VADDPS c_expQ2<>(SB), Y6, Y8
+	VADDPS c_expQ2<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ1<>(SB), Y1, Y3
+	VADDPS c_expQ1<>(SB), Y5, Y7
+	VADDPS c_expQ1<>(SB), Y6, Y8
+	VADDPS c_expQ1<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ0<>(SB), Y1, Y3
+	VADDPS c_expQ0<>(SB), Y5, Y7
+	VADDPS c_expQ0<>(SB), Y6, Y8
+	VADDPS c_expQ0<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VMULPS Y1, Y11, Y3
+	VMULPS Y5, Y0, Y7
+	VMULPS Y6, Y2, Y8
+	VMULPS Y9, Y4, Y12
+	VADDPS Y3, Y11, Y1
+	VADDPS Y7, Y0, Y5
+	VADDPS Y8, Y2, Y6
+	VADDPS Y12, Y4, Y9
+	VADDPS c_one<>(SB), Y1, Y11
+	VADDPS c_one<>(SB), Y5, Y3
+	VADDPS c_one<>(SB), Y6, Y0
 	VADDPS c_one<>(SB), Y9, Y7
-	VPSLLD $23, Y11, Y15
-	VPSLLD $23, Y12, Y8
 	VPSLLD $23, Y13, Y2
-	VPSLLD $23, Y0, Y10
-	VPADDD c_expBias<>(SB), Y15, Y4
-	VPADDD c_expBias<>(SB), Y8, Y6
-	VPADDD c_expBias<>(SB), Y2, Y3
-	VPADDD c_expBias<>(SB), Y10, Y9
-	VMULPS Y4, Y14, Y11
-	VMULPS Y6, Y5, Y12
-	VMULPS Y3, Y1, Y13
-	VMULPS Y9, Y7, Y0
-	VADDPS c_one<>(SB), Y11, Y15
-	VADDPS c_one<>(SB), Y12, Y8
+	VPSLLD $23, Y10, Y8
+	VPSLLD $23, Y14, Y4
+	VPSLLD $23, Y15, Y12
+	VPADDD c_expBias<>(SB), Y2, Y1
+	VPADDD c_expBias<>(SB), Y8, Y5
+	VPADDD c_expBias<>(SB), Y4, Y6
+	VPADDD c_expBias<>(SB), Y12, Y9
+	VMULPS Y1, Y11, Y13
+	VMULPS Y5, Y3, Y10
+	VMULPS Y6, Y0, Y14
+	VMULPS Y9, Y7, Y15
 	VADDPS c_one<>(SB), Y13, Y2
-	VADDPS c_one<>(SB), Y0, Y10
-	VMOVUPS c_one<>(SB), Y14
-	VDIVPS Y15, Y14, Y4
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y8, Y5, Y6
-	VMOVUPS c_one<>(SB), Y1
-	VDIVPS Y2, Y1, Y3
+	VADDPS c_one<>(SB), Y10, Y8
+	VADDPS c_one<>(SB), Y14, Y4
+	VADDPS c_one<>(SB), Y15, Y12
+	VMOVUPS c_one<>(SB), Y11
+	VDIVPS Y2, Y11, Y1
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y8, Y3, Y5
+	VMOVUPS c_one<>(SB), Y0
+	VDIVPS Y4, Y0, Y6
 	VMOVUPS c_one<>(SB), Y7
-	VDIVPS Y10, Y7, Y9
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y6, 32(DI)
-	VMOVUPS Y3, 64(DI)
+	VDIVPS Y12, Y7, Y9
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
 	VMOVUPS Y9, 96(DI)
 next4:
 	ADDQ $128, DI
@@ -1038,20 +1058,3802 @@ general4:
 	VPSLLD $23, Y14, Y15
 	VPADDD c_i127<>(SB), Y13, Y0
 	VPSLLD $23, Y0, Y2
-	VMULPS Y15, Y6, Y8
-	VMULPS Y2, Y8, Y5
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y5, Y7
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_zero<>(SB), Y7, Y3
-	VCMPPS $0x03, Y1, Y1, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y3, Y12
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y13
-	VBLENDVPS Y13, Y10, Y12, Y0
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
 	VADDPS c_one<>(SB), Y0, Y6
 	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y6, Y15, Y8
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS Y5, (DI)
+	VMOVUPS 32(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS Y5, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS Y5, (DI)
+	JMP  next1
+
+// func vkTanhAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Tanhf(x)
+TEXT ·vkTanhAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VANDPS c_absMask<>(SB), Y6, Y7
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y8
+	VCMPPS $0x11, c_tanhHi<>(SB), Y3, Y9
+	VANDPS Y9, Y8, Y10
+	VCMPPS $0x11, c_tanhHi<>(SB), Y5, Y11
+	VANDPS Y11, Y10, Y12
+	VCMPPS $0x11, c_tanhHi<>(SB), Y7, Y13
+	VANDPS Y13, Y12, Y14
+	VMOVMSKPS Y14, AX
+	CMPL AX, $0xff
+	JNE general4
+	VADDPS Y1, Y1, Y15
+	VADDPS Y3, Y3, Y0
+	VADDPS Y5, Y5, Y2
+	VADDPS Y7, Y7, Y4
+	VMULPS c_log2e<>(SB), Y15, Y6
+	VMULPS c_log2e<>(SB), Y0, Y8
+	VMULPS c_log2e<>(SB), Y2, Y9
+	VMULPS c_log2e<>(SB), Y4, Y10
+	VADDPS c_magic<>(SB), Y6, Y11
+	VADDPS c_magic<>(SB), Y8, Y12
+	VADDPS c_magic<>(SB), Y9, Y13
+	VADDPS c_magic<>(SB), Y10, Y14
+	VSUBPS c_magic<>(SB), Y11, Y1
+	VSUBPS c_magic<>(SB), Y12, Y3
+	VSUBPS c_magic<>(SB), Y13, Y5
+	VSUBPS c_magic<>(SB), Y14, Y7
+	VMULPS c_ln2Hi<>(SB), Y1, Y6
+	VMULPS c_ln2Hi<>(SB), Y3, Y8
+	VMULPS c_ln2Hi<>(SB), Y5, Y9
+	VMULPS c_ln2Hi<>(SB), Y7, Y10
+	VSUBPS Y6, Y15, Y15
+	VSUBPS Y8, Y0, Y6
+	VSUBPS Y9, Y2, Y0
+	VSUBPS Y10, Y4, Y8
+	VMULPS c_ln2Lo<>(SB), Y1, Y2
+	VMULPS c_ln2Lo<>(SB), Y3, Y9
+	VMULPS c_ln2Lo<>(SB), Y5, Y4
+	VMULPS c_ln2Lo<>(SB), Y7, Y10
+	VSUBPS Y2, Y15, Y1
+	VSUBPS Y9, Y6, Y3
+	VSUBPS Y4, Y0, Y5
+	VSUBPS Y10, Y8, Y7
+	VMULPS c_expQ4<>(SB), Y1, Y15
+	VMULPS c_expQ4<>(SB), Y3, Y2
+	VMULPS c_expQ4<>(SB), Y5, Y6
+	VMULPS c_expQ4<>(SB), Y7, Y9
+	VADDPS c_expQ3<>(SB), Y15, Y0
+	VADDPS c_expQ3<>(SB), Y2, Y4
+	VADDPS c_expQ3<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ2<>(SB), Y15, Y0
+	VADDPS c_expQ2<>(SB), Y2, Y4
+	VADDPS c_expQ2<>(SB), Y6, Y8
+	VADDPS c_expQ2<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VADDPS c_expQ1<>(SB), Y2, Y4
+	VADDPS c_expQ1<>(SB), Y6, Y8
+	VADDPS c_expQ1<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VADDPS c_expQ0<>(SB), Y2, Y4
+	VADDPS c_expQ0<>(SB), Y6, Y8
+	VADDPS c_expQ0<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VMULPS Y15, Y1, Y0
+	VMULPS Y2, Y3, Y4
+	VMULPS Y6, Y5, Y8
+	VMULPS Y9, Y7, Y10
+	VADDPS Y0, Y1, Y15
+	VADDPS Y4, Y3, Y2
+	VADDPS Y8, Y5, Y6
+	VADDPS Y10, Y7, Y9
+	VPSLLD $23, Y11, Y1
+	VPSLLD $23, Y12, Y0
+	VPSLLD $23, Y13, Y3
+	VPSLLD $23, Y14, Y4
+	VPADDD c_expBias<>(SB), Y1, Y5
+	VPADDD c_expBias<>(SB), Y0, Y8
+	VPADDD c_expBias<>(SB), Y3, Y7
+	VPADDD c_expBias<>(SB), Y4, Y10
+	VSUBPS c_one<>(SB), Y5, Y1
+	VSUBPS c_one<>(SB), Y8, Y0
+	VSUBPS c_one<>(SB), Y7, Y3
+	VSUBPS c_one<>(SB), Y10, Y4
+	VPSLLD $23, Y11, Y5
+	VPSLLD $23, Y12, Y8
+	VPSLLD $23, Y13, Y7
+	VPSLLD $23, Y14, Y10
+	VPADDD c_expBias<>(SB), Y5, Y11
+	VPADDD c_expBias<>(SB), Y8, Y12
+	VPADDD c_expBias<>(SB), Y7, Y13
+	VPADDD c_expBias<>(SB), Y10, Y14
+	VMULPS Y11, Y15, Y5
+	VMULPS Y12, Y2, Y8
+	VMULPS Y13, Y6, Y7
+	VMULPS Y14, Y9, Y10
+	VADDPS Y1, Y5, Y15
+	VADDPS Y0, Y8, Y11
+	VADDPS Y3, Y7, Y2
+	VADDPS Y4, Y10, Y12
+	VADDPS c_two<>(SB), Y15, Y6
+	VADDPS c_two<>(SB), Y11, Y13
+	VADDPS c_two<>(SB), Y2, Y9
+	VADDPS c_two<>(SB), Y12, Y14
+	VDIVPS Y6, Y15, Y5
+	VDIVPS Y13, Y11, Y1
+	VDIVPS Y9, Y2, Y8
+	VDIVPS Y14, Y12, Y0
+	VMOVUPS (SI), Y7
+	VANDPS c_signMask<>(SB), Y7, Y3
+	VMOVUPS 32(SI), Y10
+	VANDPS c_signMask<>(SB), Y10, Y4
+	VMOVUPS 64(SI), Y15
+	VANDPS c_signMask<>(SB), Y15, Y6
+	VMOVUPS 96(SI), Y11
+	VANDPS c_signMask<>(SB), Y11, Y13
+	VORPS Y3, Y5, Y2
+	VORPS Y4, Y1, Y9
+	VORPS Y6, Y8, Y12
+	VORPS Y13, Y0, Y14
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y12, 64(DI)
+	VMOVUPS Y14, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y2
+	VMOVMSKPS Y2, AX
+	CMPL AX, $0xff
+	JNE general1
+	VADDPS Y1, Y1, Y3
+	VMULPS c_log2e<>(SB), Y3, Y4
+	VADDPS c_magic<>(SB), Y4, Y5
+	VSUBPS c_magic<>(SB), Y5, Y6
+	VMULPS c_ln2Hi<>(SB), Y6, Y7
+	VSUBPS Y7, Y3, Y8
+	VMULPS c_ln2Lo<>(SB), Y6, Y9
+	VSUBPS Y9, Y8, Y10
+	VMULPS c_expQ4<>(SB), Y10, Y11
+	VADDPS c_expQ3<>(SB), Y11, Y12
+	VMULPS Y12, Y10, Y13
+	VADDPS c_expQ2<>(SB), Y13, Y14
+	VMULPS Y14, Y10, Y15
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VMULPS Y0, Y10, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y1
+	VMULPS Y1, Y10, Y4
+	VMULPS Y4, Y10, Y3
+	VADDPS Y3, Y10, Y7
+	VPSLLD $23, Y5, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VSUBPS c_one<>(SB), Y8, Y9
+	VPSLLD $23, Y5, Y11
+	VPADDD c_expBias<>(SB), Y11, Y12
+	VMULPS Y12, Y7, Y13
+	VADDPS Y9, Y13, Y14
+	VADDPS c_two<>(SB), Y14, Y15
+	VDIVPS Y15, Y14, Y0
+	VMOVUPS (SI), Y2
+	VANDPS c_signMask<>(SB), Y2, Y1
+	VORPS Y1, Y0, Y4
+	VMOVUPS Y4, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMOVUPS Y12, (DI)
+	VMOVUPS 32(SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMOVUPS Y12, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMOVUPS Y12, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMOVUPS Y12, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMOVUPS Y12, (DI)
+	JMP  next1
+
+// func vkGeluAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Geluf(x)
+TEXT ·vkGeluAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VMULPS c_geluC<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VMULPS c_geluC<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VMULPS c_geluC<>(SB), Y6, Y7
+	VMULPS Y0, Y1, Y8
+	VMULPS Y2, Y3, Y9
+	VMULPS Y4, Y5, Y10
+	VMULPS Y6, Y7, Y11
+	VMULPS Y0, Y8, Y12
+	VMULPS Y2, Y9, Y13
+	VMULPS Y4, Y10, Y14
+	VMULPS Y6, Y11, Y15
+	VADDPS Y12, Y0, Y1
+	VADDPS Y13, Y2, Y3
+	VADDPS Y14, Y4, Y5
+	VADDPS Y15, Y6, Y7
+	VMULPS c_negGeluK2<>(SB), Y1, Y8
+	VMULPS c_negGeluK2<>(SB), Y3, Y9
+	VMULPS c_negGeluK2<>(SB), Y5, Y10
+	VMULPS c_negGeluK2<>(SB), Y7, Y11
+	VANDPS c_absMask<>(SB), Y8, Y0
+	VANDPS c_absMask<>(SB), Y9, Y12
+	VANDPS c_absMask<>(SB), Y10, Y2
+	VANDPS c_absMask<>(SB), Y11, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y0, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y12, Y14
+	VANDPS Y14, Y4, Y6
+	VCMPPS $0x11, c_expMid<>(SB), Y2, Y15
+	VANDPS Y15, Y6, Y1
+	VCMPPS $0x11, c_expMid<>(SB), Y13, Y3
+	VANDPS Y3, Y1, Y5
+	VMOVMSKPS Y5, AX
+	CMPL AX, $0xff
+	JNE general4
+	VMULPS c_log2e<>(SB), Y8, Y7
+	VMULPS c_log2e<>(SB), Y9, Y0
+	VMULPS c_log2e<>(SB), Y10, Y12
+	VMULPS c_log2e<>(SB), Y11, Y4
+	VADDPS c_magic<>(SB), Y7, Y14
+	VADDPS c_magic<>(SB), Y0, Y2
+	VADDPS c_magic<>(SB), Y12, Y6
+	VADDPS c_magic<>(SB), Y4, Y15
+	VSUBPS c_magic<>(SB), Y14, Y13
+	VSUBPS c_magic<>(SB), Y2, Y1
+	VSUBPS c_magic<>(SB), Y6, Y3
+	VSUBPS c_magic<>(SB), Y15, Y5
+	VMULPS c_ln2Hi<>(SB), Y13, Y7
+	VMULPS c_ln2Hi<>(SB), Y1, Y0
+	VMULPS c_ln2Hi<>(SB), Y3, Y12
+	VMULPS c_ln2Hi<>(SB), Y5, Y4
+	VSUBPS Y7, Y8, Y8
+	VSUBPS Y0, Y9, Y7
+	VSUBPS Y12, Y10, Y9
+	VSUBPS Y4, Y11, Y0
+	VMULPS c_ln2Lo<>(SB), Y13, Y10
+	VMULPS c_ln2Lo<>(SB), Y1, Y12
+	VMULPS c_ln2Lo<>(SB), Y3, Y11
+	VMULPS c_ln2Lo<>(SB), Y5, Y4
+	VSUBPS Y10, Y8, Y13
+	VSUBPS Y12, Y7, Y1
+	VSUBPS Y11, Y9, Y3
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_expQ4<>(SB), Y13, Y8
+	VMULPS c_expQ4<>(SB), Y1, Y10
+	VMULPS c_expQ4<>(SB), Y3, Y7
+	VMULPS c_expQ4<>(SB), Y5, Y12
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VADDPS c_expQ3<>(SB), Y7, Y0
+	VADDPS c_expQ3<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ2<>(SB), Y8, Y9
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VADDPS c_expQ2<>(SB), Y7, Y0
+	VADDPS c_expQ2<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ1<>(SB), Y8, Y9
+	VADDPS c_expQ1<>(SB), Y10, Y11
+	VADDPS c_expQ1<>(SB), Y7, Y0
+	VADDPS c_expQ1<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ0<>(SB), Y8, Y9
+	VADDPS c_expQ0<>(SB), Y10, Y11
+	VADDPS c_expQ0<>(SB), Y7, Y0
+	VADDPS c_expQ0<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VMULPS Y8, Y13, Y9
+	VMULPS Y10, Y1, Y11
+	VMULPS Y7, Y3, Y0
+	VMULPS Y12, Y5, Y4
+	VADDPS Y9, Y13, Y8
+	VADDPS Y11, Y1, Y10
+	VADDPS Y0, Y3, Y7
+	VADDPS Y4, Y5, Y12
+	VADDPS c_one<>(SB), Y8, Y13
+	VADDPS c_one<>(SB), Y10, Y9
+	VADDPS c_one<>(SB), Y7, Y1
+	VADDPS c_one<>(SB), Y12, Y11
+	VPSLLD $23, Y14, Y3
+	VPSLLD $23, Y2, Y0
+	VPSLLD $23, Y6, Y5
+	VPSLLD $23, Y15, Y4
+	VPADDD c_expBias<>(SB), Y3, Y8
+	VPADDD c_expBias<>(SB), Y0, Y10
+	VPADDD c_expBias<>(SB), Y5, Y7
+	VPADDD c_expBias<>(SB), Y4, Y12
+	VMULPS Y8, Y13, Y14
+	VMULPS Y10, Y9, Y2
+	VMULPS Y7, Y1, Y6
+	VMULPS Y12, Y11, Y15
+	VADDPS c_one<>(SB), Y14, Y3
+	VADDPS c_one<>(SB), Y2, Y0
+	VADDPS c_one<>(SB), Y6, Y5
+	VADDPS c_one<>(SB), Y15, Y4
+	VMOVUPS (SI), Y13
+	VDIVPS Y3, Y13, Y8
+	VMOVUPS 32(SI), Y9
+	VDIVPS Y0, Y9, Y10
+	VMOVUPS 64(SI), Y1
+	VDIVPS Y5, Y1, Y7
+	VMOVUPS 96(SI), Y11
+	VDIVPS Y4, Y11, Y12
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y10, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y12, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VANDPS c_absMask<>(SB), Y5, Y6
+	VCMPPS $0x11, c_expMid<>(SB), Y6, Y7
+	VMOVMSKPS Y7, AX
+	CMPL AX, $0xff
+	JNE general1
+	VMULPS c_log2e<>(SB), Y5, Y8
+	VADDPS c_magic<>(SB), Y8, Y9
+	VSUBPS c_magic<>(SB), Y9, Y10
+	VMULPS c_ln2Hi<>(SB), Y10, Y11
+	VSUBPS Y11, Y5, Y12
+	VMULPS c_ln2Lo<>(SB), Y10, Y13
+	VSUBPS Y13, Y12, Y14
+	VMULPS c_expQ4<>(SB), Y14, Y15
+	VADDPS c_expQ3<>(SB), Y15, Y1
+	VMULPS Y1, Y14, Y2
+	VADDPS c_expQ2<>(SB), Y2, Y0
+	VMULPS Y0, Y14, Y3
+	VADDPS c_expQ1<>(SB), Y3, Y4
+	VMULPS Y4, Y14, Y6
+	VADDPS c_expQ0<>(SB), Y6, Y7
+	VMULPS Y7, Y14, Y8
+	VMULPS Y8, Y14, Y5
+	VADDPS Y5, Y14, Y11
+	VADDPS c_one<>(SB), Y11, Y10
+	VPSLLD $23, Y9, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y10, Y15
+	VADDPS c_one<>(SB), Y15, Y1
+	VMOVUPS (SI), Y2
+	VDIVPS Y1, Y2, Y0
+	VMOVUPS Y0, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VDIVPS Y6, Y0, Y10
+	VMOVUPS Y10, (DI)
+	VMOVUPS 32(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VDIVPS Y6, Y0, Y10
+	VMOVUPS Y10, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VDIVPS Y6, Y0, Y10
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VDIVPS Y6, Y0, Y10
+	VMOVUPS Y10, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VDIVPS Y6, Y0, Y10
+	VMOVUPS Y10, (DI)
+	JMP  next1
+
+// func vkGeluBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = GeluBwdf(x, g)
+TEXT ·vkGeluBwdAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VMULPS c_geluC<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VMULPS c_geluC<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VMULPS c_geluC<>(SB), Y6, Y7
+	VMULPS Y0, Y1, Y8
+	VMULPS Y2, Y3, Y9
+	VMULPS Y4, Y5, Y10
+	VMULPS Y6, Y7, Y11
+	VMULPS Y0, Y8, Y12
+	VMULPS Y2, Y9, Y13
+	VMULPS Y4, Y10, Y14
+	VMULPS Y6, Y11, Y15
+	VADDPS Y12, Y0, Y1
+	VADDPS Y13, Y2, Y3
+	VADDPS Y14, Y4, Y5
+	VADDPS Y15, Y6, Y7
+	VMULPS c_negGeluK2<>(SB), Y1, Y8
+	VMULPS c_negGeluK2<>(SB), Y3, Y9
+	VMULPS c_negGeluK2<>(SB), Y5, Y10
+	VMULPS c_negGeluK2<>(SB), Y7, Y11
+	VANDPS c_absMask<>(SB), Y8, Y0
+	VANDPS c_absMask<>(SB), Y9, Y12
+	VANDPS c_absMask<>(SB), Y10, Y2
+	VANDPS c_absMask<>(SB), Y11, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y0, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y12, Y14
+	VANDPS Y14, Y4, Y6
+	VCMPPS $0x11, c_expMid<>(SB), Y2, Y15
+	VANDPS Y15, Y6, Y1
+	VCMPPS $0x11, c_expMid<>(SB), Y13, Y3
+	VANDPS Y3, Y1, Y5
+	VMOVMSKPS Y5, AX
+	CMPL AX, $0xff
+	JNE general4
+	VMULPS c_log2e<>(SB), Y8, Y7
+	VMULPS c_log2e<>(SB), Y9, Y0
+	VMULPS c_log2e<>(SB), Y10, Y12
+	VMULPS c_log2e<>(SB), Y11, Y4
+	VADDPS c_magic<>(SB), Y7, Y14
+	VADDPS c_magic<>(SB), Y0, Y2
+	VADDPS c_magic<>(SB), Y12, Y6
+	VADDPS c_magic<>(SB), Y4, Y15
+	VSUBPS c_magic<>(SB), Y14, Y13
+	VSUBPS c_magic<>(SB), Y2, Y1
+	VSUBPS c_magic<>(SB), Y6, Y3
+	VSUBPS c_magic<>(SB), Y15, Y5
+	VMULPS c_ln2Hi<>(SB), Y13, Y7
+	VMULPS c_ln2Hi<>(SB), Y1, Y0
+	VMULPS c_ln2Hi<>(SB), Y3, Y12
+	VMULPS c_ln2Hi<>(SB), Y5, Y4
+	VSUBPS Y7, Y8, Y8
+	VSUBPS Y0, Y9, Y7
+	VSUBPS Y12, Y10, Y9
+	VSUBPS Y4, Y11, Y0
+	VMULPS c_ln2Lo<>(SB), Y13, Y10
+	VMULPS c_ln2Lo<>(SB), Y1, Y12
+	VMULPS c_ln2Lo<>(SB), Y3, Y11
+	VMULPS c_ln2Lo<>(SB), Y5, Y4
+	VSUBPS Y10, Y8, Y13
+	VSUBPS Y12, Y7, Y1
+	VSUBPS Y11, Y9, Y3
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_expQ4<>(SB), Y13, Y8
+	VMULPS c_expQ4<>(SB), Y1, Y10
+	VMULPS c_expQ4<>(SB), Y3, Y7
+	VMULPS c_expQ4<>(SB), Y5, Y12
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VADDPS c_expQ3<>(SB), Y7, Y0
+	VADDPS c_expQ3<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ2<>(SB), Y8, Y9
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VADDPS c_expQ2<>(SB), Y7, Y0
+	VADDPS c_expQ2<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ1<>(SB), Y8, Y9
+	VADDPS c_expQ1<>(SB), Y10, Y11
+	VADDPS c_expQ1<>(SB), Y7, Y0
+	VADDPS c_expQ1<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VADDPS c_expQ0<>(SB), Y8, Y9
+	VADDPS c_expQ0<>(SB), Y10, Y11
+	VADDPS c_expQ0<>(SB), Y7, Y0
+	VADDPS c_expQ0<>(SB), Y12, Y4
+	VMULPS Y9, Y13, Y8
+	VMULPS Y11, Y1, Y10
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y5, Y12
+	VMULPS Y8, Y13, Y9
+	VMULPS Y10, Y1, Y11
+	VMULPS Y7, Y3, Y0
+	VMULPS Y12, Y5, Y4
+	VADDPS Y9, Y13, Y8
+	VADDPS Y11, Y1, Y10
+	VADDPS Y0, Y3, Y7
+	VADDPS Y4, Y5, Y12
+	VADDPS c_one<>(SB), Y8, Y13
+	VADDPS c_one<>(SB), Y10, Y9
+	VADDPS c_one<>(SB), Y7, Y1
+	VADDPS c_one<>(SB), Y12, Y11
+	VPSLLD $23, Y14, Y3
+	VPSLLD $23, Y2, Y0
+	VPSLLD $23, Y6, Y5
+	VPSLLD $23, Y15, Y4
+	VPADDD c_expBias<>(SB), Y3, Y8
+	VPADDD c_expBias<>(SB), Y0, Y10
+	VPADDD c_expBias<>(SB), Y5, Y7
+	VPADDD c_expBias<>(SB), Y4, Y12
+	VMULPS Y8, Y13, Y14
+	VMULPS Y10, Y9, Y2
+	VMULPS Y7, Y1, Y6
+	VMULPS Y12, Y11, Y15
+	VADDPS c_one<>(SB), Y14, Y3
+	VADDPS c_one<>(SB), Y2, Y0
+	VADDPS c_one<>(SB), Y6, Y5
+	VADDPS c_one<>(SB), Y15, Y4
+	VMOVUPS c_one<>(SB), Y13
+	VDIVPS Y3, Y13, Y8
+	VMOVUPS c_one<>(SB), Y9
+	VDIVPS Y0, Y9, Y10
+	VMOVUPS c_one<>(SB), Y1
+	VDIVPS Y5, Y1, Y7
+	VMOVUPS c_one<>(SB), Y11
+	VDIVPS Y4, Y11, Y12
+	VMOVUPS (SI), Y14
+	VMULPS c_gelu3C<>(SB), Y14, Y2
+	VMOVUPS 32(SI), Y6
+	VMULPS c_gelu3C<>(SB), Y6, Y15
+	VMOVUPS 64(SI), Y13
+	VMULPS c_gelu3C<>(SB), Y13, Y3
+	VMOVUPS 96(SI), Y9
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2048(DX)
+	PREFETCHT0 2112(DX)
+	VMULPS c_gelu3C<>(SB), Y9, Y0
+	VMULPS Y14, Y2, Y1
+	VMULPS Y6, Y15, Y5
+	VMULPS Y13, Y3, Y11
+	VMULPS Y9, Y0, Y4
+	VADDPS c_one<>(SB), Y1, Y2
+	VADDPS c_one<>(SB), Y5, Y15
+	VADDPS c_one<>(SB), Y11, Y3
+	VADDPS c_one<>(SB), Y4, Y0
+	VMOVUPS c_one<>(SB), Y1
+	VSUBPS Y8, Y1, Y5
+	VMOVUPS c_one<>(SB), Y11
+	VSUBPS Y10, Y11, Y4
+	VMOVUPS c_one<>(SB), Y1
+	VSUBPS Y7, Y1, Y11
+	VMOVUPS c_one<>(SB), Y1
+	VSUBPS Y12, Y1, Y1
+	VMULPS Y5, Y8, Y5
+	VMULPS Y4, Y10, Y4
+	VMULPS Y11, Y7, Y11
+	VMULPS Y1, Y12, Y1
+	VMULPS Y5, Y14, Y14
+	VMULPS Y4, Y6, Y5
+	VMULPS Y11, Y13, Y6
+	VMULPS Y1, Y9, Y4
+	VMULPS c_geluK2<>(SB), Y14, Y13
+	VMULPS c_geluK2<>(SB), Y5, Y11
+	VMULPS c_geluK2<>(SB), Y6, Y9
+	VMULPS c_geluK2<>(SB), Y4, Y1
+	VMULPS Y2, Y13, Y14
+	VMULPS Y15, Y11, Y5
+	VMULPS Y3, Y9, Y6
+	VMULPS Y0, Y1, Y4
+	VADDPS Y14, Y8, Y13
+	VADDPS Y5, Y10, Y2
+	VADDPS Y6, Y7, Y11
+	VADDPS Y4, Y12, Y15
+	VMOVUPS (DX), Y9
+	VMULPS Y13, Y9, Y3
+	VMOVUPS 32(DX), Y1
+	VMULPS Y2, Y1, Y0
+	VMOVUPS 64(DX), Y8
+	VMULPS Y11, Y8, Y14
+	VMOVUPS 96(DX), Y10
+	VMULPS Y15, Y10, Y5
+	VMOVUPS Y3, (DI)
+	VMOVUPS Y0, 32(DI)
+	VMOVUPS Y14, 64(DI)
+	VMOVUPS Y5, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VANDPS c_absMask<>(SB), Y5, Y6
+	VCMPPS $0x11, c_expMid<>(SB), Y6, Y7
+	VMOVMSKPS Y7, AX
+	CMPL AX, $0xff
+	JNE general1
+	VMULPS c_log2e<>(SB), Y5, Y8
+	VADDPS c_magic<>(SB), Y8, Y9
+	VSUBPS c_magic<>(SB), Y9, Y10
+	VMULPS c_ln2Hi<>(SB), Y10, Y11
+	VSUBPS Y11, Y5, Y12
+	VMULPS c_ln2Lo<>(SB), Y10, Y13
+	VSUBPS Y13, Y12, Y14
+	VMULPS c_expQ4<>(SB), Y14, Y15
+	VADDPS c_expQ3<>(SB), Y15, Y1
+	VMULPS Y1, Y14, Y2
+	VADDPS c_expQ2<>(SB), Y2, Y0
+	VMULPS Y0, Y14, Y3
+	VADDPS c_expQ1<>(SB), Y3, Y4
+	VMULPS Y4, Y14, Y6
+	VADDPS c_expQ0<>(SB), Y6, Y7
+	VMULPS Y7, Y14, Y8
+	VMULPS Y8, Y14, Y5
+	VADDPS Y5, Y14, Y11
+	VADDPS c_one<>(SB), Y11, Y10
+	VPSLLD $23, Y9, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y10, Y15
+	VADDPS c_one<>(SB), Y15, Y1
+	VMOVUPS c_one<>(SB), Y2
+	VDIVPS Y1, Y2, Y0
+	VMOVUPS (SI), Y3
+	VMULPS c_gelu3C<>(SB), Y3, Y4
+	VMULPS Y3, Y4, Y6
+	VADDPS c_one<>(SB), Y6, Y7
+	VMOVUPS c_one<>(SB), Y8
+	VSUBPS Y0, Y8, Y14
+	VMULPS Y14, Y0, Y5
+	VMULPS Y5, Y3, Y11
+	VMULPS c_geluK2<>(SB), Y11, Y9
+	VMULPS Y7, Y9, Y12
+	VADDPS Y12, Y0, Y10
+	VMOVUPS (DX), Y13
+	VMULPS Y10, Y13, Y15
+	VMOVUPS Y15, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y12
+	VMULPS c_gelu3C<>(SB), Y0, Y8
+	VMULPS Y0, Y8, Y14
+	VADDPS c_one<>(SB), Y14, Y15
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y12, Y13, Y1
+	VMULPS Y1, Y12, Y7
+	VMULPS Y7, Y0, Y4
+	VMULPS c_geluK2<>(SB), Y4, Y2
+	VMULPS Y15, Y2, Y5
+	VADDPS Y5, Y12, Y9
+	VMOVUPS (DX), Y3
+	VMULPS Y9, Y3, Y11
+	VMOVUPS Y11, (DI)
+	VMOVUPS 32(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y12
+	VMULPS c_gelu3C<>(SB), Y0, Y8
+	VMULPS Y0, Y8, Y14
+	VADDPS c_one<>(SB), Y14, Y15
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y12, Y13, Y1
+	VMULPS Y1, Y12, Y7
+	VMULPS Y7, Y0, Y4
+	VMULPS c_geluK2<>(SB), Y4, Y2
+	VMULPS Y15, Y2, Y5
+	VADDPS Y5, Y12, Y9
+	VMOVUPS 32(DX), Y3
+	VMULPS Y9, Y3, Y11
+	VMOVUPS Y11, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y12
+	VMULPS c_gelu3C<>(SB), Y0, Y8
+	VMULPS Y0, Y8, Y14
+	VADDPS c_one<>(SB), Y14, Y15
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y12, Y13, Y1
+	VMULPS Y1, Y12, Y7
+	VMULPS Y7, Y0, Y4
+	VMULPS c_geluK2<>(SB), Y4, Y2
+	VMULPS Y15, Y2, Y5
+	VADDPS Y5, Y12, Y9
+	VMOVUPS 64(DX), Y3
+	VMULPS Y9, Y3, Y11
+	VMOVUPS Y11, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y12
+	VMULPS c_gelu3C<>(SB), Y0, Y8
+	VMULPS Y0, Y8, Y14
+	VADDPS c_one<>(SB), Y14, Y15
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y12, Y13, Y1
+	VMULPS Y1, Y12, Y7
+	VMULPS Y7, Y0, Y4
+	VMULPS c_geluK2<>(SB), Y4, Y2
+	VMULPS Y15, Y2, Y5
+	VADDPS Y5, Y12, Y9
+	VMOVUPS 96(DX), Y3
+	VMULPS Y9, Y3, Y11
+	VMOVUPS Y11, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VMULPS c_geluC<>(SB), Y0, Y1
+	VMULPS Y0, Y1, Y2
+	VMULPS Y0, Y2, Y3
+	VADDPS Y3, Y0, Y4
+	VMULPS c_negGeluK2<>(SB), Y4, Y5
+	VMULPS c_log2e<>(SB), Y5, Y6
+	VADDPS c_magic<>(SB), Y6, Y7
+	VSUBPS c_magic<>(SB), Y7, Y8
+	VMULPS c_ln2Hi<>(SB), Y8, Y9
+	VSUBPS Y9, Y5, Y10
+	VMULPS c_ln2Lo<>(SB), Y8, Y11
+	VSUBPS Y11, Y10, Y12
+	VMULPS c_expQ4<>(SB), Y12, Y13
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y14, Y12, Y15
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VMULPS Y1, Y12, Y2
+	VADDPS c_expQ1<>(SB), Y2, Y3
+	VMULPS Y3, Y12, Y4
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VMULPS Y6, Y12, Y9
+	VMULPS Y9, Y12, Y8
+	VADDPS Y8, Y12, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y7, Y13
+	VPADDD c_expBias<>(SB), Y13, Y14
+	VMULPS Y14, Y11, Y15
+	VPSUBD c_magic<>(SB), Y7, Y1
+	VPSRAD $1, Y1, Y2
+	VPSUBD Y2, Y1, Y3
+	VPADDD c_i127<>(SB), Y2, Y4
+	VPSLLD $23, Y4, Y6
+	VPADDD c_i127<>(SB), Y3, Y9
+	VPSLLD $23, Y9, Y12
+	VANDPS c_absMask<>(SB), Y5, Y8
+	VMULPS Y6, Y11, Y10
+	VMULPS Y12, Y10, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y14
+	VBLENDVPS Y14, Y15, Y13, Y7
+	VCMPPS $0x1e, c_expHi<>(SB), Y5, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y7, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y5, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y2, Y3
+	VCMPPS $0x03, Y5, Y5, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y3, Y11
+	VADDPS c_one<>(SB), Y11, Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y12
+	VMULPS c_gelu3C<>(SB), Y0, Y8
+	VMULPS Y0, Y8, Y14
+	VADDPS c_one<>(SB), Y14, Y15
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y12, Y13, Y1
+	VMULPS Y1, Y12, Y7
+	VMULPS Y7, Y0, Y4
+	VMULPS c_geluK2<>(SB), Y4, Y2
+	VMULPS Y15, Y2, Y5
+	VADDPS Y5, Y12, Y9
+	VMOVUPS (DX), Y3
+	VMULPS Y9, Y3, Y11
+	VMOVUPS Y11, (DI)
+	JMP  next1
+
+// func vkLogAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(x)
+TEXT ·vkLogAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	SHRQ $3, CX
+	PCALIGN $32
+loop3:
+	CMPQ CX, $3
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y1
+	VCMPPS $0x11, c_two127<>(SB), Y0, Y2
+	VANDPS Y2, Y1, Y3
+	VMOVUPS 32(SI), Y4
+	VCMPPS $0x1d, c_minNrm<>(SB), Y4, Y5
+	VCMPPS $0x11, c_two127<>(SB), Y4, Y6
+	VANDPS Y6, Y5, Y7
+	VANDPS Y7, Y3, Y8
+	VMOVUPS 64(SI), Y9
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	VCMPPS $0x1d, c_minNrm<>(SB), Y9, Y10
+	VCMPPS $0x11, c_two127<>(SB), Y9, Y11
+	VANDPS Y11, Y10, Y12
+	VANDPS Y12, Y8, Y13
+	VMOVMSKPS Y13, AX
+	CMPL AX, $0xff
+	JNE general3
+	VPADDD c_logOff<>(SB), Y0, Y14
+	VPADDD c_logOff<>(SB), Y4, Y15
+	VPADDD c_logOff<>(SB), Y9, Y1
+	VANDPS c_mantMask<>(SB), Y14, Y2
+	VANDPS c_mantMask<>(SB), Y15, Y5
+	VANDPS c_mantMask<>(SB), Y1, Y6
+	VPADDD c_logM0<>(SB), Y2, Y3
+	VPADDD c_logM0<>(SB), Y5, Y7
+	VPADDD c_logM0<>(SB), Y6, Y10
+	VPSRLD $23, Y14, Y11
+	VPSRLD $23, Y15, Y8
+	VPSRLD $23, Y1, Y12
+	VPSUBD c_i127<>(SB), Y11, Y13
+	VPSUBD c_i127<>(SB), Y8, Y0
+	VPSUBD c_i127<>(SB), Y12, Y4
+	VCVTDQ2PS Y13, Y9
+	VCVTDQ2PS Y0, Y2
+	VCVTDQ2PS Y4, Y5
+	VSUBPS c_one<>(SB), Y3, Y6
+	VSUBPS c_one<>(SB), Y7, Y14
+	VSUBPS c_one<>(SB), Y10, Y15
+	VADDPS c_two<>(SB), Y6, Y1
+	VADDPS c_two<>(SB), Y14, Y11
+	VADDPS c_two<>(SB), Y15, Y8
+	VDIVPS Y1, Y6, Y12
+	VDIVPS Y11, Y14, Y13
+	VDIVPS Y8, Y15, Y0
+	VMULPS Y12, Y12, Y4
+	VMULPS Y13, Y13, Y3
+	VMULPS Y0, Y0, Y7
+	VMULPS c_logL4<>(SB), Y4, Y10
+	VMULPS c_logL4<>(SB), Y3, Y1
+	VMULPS c_logL4<>(SB), Y7, Y11
+	VADDPS c_logL3<>(SB), Y10, Y8
+	VADDPS c_logL3<>(SB), Y1, Y10
+	VADDPS c_logL3<>(SB), Y11, Y1
+	VMULPS Y8, Y4, Y11
+	VMULPS Y10, Y3, Y8
+	VMULPS Y1, Y7, Y10
+	VADDPS c_logL2<>(SB), Y11, Y1
+	VADDPS c_logL2<>(SB), Y8, Y11
+	VADDPS c_logL2<>(SB), Y10, Y8
+	VMULPS Y1, Y4, Y10
+	VMULPS Y11, Y3, Y1
+	VMULPS Y8, Y7, Y11
+	VADDPS c_logL1<>(SB), Y10, Y8
+	VADDPS c_logL1<>(SB), Y1, Y10
+	VADDPS c_logL1<>(SB), Y11, Y1
+	VMULPS Y8, Y4, Y11
+	VMULPS Y10, Y3, Y4
+	VMULPS Y1, Y7, Y8
+	VSUBPS Y11, Y6, Y3
+	VSUBPS Y4, Y14, Y10
+	VSUBPS Y8, Y15, Y7
+	VMULPS Y3, Y12, Y1
+	VMULPS Y10, Y13, Y11
+	VMULPS Y7, Y0, Y4
+	VMULPS c_ln2Lo<>(SB), Y9, Y8
+	VMULPS c_ln2Lo<>(SB), Y2, Y12
+	VMULPS c_ln2Lo<>(SB), Y5, Y3
+	VSUBPS Y1, Y8, Y13
+	VSUBPS Y11, Y12, Y10
+	VSUBPS Y4, Y3, Y0
+	VMULPS c_ln2Hi<>(SB), Y9, Y7
+	VMULPS c_ln2Hi<>(SB), Y2, Y8
+	VMULPS c_ln2Hi<>(SB), Y5, Y1
+	VADDPS Y6, Y7, Y12
+	VADDPS Y14, Y8, Y11
+	VADDPS Y15, Y1, Y3
+	VSUBPS Y7, Y12, Y4
+	VSUBPS Y8, Y11, Y9
+	VSUBPS Y1, Y3, Y2
+	VSUBPS Y4, Y6, Y5
+	VSUBPS Y9, Y14, Y7
+	VSUBPS Y2, Y15, Y8
+	VADDPS Y13, Y5, Y1
+	VADDPS Y10, Y7, Y6
+	VADDPS Y0, Y8, Y4
+	VADDPS Y1, Y12, Y14
+	VADDPS Y6, Y11, Y9
+	VADDPS Y4, Y3, Y15
+	VMOVUPS Y14, (DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y15, 64(DI)
+next3:
+	ADDQ $96, DI
+	ADDQ $96, SI
+	SUBQ $3, CX
+	JMP  loop3
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y1
+	VCMPPS $0x11, c_two127<>(SB), Y0, Y2
+	VANDPS Y2, Y1, Y3
+	VMOVMSKPS Y3, AX
+	CMPL AX, $0xff
+	JNE general1
+	VPADDD c_logOff<>(SB), Y0, Y4
+	VANDPS c_mantMask<>(SB), Y4, Y5
+	VPADDD c_logM0<>(SB), Y5, Y6
+	VPSRLD $23, Y4, Y7
+	VPSUBD c_i127<>(SB), Y7, Y8
+	VCVTDQ2PS Y8, Y9
+	VSUBPS c_one<>(SB), Y6, Y10
+	VADDPS c_two<>(SB), Y10, Y11
+	VDIVPS Y11, Y10, Y12
+	VMULPS Y12, Y12, Y13
+	VMULPS c_logL4<>(SB), Y13, Y14
+	VADDPS c_logL3<>(SB), Y14, Y15
+	VMULPS Y15, Y13, Y1
+	VADDPS c_logL2<>(SB), Y1, Y2
+	VMULPS Y2, Y13, Y3
+	VADDPS c_logL1<>(SB), Y3, Y0
+	VMULPS Y0, Y13, Y5
+	VSUBPS Y5, Y10, Y4
+	VMULPS Y4, Y12, Y7
+	VMULPS c_ln2Lo<>(SB), Y9, Y8
+	VSUBPS Y7, Y8, Y6
+	VMULPS c_ln2Hi<>(SB), Y9, Y11
+	VADDPS Y10, Y11, Y14
+	VSUBPS Y11, Y14, Y15
+	VSUBPS Y15, Y10, Y1
+	VADDPS Y6, Y1, Y2
+	VADDPS Y2, Y14, Y3
+	VMOVUPS Y3, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general3:
+	VMOVUPS (SI), Y0
+	VMULPS c_two23<>(SB), Y0, Y1
+	VMOVUPS c_minNrmP<>(SB), Y2
+	VPCMPGTD Y0, Y2, Y3
+	VBLENDVPS Y3, Y1, Y0, Y4
+	VMOVUPS c_iM127<>(SB), Y5
+	VBLENDVPS Y3, c_iM150<>(SB), Y5, Y6
+	VPADDD c_logOff<>(SB), Y4, Y7
+	VANDPS c_mantMask<>(SB), Y7, Y8
+	VPADDD c_logM0<>(SB), Y8, Y9
+	VPSRLD $23, Y7, Y10
+	VPADDD Y6, Y10, Y11
+	VCVTDQ2PS Y11, Y12
+	VSUBPS c_one<>(SB), Y9, Y13
+	VADDPS c_two<>(SB), Y13, Y14
+	VDIVPS Y14, Y13, Y15
+	VMULPS Y15, Y15, Y2
+	VMULPS c_logL4<>(SB), Y2, Y1
+	VADDPS c_logL3<>(SB), Y1, Y3
+	VMULPS Y3, Y2, Y5
+	VADDPS c_logL2<>(SB), Y5, Y4
+	VMULPS Y4, Y2, Y8
+	VADDPS c_logL1<>(SB), Y8, Y7
+	VMULPS Y7, Y2, Y10
+	VSUBPS Y10, Y13, Y6
+	VMULPS Y6, Y15, Y11
+	VMULPS c_ln2Lo<>(SB), Y12, Y9
+	VSUBPS Y11, Y9, Y14
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VADDPS Y13, Y1, Y3
+	VSUBPS Y1, Y3, Y5
+	VSUBPS Y5, Y13, Y4
+	VADDPS Y14, Y4, Y8
+	VADDPS Y8, Y3, Y2
+	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y7
+	VBLENDVPS Y7, Y0, Y2, Y10
+	VCMPPS $0x00, c_zero<>(SB), Y0, Y15
+	VBLENDVPS Y15, c_negInf<>(SB), Y10, Y6
+	VCMPPS $0x09, c_zero<>(SB), Y0, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y6, Y11
+	VMOVUPS Y11, (DI)
+	VMOVUPS 32(SI), Y0
+	VMULPS c_two23<>(SB), Y0, Y1
+	VMOVUPS c_minNrmP<>(SB), Y2
+	VPCMPGTD Y0, Y2, Y3
+	VBLENDVPS Y3, Y1, Y0, Y4
+	VMOVUPS c_iM127<>(SB), Y5
+	VBLENDVPS Y3, c_iM150<>(SB), Y5, Y6
+	VPADDD c_logOff<>(SB), Y4, Y7
+	VANDPS c_mantMask<>(SB), Y7, Y8
+	VPADDD c_logM0<>(SB), Y8, Y9
+	VPSRLD $23, Y7, Y10
+	VPADDD Y6, Y10, Y11
+	VCVTDQ2PS Y11, Y12
+	VSUBPS c_one<>(SB), Y9, Y13
+	VADDPS c_two<>(SB), Y13, Y14
+	VDIVPS Y14, Y13, Y15
+	VMULPS Y15, Y15, Y2
+	VMULPS c_logL4<>(SB), Y2, Y1
+	VADDPS c_logL3<>(SB), Y1, Y3
+	VMULPS Y3, Y2, Y5
+	VADDPS c_logL2<>(SB), Y5, Y4
+	VMULPS Y4, Y2, Y8
+	VADDPS c_logL1<>(SB), Y8, Y7
+	VMULPS Y7, Y2, Y10
+	VSUBPS Y10, Y13, Y6
+	VMULPS Y6, Y15, Y11
+	VMULPS c_ln2Lo<>(SB), Y12, Y9
+	VSUBPS Y11, Y9, Y14
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VADDPS Y13, Y1, Y3
+	VSUBPS Y1, Y3, Y5
+	VSUBPS Y5, Y13, Y4
+	VADDPS Y14, Y4, Y8
+	VADDPS Y8, Y3, Y2
+	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y7
+	VBLENDVPS Y7, Y0, Y2, Y10
+	VCMPPS $0x00, c_zero<>(SB), Y0, Y15
+	VBLENDVPS Y15, c_negInf<>(SB), Y10, Y6
+	VCMPPS $0x09, c_zero<>(SB), Y0, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y6, Y11
+	VMOVUPS Y11, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VMULPS c_two23<>(SB), Y0, Y1
+	VMOVUPS c_minNrmP<>(SB), Y2
+	VPCMPGTD Y0, Y2, Y3
+	VBLENDVPS Y3, Y1, Y0, Y4
+	VMOVUPS c_iM127<>(SB), Y5
+	VBLENDVPS Y3, c_iM150<>(SB), Y5, Y6
+	VPADDD c_logOff<>(SB), Y4, Y7
+	VANDPS c_mantMask<>(SB), Y7, Y8
+	VPADDD c_logM0<>(SB), Y8, Y9
+	VPSRLD $23, Y7, Y10
+	VPADDD Y6, Y10, Y11
+	VCVTDQ2PS Y11, Y12
+	VSUBPS c_one<>(SB), Y9, Y13
+	VADDPS c_two<>(SB), Y13, Y14
+	VDIVPS Y14, Y13, Y15
+	VMULPS Y15, Y15, Y2
+	VMULPS c_logL4<>(SB), Y2, Y1
+	VADDPS c_logL3<>(SB), Y1, Y3
+	VMULPS Y3, Y2, Y5
+	VADDPS c_logL2<>(SB), Y5, Y4
+	VMULPS Y4, Y2, Y8
+	VADDPS c_logL1<>(SB), Y8, Y7
+	VMULPS Y7, Y2, Y10
+	VSUBPS Y10, Y13, Y6
+	VMULPS Y6, Y15, Y11
+	VMULPS c_ln2Lo<>(SB), Y12, Y9
+	VSUBPS Y11, Y9, Y14
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VADDPS Y13, Y1, Y3
+	VSUBPS Y1, Y3, Y5
+	VSUBPS Y5, Y13, Y4
+	VADDPS Y14, Y4, Y8
+	VADDPS Y8, Y3, Y2
+	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y7
+	VBLENDVPS Y7, Y0, Y2, Y10
+	VCMPPS $0x00, c_zero<>(SB), Y0, Y15
+	VBLENDVPS Y15, c_negInf<>(SB), Y10, Y6
+	VCMPPS $0x09, c_zero<>(SB), Y0, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y6, Y11
+	VMOVUPS Y11, 64(DI)
+	JMP  next3
+general1:
+	VMOVUPS (SI), Y0
+	VMULPS c_two23<>(SB), Y0, Y1
+	VMOVUPS c_minNrmP<>(SB), Y2
+	VPCMPGTD Y0, Y2, Y3
+	VBLENDVPS Y3, Y1, Y0, Y4
+	VMOVUPS c_iM127<>(SB), Y5
+	VBLENDVPS Y3, c_iM150<>(SB), Y5, Y6
+	VPADDD c_logOff<>(SB), Y4, Y7
+	VANDPS c_mantMask<>(SB), Y7, Y8
+	VPADDD c_logM0<>(SB), Y8, Y9
+	VPSRLD $23, Y7, Y10
+	VPADDD Y6, Y10, Y11
+	VCVTDQ2PS Y11, Y12
+	VSUBPS c_one<>(SB), Y9, Y13
+	VADDPS c_two<>(SB), Y13, Y14
+	VDIVPS Y14, Y13, Y15
+	VMULPS Y15, Y15, Y2
+	VMULPS c_logL4<>(SB), Y2, Y1
+	VADDPS c_logL3<>(SB), Y1, Y3
+	VMULPS Y3, Y2, Y5
+	VADDPS c_logL2<>(SB), Y5, Y4
+	VMULPS Y4, Y2, Y8
+	VADDPS c_logL1<>(SB), Y8, Y7
+	VMULPS Y7, Y2, Y10
+	VSUBPS Y10, Y13, Y6
+	VMULPS Y6, Y15, Y11
+	VMULPS c_ln2Lo<>(SB), Y12, Y9
+	VSUBPS Y11, Y9, Y14
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VADDPS Y13, Y1, Y3
+	VSUBPS Y1, Y3, Y5
+	VSUBPS Y5, Y13, Y4
+	VADDPS Y14, Y4, Y8
+	VADDPS Y8, Y3, Y2
+	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y7
+	VBLENDVPS Y7, Y0, Y2, Y10
+	VCMPPS $0x00, c_zero<>(SB), Y0, Y15
+	VBLENDVPS Y15, c_negInf<>(SB), Y10, Y6
+	VCMPPS $0x09, c_zero<>(SB), Y0, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y6, Y11
+	VMOVUPS Y11, (DI)
+	JMP  next1
+
+// func vkSoftplusAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Softplusf(x)
+TEXT ·vkSoftplusAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	SHRQ $3, CX
+	PCALIGN $32
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	PREFETCHT0 2048(SI)
+	VORPS c_signMask<>(SB), Y2, Y3
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y1, Y4
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y3, Y5
+	VANDPS Y5, Y4, Y6
+	VMOVMSKPS Y6, AX
+	CMPL AX, $0xff
+	JNE general2
+	VMULPS c_log2e<>(SB), Y1, Y7
+	VMULPS c_log2e<>(SB), Y3, Y8
+	VADDPS c_magic<>(SB), Y7, Y9
+	VADDPS c_magic<>(SB), Y8, Y10
+	VSUBPS c_magic<>(SB), Y9, Y11
+	VSUBPS c_magic<>(SB), Y10, Y12
+	VMULPS c_ln2Hi<>(SB), Y11, Y13
+	VMULPS c_ln2Hi<>(SB), Y12, Y14
+	VSUBPS Y13, Y1, Y15
+	VSUBPS Y14, Y3, Y0
+	VMULPS c_ln2Lo<>(SB), Y11, Y2
+	VMULPS c_ln2Lo<>(SB), Y12, Y4
+	VSUBPS Y2, Y15, Y5
+	VSUBPS Y4, Y0, Y6
+	VMULPS c_expQ4<>(SB), Y5, Y7
+	VMULPS c_expQ4<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y7, Y1
+	VADDPS c_expQ3<>(SB), Y8, Y13
+	VMULPS Y1, Y5, Y3
+	VMULPS Y13, Y6, Y14
+	VADDPS c_expQ2<>(SB), Y3, Y11
+	VADDPS c_expQ2<>(SB), Y14, Y12
+	VMULPS Y11, Y5, Y15
+	VMULPS Y12, Y6, Y2
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VADDPS c_expQ1<>(SB), Y2, Y4
+	VMULPS Y0, Y5, Y7
+	VMULPS Y4, Y6, Y8
+	VADDPS c_expQ0<>(SB), Y7, Y1
+	VADDPS c_expQ0<>(SB), Y8, Y13
+	VMULPS Y1, Y5, Y3
+	VMULPS Y13, Y6, Y14
+	VMULPS Y3, Y5, Y11
+	VMULPS Y14, Y6, Y12
+	VADDPS Y11, Y5, Y15
+	VADDPS Y12, Y6, Y2
+	VADDPS c_one<>(SB), Y15, Y0
+	VADDPS c_one<>(SB), Y2, Y4
+	VPSLLD $23, Y9, Y7
+	VPSLLD $23, Y10, Y8
+	VPADDD c_expBias<>(SB), Y7, Y1
+	VPADDD c_expBias<>(SB), Y8, Y13
+	VMULPS Y1, Y0, Y3
+	VMULPS Y13, Y4, Y14
+	VADDPS c_one<>(SB), Y3, Y5
+	VADDPS c_one<>(SB), Y14, Y11
+	VSUBPS c_one<>(SB), Y5, Y6
+	VSUBPS c_one<>(SB), Y11, Y12
+	VSUBPS Y6, Y3, Y15
+	VSUBPS Y12, Y14, Y2
+	VDIVPS Y5, Y15, Y9
+	VDIVPS Y11, Y2, Y10
+	VPADDD c_logOff<>(SB), Y5, Y7
+	VPADDD c_logOff<>(SB), Y11, Y8
+	VANDPS c_mantMask<>(SB), Y7, Y0
+	VANDPS c_mantMask<>(SB), Y8, Y1
+	VPADDD c_logM0<>(SB), Y0, Y4
+	VPADDD c_logM0<>(SB), Y1, Y13
+	VPSRLD $23, Y7, Y3
+	VPSRLD $23, Y8, Y6
+	VPSUBD c_i127<>(SB), Y3, Y14
+	VPSUBD c_i127<>(SB), Y6, Y12
+	VCVTDQ2PS Y14, Y15
+	VCVTDQ2PS Y12, Y2
+	VSUBPS c_one<>(SB), Y4, Y5
+	VSUBPS c_one<>(SB), Y13, Y11
+	VADDPS c_two<>(SB), Y5, Y0
+	VADDPS c_two<>(SB), Y11, Y1
+	VDIVPS Y0, Y5, Y7
+	VDIVPS Y1, Y11, Y8
+	VMULPS Y7, Y7, Y3
+	VMULPS Y8, Y8, Y6
+	VMULPS c_logL4<>(SB), Y3, Y14
+	VMULPS c_logL4<>(SB), Y6, Y12
+	VADDPS c_logL3<>(SB), Y14, Y4
+	VADDPS c_logL3<>(SB), Y12, Y13
+	VMULPS Y4, Y3, Y0
+	VMULPS Y13, Y6, Y1
+	VADDPS c_logL2<>(SB), Y0, Y14
+	VADDPS c_logL2<>(SB), Y1, Y12
+	VMULPS Y14, Y3, Y4
+	VMULPS Y12, Y6, Y13
+	VADDPS c_logL1<>(SB), Y4, Y0
+	VADDPS c_logL1<>(SB), Y13, Y1
+	VMULPS Y0, Y3, Y14
+	VMULPS Y1, Y6, Y12
+	VSUBPS Y14, Y5, Y4
+	VSUBPS Y12, Y11, Y13
+	VMULPS Y4, Y7, Y3
+	VMULPS Y13, Y8, Y0
+	VMULPS c_ln2Lo<>(SB), Y15, Y6
+	VMULPS c_ln2Lo<>(SB), Y2, Y1
+	VADDPS Y9, Y6, Y14
+	VADDPS Y10, Y1, Y12
+	VSUBPS Y3, Y14, Y7
+	VSUBPS Y0, Y12, Y4
+	VMULPS c_ln2Hi<>(SB), Y15, Y8
+	VMULPS c_ln2Hi<>(SB), Y2, Y13
+	VADDPS Y5, Y8, Y6
+	VADDPS Y11, Y13, Y9
+	VSUBPS Y8, Y6, Y1
+	VSUBPS Y13, Y9, Y10
+	VSUBPS Y1, Y5, Y14
+	VSUBPS Y10, Y11, Y3
+	VADDPS Y7, Y14, Y12
+	VADDPS Y4, Y3, Y0
+	VADDPS Y12, Y6, Y15
+	VADDPS Y0, Y9, Y2
+	VMOVUPS (SI), Y8
+	VMAXPS c_zero<>(SB), Y8, Y13
+	VMOVUPS 32(SI), Y5
+	VMAXPS c_zero<>(SB), Y5, Y1
+	VADDPS Y15, Y13, Y11
+	VADDPS Y2, Y1, Y10
+	VMOVUPS Y11, (DI)
+	VMOVUPS Y10, 32(DI)
+next2:
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y1, Y2
+	VMOVMSKPS Y2, AX
+	CMPL AX, $0xff
+	JNE general1
+	VMULPS c_log2e<>(SB), Y1, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y1, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y0
+	VADDPS c_expQ0<>(SB), Y0, Y2
+	VMULPS Y2, Y9, Y3
+	VMULPS Y3, Y9, Y1
+	VADDPS Y1, Y9, Y6
+	VADDPS c_one<>(SB), Y6, Y5
+	VPSLLD $23, Y4, Y7
+	VPADDD c_expBias<>(SB), Y7, Y8
+	VMULPS Y8, Y5, Y10
+	VADDPS c_one<>(SB), Y10, Y11
+	VSUBPS c_one<>(SB), Y11, Y12
+	VSUBPS Y12, Y10, Y13
+	VDIVPS Y11, Y13, Y14
+	VPADDD c_logOff<>(SB), Y11, Y15
+	VANDPS c_mantMask<>(SB), Y15, Y0
+	VPADDD c_logM0<>(SB), Y0, Y2
+	VPSRLD $23, Y15, Y3
+	VPSUBD c_i127<>(SB), Y3, Y9
+	VCVTDQ2PS Y9, Y1
+	VSUBPS c_one<>(SB), Y2, Y6
+	VADDPS c_two<>(SB), Y6, Y4
+	VDIVPS Y4, Y6, Y7
+	VMULPS Y7, Y7, Y5
+	VMULPS c_logL4<>(SB), Y5, Y8
+	VADDPS c_logL3<>(SB), Y8, Y10
+	VMULPS Y10, Y5, Y12
+	VADDPS c_logL2<>(SB), Y12, Y13
+	VMULPS Y13, Y5, Y11
+	VADDPS c_logL1<>(SB), Y11, Y0
+	VMULPS Y0, Y5, Y15
+	VSUBPS Y15, Y6, Y3
+	VMULPS Y3, Y7, Y9
+	VMULPS c_ln2Lo<>(SB), Y1, Y2
+	VADDPS Y14, Y2, Y4
+	VSUBPS Y9, Y4, Y8
+	VMULPS c_ln2Hi<>(SB), Y1, Y10
+	VADDPS Y6, Y10, Y12
+	VSUBPS Y10, Y12, Y13
+	VSUBPS Y13, Y6, Y11
+	VADDPS Y8, Y11, Y5
+	VADDPS Y5, Y12, Y0
+	VMOVUPS (SI), Y15
+	VMAXPS c_zero<>(SB), Y15, Y7
+	VADDPS Y0, Y7, Y3
+	VMOVUPS Y3, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general2:
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y2
+	VMULPS Y2, Y8, Y5
+	VMULPS Y5, Y8, Y4
+	VADDPS Y4, Y8, Y6
+	VADDPS c_one<>(SB), Y6, Y7
+	VPSLLD $23, Y3, Y9
+	VPADDD c_expBias<>(SB), Y9, Y10
+	VMULPS Y10, Y7, Y11
+	VPSUBD c_magic<>(SB), Y3, Y12
+	VPSRAD $1, Y12, Y13
+	VPSUBD Y13, Y12, Y14
+	VPADDD c_i127<>(SB), Y13, Y15
+	VPSLLD $23, Y15, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y8
+	VANDPS c_absMask<>(SB), Y1, Y4
+	VMULPS Y2, Y7, Y6
+	VMULPS Y8, Y6, Y9
+	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
+	VBLENDVPS Y10, Y11, Y9, Y3
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_inf<>(SB), Y3, Y13
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y15
+	VBLENDVPS Y15, c_zero<>(SB), Y13, Y14
+	VCMPPS $0x03, Y1, Y1, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y14, Y7
+	VMAXPS c_zero<>(SB), Y0, Y2
+	VADDPS c_one<>(SB), Y7, Y6
+	VSUBPS c_one<>(SB), Y6, Y8
+	VSUBPS Y8, Y7, Y4
+	VDIVPS Y6, Y4, Y10
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y9
+	VPADDD c_logM0<>(SB), Y9, Y12
+	VPSRLD $23, Y11, Y3
+	VPSUBD c_i127<>(SB), Y3, Y15
+	VCVTDQ2PS Y15, Y13
+	VSUBPS c_one<>(SB), Y12, Y1
+	VADDPS c_two<>(SB), Y1, Y5
+	VDIVPS Y5, Y1, Y14
+	VMULPS Y14, Y14, Y0
+	VMULPS c_logL4<>(SB), Y0, Y8
+	VADDPS c_logL3<>(SB), Y8, Y4
+	VMULPS Y4, Y0, Y6
+	VADDPS c_logL2<>(SB), Y6, Y9
+	VMULPS Y9, Y0, Y11
+	VADDPS c_logL1<>(SB), Y11, Y3
+	VMULPS Y3, Y0, Y15
+	VSUBPS Y15, Y1, Y12
+	VMULPS Y12, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y13, Y8
+	VADDPS Y10, Y8, Y4
+	VSUBPS Y5, Y4, Y6
+	VMULPS c_ln2Hi<>(SB), Y13, Y9
+	VADDPS Y1, Y9, Y11
+	VSUBPS Y9, Y11, Y0
+	VSUBPS Y0, Y1, Y3
+	VADDPS Y6, Y3, Y15
+	VADDPS Y15, Y11, Y14
+	VCMPPS $0x00, c_zero<>(SB), Y7, Y12
+	VBLENDVPS Y12, Y7, Y14, Y8
+	VCMPPS $0x03, Y7, Y7, Y10
+	VBLENDVPS Y10, c_nan<>(SB), Y8, Y4
+	VADDPS Y4, Y2, Y5
+	VMOVUPS Y5, (DI)
+	VMOVUPS 32(SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y2
+	VMULPS Y2, Y8, Y5
+	VMULPS Y5, Y8, Y4
+	VADDPS Y4, Y8, Y6
+	VADDPS c_one<>(SB), Y6, Y7
+	VPSLLD $23, Y3, Y9
+	VPADDD c_expBias<>(SB), Y9, Y10
+	VMULPS Y10, Y7, Y11
+	VPSUBD c_magic<>(SB), Y3, Y12
+	VPSRAD $1, Y12, Y13
+	VPSUBD Y13, Y12, Y14
+	VPADDD c_i127<>(SB), Y13, Y15
+	VPSLLD $23, Y15, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y8
+	VANDPS c_absMask<>(SB), Y1, Y4
+	VMULPS Y2, Y7, Y6
+	VMULPS Y8, Y6, Y9
+	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
+	VBLENDVPS Y10, Y11, Y9, Y3
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_inf<>(SB), Y3, Y13
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y15
+	VBLENDVPS Y15, c_zero<>(SB), Y13, Y14
+	VCMPPS $0x03, Y1, Y1, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y14, Y7
+	VMAXPS c_zero<>(SB), Y0, Y2
+	VADDPS c_one<>(SB), Y7, Y6
+	VSUBPS c_one<>(SB), Y6, Y8
+	VSUBPS Y8, Y7, Y4
+	VDIVPS Y6, Y4, Y10
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y9
+	VPADDD c_logM0<>(SB), Y9, Y12
+	VPSRLD $23, Y11, Y3
+	VPSUBD c_i127<>(SB), Y3, Y15
+	VCVTDQ2PS Y15, Y13
+	VSUBPS c_one<>(SB), Y12, Y1
+	VADDPS c_two<>(SB), Y1, Y5
+	VDIVPS Y5, Y1, Y14
+	VMULPS Y14, Y14, Y0
+	VMULPS c_logL4<>(SB), Y0, Y8
+	VADDPS c_logL3<>(SB), Y8, Y4
+	VMULPS Y4, Y0, Y6
+	VADDPS c_logL2<>(SB), Y6, Y9
+	VMULPS Y9, Y0, Y11
+	VADDPS c_logL1<>(SB), Y11, Y3
+	VMULPS Y3, Y0, Y15
+	VSUBPS Y15, Y1, Y12
+	VMULPS Y12, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y13, Y8
+	VADDPS Y10, Y8, Y4
+	VSUBPS Y5, Y4, Y6
+	VMULPS c_ln2Hi<>(SB), Y13, Y9
+	VADDPS Y1, Y9, Y11
+	VSUBPS Y9, Y11, Y0
+	VSUBPS Y0, Y1, Y3
+	VADDPS Y6, Y3, Y15
+	VADDPS Y15, Y11, Y14
+	VCMPPS $0x00, c_zero<>(SB), Y7, Y12
+	VBLENDVPS Y12, Y7, Y14, Y8
+	VCMPPS $0x03, Y7, Y7, Y10
+	VBLENDVPS Y10, c_nan<>(SB), Y8, Y4
+	VADDPS Y4, Y2, Y5
+	VMOVUPS Y5, 32(DI)
+	JMP  next2
+general1:
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y2
+	VMULPS Y2, Y8, Y5
+	VMULPS Y5, Y8, Y4
+	VADDPS Y4, Y8, Y6
+	VADDPS c_one<>(SB), Y6, Y7
+	VPSLLD $23, Y3, Y9
+	VPADDD c_expBias<>(SB), Y9, Y10
+	VMULPS Y10, Y7, Y11
+	VPSUBD c_magic<>(SB), Y3, Y12
+	VPSRAD $1, Y12, Y13
+	VPSUBD Y13, Y12, Y14
+	VPADDD c_i127<>(SB), Y13, Y15
+	VPSLLD $23, Y15, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y8
+	VANDPS c_absMask<>(SB), Y1, Y4
+	VMULPS Y2, Y7, Y6
+	VMULPS Y8, Y6, Y9
+	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
+	VBLENDVPS Y10, Y11, Y9, Y3
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_inf<>(SB), Y3, Y13
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y15
+	VBLENDVPS Y15, c_zero<>(SB), Y13, Y14
+	VCMPPS $0x03, Y1, Y1, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y14, Y7
+	VMAXPS c_zero<>(SB), Y0, Y2
+	VADDPS c_one<>(SB), Y7, Y6
+	VSUBPS c_one<>(SB), Y6, Y8
+	VSUBPS Y8, Y7, Y4
+	VDIVPS Y6, Y4, Y10
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y9
+	VPADDD c_logM0<>(SB), Y9, Y12
+	VPSRLD $23, Y11, Y3
+	VPSUBD c_i127<>(SB), Y3, Y15
+	VCVTDQ2PS Y15, Y13
+	VSUBPS c_one<>(SB), Y12, Y1
+	VADDPS c_two<>(SB), Y1, Y5
+	VDIVPS Y5, Y1, Y14
+	VMULPS Y14, Y14, Y0
+	VMULPS c_logL4<>(SB), Y0, Y8
+	VADDPS c_logL3<>(SB), Y8, Y4
+	VMULPS Y4, Y0, Y6
+	VADDPS c_logL2<>(SB), Y6, Y9
+	VMULPS Y9, Y0, Y11
+	VADDPS c_logL1<>(SB), Y11, Y3
+	VMULPS Y3, Y0, Y15
+	VSUBPS Y15, Y1, Y12
+	VMULPS Y12, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y13, Y8
+	VADDPS Y10, Y8, Y4
+	VSUBPS Y5, Y4, Y6
+	VMULPS c_ln2Hi<>(SB), Y13, Y9
+	VADDPS Y1, Y9, Y11
+	VSUBPS Y9, Y11, Y0
+	VSUBPS Y0, Y1, Y3
+	VADDPS Y6, Y3, Y15
+	VADDPS Y15, Y11, Y14
+	VCMPPS $0x00, c_zero<>(SB), Y7, Y12
+	VBLENDVPS Y12, Y7, Y14, Y8
+	VCMPPS $0x03, Y7, Y7, Y10
+	VBLENDVPS Y10, c_nan<>(SB), Y8, Y4
+	VADDPS Y4, Y2, Y5
+	VMOVUPS Y5, (DI)
+	JMP  next1
+
+// func vkSafeLogAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(Softplusf(x) + eps)
+TEXT ·vkSafeLogAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	VBROADCASTSS s0+48(FP), Y15
+	SHRQ $3, CX
+	PCALIGN $32
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	PREFETCHT0 2048(SI)
+	VORPS c_signMask<>(SB), Y2, Y3
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y1, Y4
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y3, Y5
+	VANDPS Y5, Y4, Y6
+	VMULPS c_log2e<>(SB), Y1, Y7
+	VMULPS c_log2e<>(SB), Y3, Y8
+	VADDPS c_magic<>(SB), Y7, Y9
+	VADDPS c_magic<>(SB), Y8, Y10
+	VSUBPS c_magic<>(SB), Y9, Y11
+	VSUBPS c_magic<>(SB), Y10, Y12
+	VMULPS c_ln2Hi<>(SB), Y11, Y13
+	VMULPS c_ln2Hi<>(SB), Y12, Y14
+	VSUBPS Y13, Y1, Y0
+	VSUBPS Y14, Y3, Y2
+	VMULPS c_ln2Lo<>(SB), Y11, Y4
+	VMULPS c_ln2Lo<>(SB), Y12, Y5
+	VSUBPS Y4, Y0, Y7
+	VSUBPS Y5, Y2, Y8
+	VMULPS c_expQ4<>(SB), Y7, Y1
+	VMULPS c_expQ4<>(SB), Y8, Y13
+	VADDPS c_expQ3<>(SB), Y1, Y3
+	VADDPS c_expQ3<>(SB), Y13, Y14
+	VMULPS Y3, Y7, Y11
+	VMULPS Y14, Y8, Y12
+	VADDPS c_expQ2<>(SB), Y11, Y0
+	VADDPS c_expQ2<>(SB), Y12, Y4
+	VMULPS Y0, Y7, Y2
+	VMULPS Y4, Y8, Y5
+	VADDPS c_expQ1<>(SB), Y2, Y1
+	VADDPS c_expQ1<>(SB), Y5, Y13
+	VMULPS Y1, Y7, Y3
+	VMULPS Y13, Y8, Y14
+	VADDPS c_expQ0<>(SB), Y3, Y11
+	VADDPS c_expQ0<>(SB), Y14, Y12
+	VMULPS Y11, Y7, Y0
+	VMULPS Y12, Y8, Y4
+	VMULPS Y0, Y7, Y2
+	VMULPS Y4, Y8, Y5
+	VADDPS Y2, Y7, Y1
+	VADDPS Y5, Y8, Y13
+	VADDPS c_one<>(SB), Y1, Y3
+	VADDPS c_one<>(SB), Y13, Y14
+	VPSLLD $23, Y9, Y11
+	VPSLLD $23, Y10, Y12
+	VPADDD c_expBias<>(SB), Y11, Y0
+	VPADDD c_expBias<>(SB), Y12, Y4
+	VMULPS Y0, Y3, Y7
+	VMULPS Y4, Y14, Y2
+	VADDPS c_one<>(SB), Y7, Y8
+	VADDPS c_one<>(SB), Y2, Y5
+	VSUBPS c_one<>(SB), Y8, Y1
+	VSUBPS c_one<>(SB), Y5, Y13
+	VSUBPS Y1, Y7, Y9
+	VSUBPS Y13, Y2, Y10
+	VDIVPS Y8, Y9, Y11
+	VDIVPS Y5, Y10, Y12
+	VPADDD c_logOff<>(SB), Y8, Y3
+	VPADDD c_logOff<>(SB), Y5, Y0
+	VANDPS c_mantMask<>(SB), Y3, Y14
+	VANDPS c_mantMask<>(SB), Y0, Y4
+	VPADDD c_logM0<>(SB), Y14, Y7
+	VPADDD c_logM0<>(SB), Y4, Y1
+	VPSRLD $23, Y3, Y2
+	VPSRLD $23, Y0, Y13
+	VPSUBD c_i127<>(SB), Y2, Y9
+	VPSUBD c_i127<>(SB), Y13, Y10
+	VCVTDQ2PS Y9, Y8
+	VCVTDQ2PS Y10, Y5
+	VSUBPS c_one<>(SB), Y7, Y14
+	VSUBPS c_one<>(SB), Y1, Y4
+	VADDPS c_two<>(SB), Y14, Y3
+	VADDPS c_two<>(SB), Y4, Y0
+	VDIVPS Y3, Y14, Y2
+	VDIVPS Y0, Y4, Y13
+	VMULPS Y2, Y2, Y9
+	VMULPS Y13, Y13, Y10
+	VMULPS c_logL4<>(SB), Y9, Y7
+	VMULPS c_logL4<>(SB), Y10, Y1
+	VADDPS c_logL3<>(SB), Y7, Y3
+	VADDPS c_logL3<>(SB), Y1, Y0
+	VMULPS Y3, Y9, Y7
+	VMULPS Y0, Y10, Y1
+	VADDPS c_logL2<>(SB), Y7, Y3
+	VADDPS c_logL2<>(SB), Y1, Y0
+	VMULPS Y3, Y9, Y7
+	VMULPS Y0, Y10, Y1
+	VADDPS c_logL1<>(SB), Y7, Y3
+	VADDPS c_logL1<>(SB), Y1, Y0
+	VMULPS Y3, Y9, Y7
+	VMULPS Y0, Y10, Y1
+	VSUBPS Y7, Y14, Y9
+	VSUBPS Y1, Y4, Y3
+	VMULPS Y9, Y2, Y10
+	VMULPS Y3, Y13, Y0
+	VMULPS c_ln2Lo<>(SB), Y8, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y1
+	VADDPS Y11, Y7, Y2
+	VADDPS Y12, Y1, Y9
+	VSUBPS Y10, Y2, Y13
+	VSUBPS Y0, Y9, Y3
+	VMULPS c_ln2Hi<>(SB), Y8, Y7
+	VMULPS c_ln2Hi<>(SB), Y5, Y11
+	VADDPS Y14, Y7, Y1
+	VADDPS Y4, Y11, Y12
+	VSUBPS Y7, Y1, Y2
+	VSUBPS Y11, Y12, Y10
+	VSUBPS Y2, Y14, Y9
+	VSUBPS Y10, Y4, Y0
+	VADDPS Y13, Y9, Y8
+	VADDPS Y3, Y0, Y5
+	VADDPS Y8, Y1, Y7
+	VADDPS Y5, Y12, Y11
+	VMOVUPS (SI), Y14
+	VMAXPS c_zero<>(SB), Y14, Y2
+	VMOVUPS 32(SI), Y4
+	VMAXPS c_zero<>(SB), Y4, Y10
+	VADDPS Y7, Y2, Y9
+	VADDPS Y11, Y10, Y13
+	VADDPS Y15, Y9, Y0
+	VADDPS Y15, Y13, Y3
+	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y1
+	VCMPPS $0x11, c_two127<>(SB), Y0, Y8
+	VANDPS Y8, Y1, Y12
+	VANDPS Y12, Y6, Y5
+	VCMPPS $0x1d, c_minNrm<>(SB), Y3, Y14
+	VCMPPS $0x11, c_two127<>(SB), Y3, Y4
+	VANDPS Y4, Y14, Y2
+	VANDPS Y2, Y5, Y7
+	VMOVMSKPS Y7, AX
+	CMPL AX, $0xff
+	JNE general2
+	VPADDD c_logOff<>(SB), Y0, Y10
+	VPADDD c_logOff<>(SB), Y3, Y11
+	VANDPS c_mantMask<>(SB), Y10, Y9
+	VANDPS c_mantMask<>(SB), Y11, Y13
+	VPADDD c_logM0<>(SB), Y9, Y1
+	VPADDD c_logM0<>(SB), Y13, Y8
+	VPSRLD $23, Y10, Y6
+	VPSRLD $23, Y11, Y12
+	VPSUBD c_i127<>(SB), Y6, Y14
+	VPSUBD c_i127<>(SB), Y12, Y4
+	VCVTDQ2PS Y14, Y5
+	VCVTDQ2PS Y4, Y2
+	VSUBPS c_one<>(SB), Y1, Y7
+	VSUBPS c_one<>(SB), Y8, Y0
+	VADDPS c_two<>(SB), Y7, Y3
+	VADDPS c_two<>(SB), Y0, Y9
+	VDIVPS Y3, Y7, Y13
+	VDIVPS Y9, Y0, Y10
+	VMULPS Y13, Y13, Y11
+	VMULPS Y10, Y10, Y6
+	VMULPS c_logL4<>(SB), Y11, Y12
+	VMULPS c_logL4<>(SB), Y6, Y14
+	VADDPS c_logL3<>(SB), Y12, Y4
+	VADDPS c_logL3<>(SB), Y14, Y1
+	VMULPS Y4, Y11, Y8
+	VMULPS Y1, Y6, Y3
+	VADDPS c_logL2<>(SB), Y8, Y9
+	VADDPS c_logL2<>(SB), Y3, Y12
+	VMULPS Y9, Y11, Y14
+	VMULPS Y12, Y6, Y4
+	VADDPS c_logL1<>(SB), Y14, Y1
+	VADDPS c_logL1<>(SB), Y4, Y8
+	VMULPS Y1, Y11, Y3
+	VMULPS Y8, Y6, Y9
+	VSUBPS Y3, Y7, Y12
+	VSUBPS Y9, Y0, Y14
+	VMULPS Y12, Y13, Y4
+	VMULPS Y14, Y10, Y11
+	VMULPS c_ln2Lo<>(SB), Y5, Y1
+	VMULPS c_ln2Lo<>(SB), Y2, Y6
+	VSUBPS Y4, Y1, Y8
+	VSUBPS Y11, Y6, Y3
+	VMULPS c_ln2Hi<>(SB), Y5, Y9
+	VMULPS c_ln2Hi<>(SB), Y2, Y13
+	VADDPS Y7, Y9, Y12
+	VADDPS Y0, Y13, Y10
+	VSUBPS Y9, Y12, Y14
+	VSUBPS Y13, Y10, Y1
+	VSUBPS Y14, Y7, Y4
+	VSUBPS Y1, Y0, Y6
+	VADDPS Y8, Y4, Y11
+	VADDPS Y3, Y6, Y5
+	VADDPS Y11, Y12, Y2
+	VADDPS Y5, Y10, Y9
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y9, 32(DI)
+next2:
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VCMPPS $0x1e, c_negExpMid<>(SB), Y1, Y2
+	VMULPS c_log2e<>(SB), Y1, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y1, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y0
+	VMULPS Y0, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y1
+	VMULPS Y1, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VADDPS c_one<>(SB), Y7, Y8
+	VPSLLD $23, Y4, Y10
+	VPADDD c_expBias<>(SB), Y10, Y11
+	VMULPS Y11, Y8, Y12
+	VADDPS c_one<>(SB), Y12, Y13
+	VSUBPS c_one<>(SB), Y13, Y14
+	VSUBPS Y14, Y12, Y0
+	VDIVPS Y13, Y0, Y3
+	VPADDD c_logOff<>(SB), Y13, Y1
+	VANDPS c_mantMask<>(SB), Y1, Y6
+	VPADDD c_logM0<>(SB), Y6, Y9
+	VPSRLD $23, Y1, Y5
+	VPSUBD c_i127<>(SB), Y5, Y7
+	VCVTDQ2PS Y7, Y4
+	VSUBPS c_one<>(SB), Y9, Y10
+	VADDPS c_two<>(SB), Y10, Y8
+	VDIVPS Y8, Y10, Y11
+	VMULPS Y11, Y11, Y12
+	VMULPS c_logL4<>(SB), Y12, Y14
+	VADDPS c_logL3<>(SB), Y14, Y0
+	VMULPS Y0, Y12, Y13
+	VADDPS c_logL2<>(SB), Y13, Y6
+	VMULPS Y6, Y12, Y1
+	VADDPS c_logL1<>(SB), Y1, Y5
+	VMULPS Y5, Y12, Y7
+	VSUBPS Y7, Y10, Y9
+	VMULPS Y9, Y11, Y8
+	VMULPS c_ln2Lo<>(SB), Y4, Y14
+	VADDPS Y3, Y14, Y0
+	VSUBPS Y8, Y0, Y13
+	VMULPS c_ln2Hi<>(SB), Y4, Y6
+	VADDPS Y10, Y6, Y1
+	VSUBPS Y6, Y1, Y12
+	VSUBPS Y12, Y10, Y5
+	VADDPS Y13, Y5, Y7
+	VADDPS Y7, Y1, Y11
+	VMOVUPS (SI), Y9
+	VMAXPS c_zero<>(SB), Y9, Y14
+	VADDPS Y11, Y14, Y3
+	VADDPS Y15, Y3, Y0
+	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y8
+	VCMPPS $0x11, c_two127<>(SB), Y0, Y4
+	VANDPS Y4, Y8, Y6
+	VANDPS Y6, Y2, Y10
+	VMOVMSKPS Y10, AX
+	CMPL AX, $0xff
+	JNE general1
+	VPADDD c_logOff<>(SB), Y0, Y12
+	VANDPS c_mantMask<>(SB), Y12, Y5
+	VPADDD c_logM0<>(SB), Y5, Y13
+	VPSRLD $23, Y12, Y1
+	VPSUBD c_i127<>(SB), Y1, Y7
+	VCVTDQ2PS Y7, Y9
+	VSUBPS c_one<>(SB), Y13, Y14
+	VADDPS c_two<>(SB), Y14, Y11
+	VDIVPS Y11, Y14, Y3
+	VMULPS Y3, Y3, Y8
+	VMULPS c_logL4<>(SB), Y8, Y4
+	VADDPS c_logL3<>(SB), Y4, Y2
+	VMULPS Y2, Y8, Y6
+	VADDPS c_logL2<>(SB), Y6, Y10
+	VMULPS Y10, Y8, Y0
+	VADDPS c_logL1<>(SB), Y0, Y5
+	VMULPS Y5, Y8, Y12
+	VSUBPS Y12, Y14, Y1
+	VMULPS Y1, Y3, Y7
+	VMULPS c_ln2Lo<>(SB), Y9, Y13
+	VSUBPS Y7, Y13, Y11
+	VMULPS c_ln2Hi<>(SB), Y9, Y4
+	VADDPS Y14, Y4, Y2
+	VSUBPS Y4, Y2, Y6
+	VSUBPS Y6, Y14, Y10
+	VADDPS Y11, Y10, Y0
+	VADDPS Y0, Y2, Y8
+	VMOVUPS Y8, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general2:
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y5
+	VMULPS Y5, Y8, Y4
+	VMULPS Y4, Y8, Y6
+	VADDPS Y6, Y8, Y7
+	VADDPS c_one<>(SB), Y7, Y9
+	VPSLLD $23, Y3, Y10
+	VPADDD c_expBias<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VPSUBD c_magic<>(SB), Y3, Y13
+	VPSRAD $1, Y13, Y14
+	VPSUBD Y14, Y13, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y4
+	VPADDD c_i127<>(SB), Y2, Y8
+	VPSLLD $23, Y8, Y6
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VMAXPS c_zero<>(SB), Y0, Y10
+	VADDPS c_one<>(SB), Y4, Y6
+	VSUBPS c_one<>(SB), Y6, Y7
+	VSUBPS Y7, Y4, Y3
+	VDIVPS Y6, Y3, Y12
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y14
+	VPADDD c_logM0<>(SB), Y14, Y13
+	VPSRLD $23, Y11, Y2
+	VPSUBD c_i127<>(SB), Y2, Y5
+	VCVTDQ2PS Y5, Y1
+	VSUBPS c_one<>(SB), Y13, Y9
+	VADDPS c_two<>(SB), Y9, Y8
+	VDIVPS Y8, Y9, Y0
+	VMULPS Y0, Y0, Y7
+	VMULPS c_logL4<>(SB), Y7, Y3
+	VADDPS c_logL3<>(SB), Y3, Y6
+	VMULPS Y6, Y7, Y14
+	VADDPS c_logL2<>(SB), Y14, Y11
+	VMULPS Y11, Y7, Y2
+	VADDPS c_logL1<>(SB), Y2, Y5
+	VMULPS Y5, Y7, Y13
+	VSUBPS Y13, Y9, Y8
+	VMULPS Y8, Y0, Y3
+	VMULPS c_ln2Lo<>(SB), Y1, Y6
+	VADDPS Y12, Y6, Y14
+	VSUBPS Y3, Y14, Y11
+	VMULPS c_ln2Hi<>(SB), Y1, Y2
+	VADDPS Y9, Y2, Y7
+	VSUBPS Y2, Y7, Y5
+	VSUBPS Y5, Y9, Y13
+	VADDPS Y11, Y13, Y0
+	VADDPS Y0, Y7, Y8
+	VCMPPS $0x00, c_zero<>(SB), Y4, Y6
+	VBLENDVPS Y6, Y4, Y8, Y12
+	VCMPPS $0x03, Y4, Y4, Y14
+	VBLENDVPS Y14, c_nan<>(SB), Y12, Y3
+	VADDPS Y3, Y10, Y1
+	VADDPS Y15, Y1, Y2
+	VMULPS c_two23<>(SB), Y2, Y9
+	VMOVUPS c_minNrmP<>(SB), Y5
+	VPCMPGTD Y2, Y5, Y13
+	VBLENDVPS Y13, Y9, Y2, Y11
+	VMOVUPS c_iM127<>(SB), Y7
+	VBLENDVPS Y13, c_iM150<>(SB), Y7, Y0
+	VPADDD c_logOff<>(SB), Y11, Y6
+	VANDPS c_mantMask<>(SB), Y6, Y8
+	VPADDD c_logM0<>(SB), Y8, Y4
+	VPSRLD $23, Y6, Y14
+	VPADDD Y0, Y14, Y12
+	VCVTDQ2PS Y12, Y10
+	VSUBPS c_one<>(SB), Y4, Y3
+	VADDPS c_two<>(SB), Y3, Y1
+	VDIVPS Y1, Y3, Y5
+	VMULPS Y5, Y5, Y9
+	VMULPS c_logL4<>(SB), Y9, Y13
+	VADDPS c_logL3<>(SB), Y13, Y7
+	VMULPS Y7, Y9, Y11
+	VADDPS c_logL2<>(SB), Y11, Y8
+	VMULPS Y8, Y9, Y6
+	VADDPS c_logL1<>(SB), Y6, Y14
+	VMULPS Y14, Y9, Y0
+	VSUBPS Y0, Y3, Y12
+	VMULPS Y12, Y5, Y4
+	VMULPS c_ln2Lo<>(SB), Y10, Y1
+	VSUBPS Y4, Y1, Y13
+	VMULPS c_ln2Hi<>(SB), Y10, Y7
+	VADDPS Y3, Y7, Y11
+	VSUBPS Y7, Y11, Y8
+	VSUBPS Y8, Y3, Y6
+	VADDPS Y13, Y6, Y9
+	VADDPS Y9, Y11, Y14
+	VCMPPS $0x1e, c_maxF32<>(SB), Y2, Y0
+	VBLENDVPS Y0, Y2, Y14, Y5
+	VCMPPS $0x00, c_zero<>(SB), Y2, Y12
+	VBLENDVPS Y12, c_negInf<>(SB), Y5, Y1
+	VCMPPS $0x09, c_zero<>(SB), Y2, Y4
+	VBLENDVPS Y4, c_nan<>(SB), Y1, Y10
+	VMOVUPS Y10, (DI)
+	VMOVUPS 32(SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y5
+	VMULPS Y5, Y8, Y4
+	VMULPS Y4, Y8, Y6
+	VADDPS Y6, Y8, Y7
+	VADDPS c_one<>(SB), Y7, Y9
+	VPSLLD $23, Y3, Y10
+	VPADDD c_expBias<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VPSUBD c_magic<>(SB), Y3, Y13
+	VPSRAD $1, Y13, Y14
+	VPSUBD Y14, Y13, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y4
+	VPADDD c_i127<>(SB), Y2, Y8
+	VPSLLD $23, Y8, Y6
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VMAXPS c_zero<>(SB), Y0, Y10
+	VADDPS c_one<>(SB), Y4, Y6
+	VSUBPS c_one<>(SB), Y6, Y7
+	VSUBPS Y7, Y4, Y3
+	VDIVPS Y6, Y3, Y12
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y14
+	VPADDD c_logM0<>(SB), Y14, Y13
+	VPSRLD $23, Y11, Y2
+	VPSUBD c_i127<>(SB), Y2, Y5
+	VCVTDQ2PS Y5, Y1
+	VSUBPS c_one<>(SB), Y13, Y9
+	VADDPS c_two<>(SB), Y9, Y8
+	VDIVPS Y8, Y9, Y0
+	VMULPS Y0, Y0, Y7
+	VMULPS c_logL4<>(SB), Y7, Y3
+	VADDPS c_logL3<>(SB), Y3, Y6
+	VMULPS Y6, Y7, Y14
+	VADDPS c_logL2<>(SB), Y14, Y11
+	VMULPS Y11, Y7, Y2
+	VADDPS c_logL1<>(SB), Y2, Y5
+	VMULPS Y5, Y7, Y13
+	VSUBPS Y13, Y9, Y8
+	VMULPS Y8, Y0, Y3
+	VMULPS c_ln2Lo<>(SB), Y1, Y6
+	VADDPS Y12, Y6, Y14
+	VSUBPS Y3, Y14, Y11
+	VMULPS c_ln2Hi<>(SB), Y1, Y2
+	VADDPS Y9, Y2, Y7
+	VSUBPS Y2, Y7, Y5
+	VSUBPS Y5, Y9, Y13
+	VADDPS Y11, Y13, Y0
+	VADDPS Y0, Y7, Y8
+	VCMPPS $0x00, c_zero<>(SB), Y4, Y6
+	VBLENDVPS Y6, Y4, Y8, Y12
+	VCMPPS $0x03, Y4, Y4, Y14
+	VBLENDVPS Y14, c_nan<>(SB), Y12, Y3
+	VADDPS Y3, Y10, Y1
+	VADDPS Y15, Y1, Y2
+	VMULPS c_two23<>(SB), Y2, Y9
+	VMOVUPS c_minNrmP<>(SB), Y5
+	VPCMPGTD Y2, Y5, Y13
+	VBLENDVPS Y13, Y9, Y2, Y11
+	VMOVUPS c_iM127<>(SB), Y7
+	VBLENDVPS Y13, c_iM150<>(SB), Y7, Y0
+	VPADDD c_logOff<>(SB), Y11, Y6
+	VANDPS c_mantMask<>(SB), Y6, Y8
+	VPADDD c_logM0<>(SB), Y8, Y4
+	VPSRLD $23, Y6, Y14
+	VPADDD Y0, Y14, Y12
+	VCVTDQ2PS Y12, Y10
+	VSUBPS c_one<>(SB), Y4, Y3
+	VADDPS c_two<>(SB), Y3, Y1
+	VDIVPS Y1, Y3, Y5
+	VMULPS Y5, Y5, Y9
+	VMULPS c_logL4<>(SB), Y9, Y13
+	VADDPS c_logL3<>(SB), Y13, Y7
+	VMULPS Y7, Y9, Y11
+	VADDPS c_logL2<>(SB), Y11, Y8
+	VMULPS Y8, Y9, Y6
+	VADDPS c_logL1<>(SB), Y6, Y14
+	VMULPS Y14, Y9, Y0
+	VSUBPS Y0, Y3, Y12
+	VMULPS Y12, Y5, Y4
+	VMULPS c_ln2Lo<>(SB), Y10, Y1
+	VSUBPS Y4, Y1, Y13
+	VMULPS c_ln2Hi<>(SB), Y10, Y7
+	VADDPS Y3, Y7, Y11
+	VSUBPS Y7, Y11, Y8
+	VSUBPS Y8, Y3, Y6
+	VADDPS Y13, Y6, Y9
+	VADDPS Y9, Y11, Y14
+	VCMPPS $0x1e, c_maxF32<>(SB), Y2, Y0
+	VBLENDVPS Y0, Y2, Y14, Y5
+	VCMPPS $0x00, c_zero<>(SB), Y2, Y12
+	VBLENDVPS Y12, c_negInf<>(SB), Y5, Y1
+	VCMPPS $0x09, c_zero<>(SB), Y2, Y4
+	VBLENDVPS Y4, c_nan<>(SB), Y1, Y10
+	VMOVUPS Y10, 32(DI)
+	JMP  next2
+general1:
+	VMOVUPS (SI), Y0
+	VORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y5
+	VMULPS Y5, Y8, Y4
+	VMULPS Y4, Y8, Y6
+	VADDPS Y6, Y8, Y7
+	VADDPS c_one<>(SB), Y7, Y9
+	VPSLLD $23, Y3, Y10
+	VPADDD c_expBias<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VPSUBD c_magic<>(SB), Y3, Y13
+	VPSRAD $1, Y13, Y14
+	VPSUBD Y14, Y13, Y2
+	VPADDD c_i127<>(SB), Y14, Y5
+	VPSLLD $23, Y5, Y4
+	VPADDD c_i127<>(SB), Y2, Y8
+	VPSLLD $23, Y8, Y6
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VMAXPS c_zero<>(SB), Y0, Y10
+	VADDPS c_one<>(SB), Y4, Y6
+	VSUBPS c_one<>(SB), Y6, Y7
+	VSUBPS Y7, Y4, Y3
+	VDIVPS Y6, Y3, Y12
+	VPADDD c_logOff<>(SB), Y6, Y11
+	VANDPS c_mantMask<>(SB), Y11, Y14
+	VPADDD c_logM0<>(SB), Y14, Y13
+	VPSRLD $23, Y11, Y2
+	VPSUBD c_i127<>(SB), Y2, Y5
+	VCVTDQ2PS Y5, Y1
+	VSUBPS c_one<>(SB), Y13, Y9
+	VADDPS c_two<>(SB), Y9, Y8
+	VDIVPS Y8, Y9, Y0
+	VMULPS Y0, Y0, Y7
+	VMULPS c_logL4<>(SB), Y7, Y3
+	VADDPS c_logL3<>(SB), Y3, Y6
+	VMULPS Y6, Y7, Y14
+	VADDPS c_logL2<>(SB), Y14, Y11
+	VMULPS Y11, Y7, Y2
+	VADDPS c_logL1<>(SB), Y2, Y5
+	VMULPS Y5, Y7, Y13
+	VSUBPS Y13, Y9, Y8
+	VMULPS Y8, Y0, Y3
+	VMULPS c_ln2Lo<>(SB), Y1, Y6
+	VADDPS Y12, Y6, Y14
+	VSUBPS Y3, Y14, Y11
+	VMULPS c_ln2Hi<>(SB), Y1, Y2
+	VADDPS Y9, Y2, Y7
+	VSUBPS Y2, Y7, Y5
+	VSUBPS Y5, Y9, Y13
+	VADDPS Y11, Y13, Y0
+	VADDPS Y0, Y7, Y8
+	VCMPPS $0x00, c_zero<>(SB), Y4, Y6
+	VBLENDVPS Y6, Y4, Y8, Y12
+	VCMPPS $0x03, Y4, Y4, Y14
+	VBLENDVPS Y14, c_nan<>(SB), Y12, Y3
+	VADDPS Y3, Y10, Y1
+	VADDPS Y15, Y1, Y2
+	VMULPS c_two23<>(SB), Y2, Y9
+	VMOVUPS c_minNrmP<>(SB), Y5
+	VPCMPGTD Y2, Y5, Y13
+	VBLENDVPS Y13, Y9, Y2, Y11
+	VMOVUPS c_iM127<>(SB), Y7
+	VBLENDVPS Y13, c_iM150<>(SB), Y7, Y0
+	VPADDD c_logOff<>(SB), Y11, Y6
+	VANDPS c_mantMask<>(SB), Y6, Y8
+	VPADDD c_logM0<>(SB), Y8, Y4
+	VPSRLD $23, Y6, Y14
+	VPADDD Y0, Y14, Y12
+	VCVTDQ2PS Y12, Y10
+	VSUBPS c_one<>(SB), Y4, Y3
+	VADDPS c_two<>(SB), Y3, Y1
+	VDIVPS Y1, Y3, Y5
+	VMULPS Y5, Y5, Y9
+	VMULPS c_logL4<>(SB), Y9, Y13
+	VADDPS c_logL3<>(SB), Y13, Y7
+	VMULPS Y7, Y9, Y11
+	VADDPS c_logL2<>(SB), Y11, Y8
+	VMULPS Y8, Y9, Y6
+	VADDPS c_logL1<>(SB), Y6, Y14
+	VMULPS Y14, Y9, Y0
+	VSUBPS Y0, Y3, Y12
+	VMULPS Y12, Y5, Y4
+	VMULPS c_ln2Lo<>(SB), Y10, Y1
+	VSUBPS Y4, Y1, Y13
+	VMULPS c_ln2Hi<>(SB), Y10, Y7
+	VADDPS Y3, Y7, Y11
+	VSUBPS Y7, Y11, Y8
+	VSUBPS Y8, Y3, Y6
+	VADDPS Y13, Y6, Y9
+	VADDPS Y9, Y11, Y14
+	VCMPPS $0x1e, c_maxF32<>(SB), Y2, Y0
+	VBLENDVPS Y0, Y2, Y14, Y5
+	VCMPPS $0x00, c_zero<>(SB), Y2, Y12
+	VBLENDVPS Y12, c_negInf<>(SB), Y5, Y1
+	VCMPPS $0x09, c_zero<>(SB), Y2, Y4
+	VBLENDVPS Y4, c_nan<>(SB), Y1, Y10
+	VMOVUPS Y10, (DI)
+	JMP  next1
+
+// func vkExpBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Expf(x)
+TEXT ·vkExpBwdAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VANDPS c_absMask<>(SB), Y6, Y7
+	VCMPPS $0x11, c_expMid<>(SB), Y1, Y8
+	VCMPPS $0x11, c_expMid<>(SB), Y3, Y9
+	VANDPS Y9, Y8, Y10
+	VCMPPS $0x11, c_expMid<>(SB), Y5, Y11
+	VANDPS Y11, Y10, Y12
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y13
+	VANDPS Y13, Y12, Y14
+	VMOVMSKPS Y14, AX
+	CMPL AX, $0xff
+	JNE general4
+	VMULPS c_log2e<>(SB), Y0, Y15
+	VMULPS c_log2e<>(SB), Y2, Y1
+	VMULPS c_log2e<>(SB), Y4, Y3
+	VMULPS c_log2e<>(SB), Y6, Y8
+	VADDPS c_magic<>(SB), Y15, Y9
+	VADDPS c_magic<>(SB), Y1, Y5
+	VADDPS c_magic<>(SB), Y3, Y10
+	VADDPS c_magic<>(SB), Y8, Y11
+	VSUBPS c_magic<>(SB), Y9, Y7
+	VSUBPS c_magic<>(SB), Y5, Y12
+	VSUBPS c_magic<>(SB), Y10, Y13
+	VSUBPS c_magic<>(SB), Y11, Y14
+	VMULPS c_ln2Hi<>(SB), Y7, Y15
+	VMULPS c_ln2Hi<>(SB), Y12, Y1
+	VMULPS c_ln2Hi<>(SB), Y13, Y3
+	VMULPS c_ln2Hi<>(SB), Y14, Y8
+	VSUBPS Y15, Y0, Y0
+	VSUBPS Y1, Y2, Y15
+	VSUBPS Y3, Y4, Y2
+	VSUBPS Y8, Y6, Y1
+	VMULPS c_ln2Lo<>(SB), Y7, Y4
+	VMULPS c_ln2Lo<>(SB), Y12, Y3
+	VMULPS c_ln2Lo<>(SB), Y13, Y6
+	VMULPS c_ln2Lo<>(SB), Y14, Y8
+	VSUBPS Y4, Y0, Y7
+	VSUBPS Y3, Y15, Y12
+	VSUBPS Y6, Y2, Y13
+	VSUBPS Y8, Y1, Y14
+	VMULPS c_expQ4<>(SB), Y7, Y0
+	VMULPS c_expQ4<>(SB), Y12, Y4
+	VMULPS c_expQ4<>(SB), Y13, Y15
+	VMULPS c_expQ4<>(SB), Y14, Y3
+	VADDPS c_expQ3<>(SB), Y0, Y2
+	VADDPS c_expQ3<>(SB), Y4, Y6
+	VADDPS c_expQ3<>(SB), Y15, Y1
+	VADDPS c_expQ3<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ2<>(SB), Y0, Y2
+	VADDPS c_expQ2<>(SB), Y4, Y6
+	VADDPS c_expQ2<>(SB), Y15, Y1
+	VADDPS c_expQ2<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ1<>(SB), Y0, Y2
+	VADDPS c_expQ1<>(SB), Y4, Y6
+	VADDPS c_expQ1<>(SB), Y15, Y1
+	VADDPS c_expQ1<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VADDPS c_expQ0<>(SB), Y0, Y2
+	VADDPS c_expQ0<>(SB), Y4, Y6
+	VADDPS c_expQ0<>(SB), Y15, Y1
+	VADDPS c_expQ0<>(SB), Y3, Y8
+	VMULPS Y2, Y7, Y0
+	VMULPS Y6, Y12, Y4
+	VMULPS Y1, Y13, Y15
+	VMULPS Y8, Y14, Y3
+	VMULPS Y0, Y7, Y2
+	VMULPS Y4, Y12, Y6
+	VMULPS Y15, Y13, Y1
+	VMULPS Y3, Y14, Y8
+	VADDPS Y2, Y7, Y0
+	VADDPS Y6, Y12, Y4
+	VADDPS Y1, Y13, Y15
+	VADDPS Y8, Y14, Y3
+	VADDPS c_one<>(SB), Y0, Y7
+	VADDPS c_one<>(SB), Y4, Y2
+	VADDPS c_one<>(SB), Y15, Y12
+	VADDPS c_one<>(SB), Y3, Y6
+	VPSLLD $23, Y9, Y13
+	VPSLLD $23, Y5, Y1
+	VPSLLD $23, Y10, Y14
+	VPSLLD $23, Y11, Y8
+	VPADDD c_expBias<>(SB), Y13, Y0
+	VPADDD c_expBias<>(SB), Y1, Y4
+	VPADDD c_expBias<>(SB), Y14, Y15
+	VPADDD c_expBias<>(SB), Y8, Y3
+	VMULPS Y0, Y7, Y9
+	VMULPS Y4, Y2, Y5
+	VMULPS Y15, Y12, Y10
+	VMULPS Y3, Y6, Y11
+	VMOVUPS (DX), Y13
+	VMULPS Y9, Y13, Y1
+	VMOVUPS 32(DX), Y14
+	VMULPS Y5, Y14, Y8
+	VMOVUPS 64(DX), Y7
+	VMULPS Y10, Y7, Y0
+	VMOVUPS 96(DX), Y2
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2048(DX)
+	PREFETCHT0 2112(DX)
+	VMULPS Y11, Y2, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y8, 32(DI)
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y4, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VCMPPS $0x11, c_expMid<>(SB), Y1, Y2
+	VMOVMSKPS Y2, AX
+	CMPL AX, $0xff
+	JNE general1
+	VMULPS c_log2e<>(SB), Y0, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y0, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y1
+	VADDPS c_expQ0<>(SB), Y1, Y2
+	VMULPS Y2, Y9, Y3
+	VMULPS Y3, Y9, Y0
+	VADDPS Y0, Y9, Y6
+	VADDPS c_one<>(SB), Y6, Y5
+	VPSLLD $23, Y4, Y7
+	VPADDD c_expBias<>(SB), Y7, Y8
+	VMULPS Y8, Y5, Y10
+	VMOVUPS (DX), Y11
+	VMULPS Y10, Y11, Y12
+	VMOVUPS Y12, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VMULPS c_log2e<>(SB), Y0, Y1
+	VADDPS c_magic<>(SB), Y1, Y2
+	VSUBPS c_magic<>(SB), Y2, Y3
+	VMULPS c_ln2Hi<>(SB), Y3, Y4
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_ln2Lo<>(SB), Y3, Y6
+	VSUBPS Y6, Y5, Y7
+	VMULPS c_expQ4<>(SB), Y7, Y8
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VMULPS Y9, Y7, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VMULPS Y11, Y7, Y12
+	VADDPS c_expQ1<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS c_expQ0<>(SB), Y14, Y15
+	VMULPS Y15, Y7, Y1
+	VMULPS Y1, Y7, Y4
+	VADDPS Y4, Y7, Y3
+	VADDPS c_one<>(SB), Y3, Y5
+	VPSLLD $23, Y2, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VMULPS Y8, Y5, Y9
+	VPSUBD c_magic<>(SB), Y2, Y10
+	VPSRAD $1, Y10, Y11
+	VPSUBD Y11, Y10, Y12
+	VPADDD c_i127<>(SB), Y11, Y13
+	VPSLLD $23, Y13, Y14
+	VPADDD c_i127<>(SB), Y12, Y15
+	VPSLLD $23, Y15, Y1
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
+	VMOVUPS (DX), Y5
+	VMULPS Y15, Y5, Y14
+	VMOVUPS Y14, (DI)
+	VMOVUPS 32(SI), Y0
+	VMULPS c_log2e<>(SB), Y0, Y1
+	VADDPS c_magic<>(SB), Y1, Y2
+	VSUBPS c_magic<>(SB), Y2, Y3
+	VMULPS c_ln2Hi<>(SB), Y3, Y4
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_ln2Lo<>(SB), Y3, Y6
+	VSUBPS Y6, Y5, Y7
+	VMULPS c_expQ4<>(SB), Y7, Y8
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VMULPS Y9, Y7, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VMULPS Y11, Y7, Y12
+	VADDPS c_expQ1<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS c_expQ0<>(SB), Y14, Y15
+	VMULPS Y15, Y7, Y1
+	VMULPS Y1, Y7, Y4
+	VADDPS Y4, Y7, Y3
+	VADDPS c_one<>(SB), Y3, Y5
+	VPSLLD $23, Y2, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VMULPS Y8, Y5, Y9
+	VPSUBD c_magic<>(SB), Y2, Y10
+	VPSRAD $1, Y10, Y11
+	VPSUBD Y11, Y10, Y12
+	VPADDD c_i127<>(SB), Y11, Y13
+	VPSLLD $23, Y13, Y14
+	VPADDD c_i127<>(SB), Y12, Y15
+	VPSLLD $23, Y15, Y1
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
+	VMOVUPS 32(DX), Y5
+	VMULPS Y15, Y5, Y14
+	VMOVUPS Y14, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VMULPS c_log2e<>(SB), Y0, Y1
+	VADDPS c_magic<>(SB), Y1, Y2
+	VSUBPS c_magic<>(SB), Y2, Y3
+	VMULPS c_ln2Hi<>(SB), Y3, Y4
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_ln2Lo<>(SB), Y3, Y6
+	VSUBPS Y6, Y5, Y7
+	VMULPS c_expQ4<>(SB), Y7, Y8
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VMULPS Y9, Y7, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VMULPS Y11, Y7, Y12
+	VADDPS c_expQ1<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS c_expQ0<>(SB), Y14, Y15
+	VMULPS Y15, Y7, Y1
+	VMULPS Y1, Y7, Y4
+	VADDPS Y4, Y7, Y3
+	VADDPS c_one<>(SB), Y3, Y5
+	VPSLLD $23, Y2, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VMULPS Y8, Y5, Y9
+	VPSUBD c_magic<>(SB), Y2, Y10
+	VPSRAD $1, Y10, Y11
+	VPSUBD Y11, Y10, Y12
+	VPADDD c_i127<>(SB), Y11, Y13
+	VPSLLD $23, Y13, Y14
+	VPADDD c_i127<>(SB), Y12, Y15
+	VPSLLD $23, Y15, Y1
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
+	VMOVUPS 64(DX), Y5
+	VMULPS Y15, Y5, Y14
+	VMOVUPS Y14, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VMULPS c_log2e<>(SB), Y0, Y1
+	VADDPS c_magic<>(SB), Y1, Y2
+	VSUBPS c_magic<>(SB), Y2, Y3
+	VMULPS c_ln2Hi<>(SB), Y3, Y4
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_ln2Lo<>(SB), Y3, Y6
+	VSUBPS Y6, Y5, Y7
+	VMULPS c_expQ4<>(SB), Y7, Y8
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VMULPS Y9, Y7, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VMULPS Y11, Y7, Y12
+	VADDPS c_expQ1<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS c_expQ0<>(SB), Y14, Y15
+	VMULPS Y15, Y7, Y1
+	VMULPS Y1, Y7, Y4
+	VADDPS Y4, Y7, Y3
+	VADDPS c_one<>(SB), Y3, Y5
+	VPSLLD $23, Y2, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VMULPS Y8, Y5, Y9
+	VPSUBD c_magic<>(SB), Y2, Y10
+	VPSRAD $1, Y10, Y11
+	VPSUBD Y11, Y10, Y12
+	VPADDD c_i127<>(SB), Y11, Y13
+	VPSLLD $23, Y13, Y14
+	VPADDD c_i127<>(SB), Y12, Y15
+	VPSLLD $23, Y15, Y1
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
+	VMOVUPS 96(DX), Y5
+	VMULPS Y15, Y5, Y14
+	VMOVUPS Y14, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VMULPS c_log2e<>(SB), Y0, Y1
+	VADDPS c_magic<>(SB), Y1, Y2
+	VSUBPS c_magic<>(SB), Y2, Y3
+	VMULPS c_ln2Hi<>(SB), Y3, Y4
+	VSUBPS Y4, Y0, Y5
+	VMULPS c_ln2Lo<>(SB), Y3, Y6
+	VSUBPS Y6, Y5, Y7
+	VMULPS c_expQ4<>(SB), Y7, Y8
+	VADDPS c_expQ3<>(SB), Y8, Y9
+	VMULPS Y9, Y7, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y11
+	VMULPS Y11, Y7, Y12
+	VADDPS c_expQ1<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS c_expQ0<>(SB), Y14, Y15
+	VMULPS Y15, Y7, Y1
+	VMULPS Y1, Y7, Y4
+	VADDPS Y4, Y7, Y3
+	VADDPS c_one<>(SB), Y3, Y5
+	VPSLLD $23, Y2, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VMULPS Y8, Y5, Y9
+	VPSUBD c_magic<>(SB), Y2, Y10
+	VPSRAD $1, Y10, Y11
+	VPSUBD Y11, Y10, Y12
+	VPADDD c_i127<>(SB), Y11, Y13
+	VPSLLD $23, Y13, Y14
+	VPADDD c_i127<>(SB), Y12, Y15
+	VPSLLD $23, Y15, Y1
+	VANDPS c_absMask<>(SB), Y0, Y7
+	VMULPS Y14, Y5, Y4
+	VMULPS Y1, Y4, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y6
+	VBLENDVPS Y6, Y9, Y3, Y8
+	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y2
+	VBLENDVPS Y2, c_inf<>(SB), Y8, Y10
+	VCMPPS $0x11, c_expLo<>(SB), Y0, Y11
+	VBLENDVPS Y11, c_zero<>(SB), Y10, Y13
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, c_nan<>(SB), Y13, Y15
+	VMOVUPS (DX), Y5
+	VMULPS Y15, Y5, Y14
+	VMOVUPS Y14, (DI)
+	JMP  next1
+
+// func vkSoftplusBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Sigmoidf(x)
+TEXT ·vkSoftplusBwdAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VXORPS c_signMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VXORPS c_signMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VXORPS c_signMask<>(SB), Y6, Y7
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VANDPS c_absMask<>(SB), Y3, Y9
+	VANDPS c_absMask<>(SB), Y5, Y10
+	VANDPS c_absMask<>(SB), Y7, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y12
+	VCMPPS $0x11, c_expMid<>(SB), Y9, Y13
+	VANDPS Y13, Y12, Y14
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y15
+	VANDPS Y15, Y14, Y0
+	VCMPPS $0x11, c_expMid<>(SB), Y11, Y2
+	VANDPS Y2, Y0, Y4
+	VMOVMSKPS Y4, AX
+	CMPL AX, $0xff
+	JNE general4
+	VMULPS c_log2e<>(SB), Y1, Y6
+	VMULPS c_log2e<>(SB), Y3, Y8
+	VMULPS c_log2e<>(SB), Y5, Y9
+	VMULPS c_log2e<>(SB), Y7, Y12
+	VADDPS c_magic<>(SB), Y6, Y13
+	VADDPS c_magic<>(SB), Y8, Y10
+	VADDPS c_magic<>(SB), Y9, Y14
+	VADDPS c_magic<>(SB), Y12, Y15
+	VSUBPS c_magic<>(SB), Y13, Y11
+	VSUBPS c_magic<>(SB), Y10, Y0
+	VSUBPS c_magic<>(SB), Y14, Y2
+	VSUBPS c_magic<>(SB), Y15, Y4
+	VMULPS c_ln2Hi<>(SB), Y11, Y6
+	VMULPS c_ln2Hi<>(SB), Y0, Y8
+	VMULPS c_ln2Hi<>(SB), Y2, Y9
+	VMULPS c_ln2Hi<>(SB), Y4, Y12
+	VSUBPS Y6, Y1, Y1
+	VSUBPS Y8, Y3, Y6
+	VSUBPS Y9, Y5, Y3
+	VSUBPS Y12, Y7, Y8
+	VMULPS c_ln2Lo<>(SB), Y11, Y5
+	VMULPS c_ln2Lo<>(SB), Y0, Y9
+	VMULPS c_ln2Lo<>(SB), Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y4, Y12
+	VSUBPS Y5, Y1, Y11
+	VSUBPS Y9, Y6, Y0
+	VSUBPS Y7, Y3, Y2
+	VSUBPS Y12, Y8, Y4
+	VMULPS c_expQ4<>(SB), Y11, Y1
+	VMULPS c_expQ4<>(SB), Y0, Y5
+	VMULPS c_expQ4<>(SB), Y2, Y6
+	VMULPS c_expQ4<>(SB), Y4, Y9
+	VADDPS c_expQ3<>(SB), Y1, Y3
+	VADDPS c_expQ3<>(SB), Y5, Y7
+	VADDPS c_expQ3<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ2<>(SB), Y1, Y3
+	VADDPS c_expQ2<>(SB), Y5, Y7
+	VADDPS c_expQ2<>(SB), Y6, Y8
+	VADDPS c_expQ2<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ1<>(SB), Y1, Y3
+	VADDPS c_expQ1<>(SB), Y5, Y7
+	VADDPS c_expQ1<>(SB), Y6, Y8
+	VADDPS c_expQ1<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ0<>(SB), Y1, Y3
+	VADDPS c_expQ0<>(SB), Y5, Y7
+	VADDPS c_expQ0<>(SB), Y6, Y8
+	VADDPS c_expQ0<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VMULPS Y1, Y11, Y3
+	VMULPS Y5, Y0, Y7
+	VMULPS Y6, Y2, Y8
+	VMULPS Y9, Y4, Y12
+	VADDPS Y3, Y11, Y1
+	VADDPS Y7, Y0, Y5
+	VADDPS Y8, Y2, Y6
+	VADDPS Y12, Y4, Y9
+	VADDPS c_one<>(SB), Y1, Y11
+	VADDPS c_one<>(SB), Y5, Y3
+	VADDPS c_one<>(SB), Y6, Y0
+	VADDPS c_one<>(SB), Y9, Y7
+	VPSLLD $23, Y13, Y2
+	VPSLLD $23, Y10, Y8
+	VPSLLD $23, Y14, Y4
+	VPSLLD $23, Y15, Y12
+	VPADDD c_expBias<>(SB), Y2, Y1
+	VPADDD c_expBias<>(SB), Y8, Y5
+	VPADDD c_expBias<>(SB), Y4, Y6
+	VPADDD c_expBias<>(SB), Y12, Y9
+	VMULPS Y1, Y11, Y13
+	VMULPS Y5, Y3, Y10
+	VMULPS Y6, Y0, Y14
+	VMULPS Y9, Y7, Y15
+	VADDPS c_one<>(SB), Y13, Y2
+	VADDPS c_one<>(SB), Y10, Y8
+	VADDPS c_one<>(SB), Y14, Y4
+	VADDPS c_one<>(SB), Y15, Y12
+	VMOVUPS c_one<>(SB), Y11
+	VDIVPS Y2, Y11, Y1
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y8, Y3, Y5
+	VMOVUPS c_one<>(SB), Y0
+	VDIVPS Y4, Y0, Y6
+	VMOVUPS c_one<>(SB), Y7
+	VDIVPS Y12, Y7, Y9
+	VMOVUPS (DX), Y13
+	VMULPS Y1, Y13, Y10
+	VMOVUPS 32(DX), Y14
+	VMULPS Y5, Y14, Y15
+	VMOVUPS 64(DX), Y11
+	VMULPS Y6, Y11, Y2
+	VMOVUPS 96(DX), Y3
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2048(DX)
+	PREFETCHT0 2112(DX)
+	VMULPS Y9, Y3, Y8
+	VMOVUPS Y10, (DI)
+	VMOVUPS Y15, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y8, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VANDPS c_absMask<>(SB), Y1, Y2
+	VCMPPS $0x11, c_expMid<>(SB), Y2, Y3
+	VMOVMSKPS Y3, AX
+	CMPL AX, $0xff
+	JNE general1
+	VMULPS c_log2e<>(SB), Y1, Y4
+	VADDPS c_magic<>(SB), Y4, Y5
+	VSUBPS c_magic<>(SB), Y5, Y6
+	VMULPS c_ln2Hi<>(SB), Y6, Y7
+	VSUBPS Y7, Y1, Y8
+	VMULPS c_ln2Lo<>(SB), Y6, Y9
+	VSUBPS Y9, Y8, Y10
+	VMULPS c_expQ4<>(SB), Y10, Y11
+	VADDPS c_expQ3<>(SB), Y11, Y12
+	VMULPS Y12, Y10, Y13
+	VADDPS c_expQ2<>(SB), Y13, Y14
+	VMULPS Y14, Y10, Y15
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VMULPS Y0, Y10, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y3
+	VMULPS Y3, Y10, Y4
+	VMULPS Y4, Y10, Y1
+	VADDPS Y1, Y10, Y7
+	VADDPS c_one<>(SB), Y7, Y6
+	VPSLLD $23, Y5, Y8
+	VPADDD c_expBias<>(SB), Y8, Y9
+	VMULPS Y9, Y6, Y11
+	VADDPS c_one<>(SB), Y11, Y12
+	VMOVUPS c_one<>(SB), Y13
+	VDIVPS Y12, Y13, Y14
+	VMOVUPS (DX), Y15
+	VMULPS Y14, Y15, Y0
+	VMOVUPS Y0, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS (DX), Y2
+	VMULPS Y5, Y2, Y8
 	VMOVUPS Y8, (DI)
 	VMOVUPS 32(SI), Y0
 	VXORPS c_signMask<>(SB), Y0, Y1
@@ -1084,20 +4886,22 @@ general4:
 	VPSLLD $23, Y14, Y15
 	VPADDD c_i127<>(SB), Y13, Y0
 	VPSLLD $23, Y0, Y2
-	VMULPS Y15, Y6, Y8
-	VMULPS Y2, Y8, Y5
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y5, Y7
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_zero<>(SB), Y7, Y3
-	VCMPPS $0x03, Y1, Y1, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y3, Y12
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y13
-	VBLENDVPS Y13, Y10, Y12, Y0
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
 	VADDPS c_one<>(SB), Y0, Y6
 	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y6, Y15, Y8
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS 32(DX), Y2
+	VMULPS Y5, Y2, Y8
 	VMOVUPS Y8, 32(DI)
 	VMOVUPS 64(SI), Y0
 	VXORPS c_signMask<>(SB), Y0, Y1
@@ -1130,20 +4934,22 @@ general4:
 	VPSLLD $23, Y14, Y15
 	VPADDD c_i127<>(SB), Y13, Y0
 	VPSLLD $23, Y0, Y2
-	VMULPS Y15, Y6, Y8
-	VMULPS Y2, Y8, Y5
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y5, Y7
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_zero<>(SB), Y7, Y3
-	VCMPPS $0x03, Y1, Y1, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y3, Y12
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y13
-	VBLENDVPS Y13, Y10, Y12, Y0
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
 	VADDPS c_one<>(SB), Y0, Y6
 	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y6, Y15, Y8
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS 64(DX), Y2
+	VMULPS Y5, Y2, Y8
 	VMOVUPS Y8, 64(DI)
 	VMOVUPS 96(SI), Y0
 	VXORPS c_signMask<>(SB), Y0, Y1
@@ -1176,20 +4982,22 @@ general4:
 	VPSLLD $23, Y14, Y15
 	VPADDD c_i127<>(SB), Y13, Y0
 	VPSLLD $23, Y0, Y2
-	VMULPS Y15, Y6, Y8
-	VMULPS Y2, Y8, Y5
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y5, Y7
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_zero<>(SB), Y7, Y3
-	VCMPPS $0x03, Y1, Y1, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y3, Y12
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y13
-	VBLENDVPS Y13, Y10, Y12, Y0
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
 	VADDPS c_one<>(SB), Y0, Y6
 	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y6, Y15, Y8
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS 96(DX), Y2
+	VMULPS Y5, Y2, Y8
 	VMOVUPS Y8, 96(DI)
 	JMP  next4
 general1:
@@ -1224,141 +5032,689 @@ general1:
 	VPSLLD $23, Y14, Y15
 	VPADDD c_i127<>(SB), Y13, Y0
 	VPSLLD $23, Y0, Y2
-	VMULPS Y15, Y6, Y8
-	VMULPS Y2, Y8, Y5
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y5, Y7
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_zero<>(SB), Y7, Y3
-	VCMPPS $0x03, Y1, Y1, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y3, Y12
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y13
-	VBLENDVPS Y13, Y10, Y12, Y0
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
 	VADDPS c_one<>(SB), Y0, Y6
 	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y6, Y15, Y8
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS (DX), Y2
+	VMULPS Y5, Y2, Y8
 	VMOVUPS Y8, (DI)
 	JMP  next1
 
-// func vkTanhAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Tanhf(x)
-TEXT ·vkTanhAVX2(SB), NOSPLIT, $0-56
+// func vkSigmoidBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = SigmoidBwdf(x, g)
+TEXT ·vkSigmoidBwdAVX2(SB), NOSPLIT, $0-56
 	MOVQ n+0(FP), CX
 	MOVQ o0+8(FP), DI
 	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
 	SHRQ $3, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop4:
+	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VXORPS c_signMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VXORPS c_signMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VXORPS c_signMask<>(SB), Y6, Y7
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VANDPS c_absMask<>(SB), Y3, Y9
+	VANDPS c_absMask<>(SB), Y5, Y10
+	VANDPS c_absMask<>(SB), Y7, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y12
+	VCMPPS $0x11, c_expMid<>(SB), Y9, Y13
+	VANDPS Y13, Y12, Y14
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y15
+	VANDPS Y15, Y14, Y0
+	VCMPPS $0x11, c_expMid<>(SB), Y11, Y2
+	VANDPS Y2, Y0, Y4
+	VMOVMSKPS Y4, AX
+	CMPL AX, $0xff
+	JNE general4
+	VMULPS c_log2e<>(SB), Y1, Y6
+	VMULPS c_log2e<>(SB), Y3, Y8
+	VMULPS c_log2e<>(SB), Y5, Y9
+	VMULPS c_log2e<>(SB), Y7, Y12
+	VADDPS c_magic<>(SB), Y6, Y13
+	VADDPS c_magic<>(SB), Y8, Y10
+	VADDPS c_magic<>(SB), Y9, Y14
+	VADDPS c_magic<>(SB), Y12, Y15
+	VSUBPS c_magic<>(SB), Y13, Y11
+	VSUBPS c_magic<>(SB), Y10, Y0
+	VSUBPS c_magic<>(SB), Y14, Y2
+	VSUBPS c_magic<>(SB), Y15, Y4
+	VMULPS c_ln2Hi<>(SB), Y11, Y6
+	VMULPS c_ln2Hi<>(SB), Y0, Y8
+	VMULPS c_ln2Hi<>(SB), Y2, Y9
+	VMULPS c_ln2Hi<>(SB), Y4, Y12
+	VSUBPS Y6, Y1, Y1
+	VSUBPS Y8, Y3, Y6
+	VSUBPS Y9, Y5, Y3
+	VSUBPS Y12, Y7, Y8
+	VMULPS c_ln2Lo<>(SB), Y11, Y5
+	VMULPS c_ln2Lo<>(SB), Y0, Y9
+	VMULPS c_ln2Lo<>(SB), Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y4, Y12
+	VSUBPS Y5, Y1, Y11
+	VSUBPS Y9, Y6, Y0
+	VSUBPS Y7, Y3, Y2
+	VSUBPS Y12, Y8, Y4
+	VMULPS c_expQ4<>(SB), Y11, Y1
+	VMULPS c_expQ4<>(SB), Y0, Y5
+	VMULPS c_expQ4<>(SB), Y2, Y6
+	VMULPS c_expQ4<>(SB), Y4, Y9
+	VADDPS c_expQ3<>(SB), Y1, Y3
+	VADDPS c_expQ3<>(SB), Y5, Y7
+	VADDPS c_expQ3<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ2<>(SB), Y1, Y3
+	VADDPS c_expQ2<>(SB), Y5, Y7
+	VADDPS c_expQ2<>(SB), Y6, Y8
+	VADDPS c_expQ2<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ1<>(SB), Y1, Y3
+	VADDPS c_expQ1<>(SB), Y5, Y7
+	VADDPS c_expQ1<>(SB), Y6, Y8
+	VADDPS c_expQ1<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VADDPS c_expQ0<>(SB), Y1, Y3
+	VADDPS c_expQ0<>(SB), Y5, Y7
+	VADDPS c_expQ0<>(SB), Y6, Y8
+	VADDPS c_expQ0<>(SB), Y9, Y12
+	VMULPS Y3, Y11, Y1
+	VMULPS Y7, Y0, Y5
+	VMULPS Y8, Y2, Y6
+	VMULPS Y12, Y4, Y9
+	VMULPS Y1, Y11, Y3
+	VMULPS Y5, Y0, Y7
+	VMULPS Y6, Y2, Y8
+	VMULPS Y9, Y4, Y12
+	VADDPS Y3, Y11, Y1
+	VADDPS Y7, Y0, Y5
+	VADDPS Y8, Y2, Y6
+	VADDPS Y12, Y4, Y9
+	VADDPS c_one<>(SB), Y1, Y11
+	VADDPS c_one<>(SB), Y5, Y3
+	VADDPS c_one<>(SB), Y6, Y0
+	VADDPS c_one<>(SB), Y9, Y7
+	VPSLLD $23, Y13, Y2
+	VPSLLD $23, Y10, Y8
+	VPSLLD $23, Y14, Y4
+	VPSLLD $23, Y15, Y12
+	VPADDD c_expBias<>(SB), Y2, Y1
+	VPADDD c_expBias<>(SB), Y8, Y5
+	VPADDD c_expBias<>(SB), Y4, Y6
+	VPADDD c_expBias<>(SB), Y12, Y9
+	VMULPS Y1, Y11, Y13
+	VMULPS Y5, Y3, Y10
+	VMULPS Y6, Y0, Y14
+	VMULPS Y9, Y7, Y15
+	VADDPS c_one<>(SB), Y13, Y2
+	VADDPS c_one<>(SB), Y10, Y8
+	VADDPS c_one<>(SB), Y14, Y4
+	VADDPS c_one<>(SB), Y15, Y12
+	VMOVUPS c_one<>(SB), Y11
+	VDIVPS Y2, Y11, Y1
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y8, Y3, Y5
+	VMOVUPS c_one<>(SB), Y0
+	VDIVPS Y4, Y0, Y6
+	VMOVUPS c_one<>(SB), Y7
+	VDIVPS Y12, Y7, Y9
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y1, Y13, Y10
+	VMOVUPS c_one<>(SB), Y14
+	VSUBPS Y5, Y14, Y15
+	VMOVUPS c_one<>(SB), Y11
+	VSUBPS Y6, Y11, Y2
+	VMOVUPS c_one<>(SB), Y3
+	VSUBPS Y9, Y3, Y8
+	VMULPS Y10, Y1, Y0
+	VMULPS Y15, Y5, Y4
+	VMULPS Y2, Y6, Y7
+	VMULPS Y8, Y9, Y12
+	VMOVUPS (DX), Y13
+	VMULPS Y0, Y13, Y14
+	VMOVUPS 32(DX), Y11
+	VMULPS Y4, Y11, Y3
+	VMOVUPS 64(DX), Y1
+	VMULPS Y7, Y1, Y10
+	VMOVUPS 96(DX), Y5
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VANDPS c_absMask<>(SB), Y0, Y3
-	VANDPS c_absMask<>(SB), Y1, Y4
-	VANDPS c_absMask<>(SB), Y2, Y5
-	VCMPPS $0x11, c_tanhHi<>(SB), Y3, Y6
-	VCMPPS $0x11, c_tanhHi<>(SB), Y4, Y7
-	VCMPPS $0x11, c_tanhHi<>(SB), Y5, Y8
-	VANDPS Y7, Y6, Y9
-	VANDPS Y8, Y9, Y10
-	VMOVMSKPS Y10, AX
+	PREFETCHT0 2048(DX)
+	PREFETCHT0 2112(DX)
+	VMULPS Y12, Y5, Y15
+	VMOVUPS Y14, (DI)
+	VMOVUPS Y3, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y15, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VANDPS c_absMask<>(SB), Y1, Y2
+	VCMPPS $0x11, c_expMid<>(SB), Y2, Y3
+	VMOVMSKPS Y3, AX
 	CMPL AX, $0xff
-	JNE general3
-	VADDPS Y3, Y3, Y11
-	VADDPS Y4, Y4, Y12
-	VADDPS Y5, Y5, Y13
-	VMULPS c_log2e<>(SB), Y11, Y14
-	VMULPS c_log2e<>(SB), Y12, Y15
-	VMULPS c_log2e<>(SB), Y13, Y6
-	VADDPS c_magic<>(SB), Y14, Y7
-	VADDPS c_magic<>(SB), Y15, Y9
-	VADDPS c_magic<>(SB), Y6, Y8
-	VSUBPS c_magic<>(SB), Y7, Y10
-	VSUBPS c_magic<>(SB), Y9, Y3
-	VSUBPS c_magic<>(SB), Y8, Y4
-	VMULPS c_ln2Hi<>(SB), Y10, Y5
-	VMULPS c_ln2Hi<>(SB), Y3, Y14
-	VMULPS c_ln2Hi<>(SB), Y4, Y15
-	VSUBPS Y5, Y11, Y6
-	VSUBPS Y14, Y12, Y11
-	VSUBPS Y15, Y13, Y5
-	VMULPS c_ln2Lo<>(SB), Y10, Y12
-	VMULPS c_ln2Lo<>(SB), Y3, Y14
-	VMULPS c_ln2Lo<>(SB), Y4, Y13
-	VSUBPS Y12, Y6, Y15
-	VSUBPS Y14, Y11, Y10
-	VSUBPS Y13, Y5, Y3
-	VMULPS c_expQ4<>(SB), Y15, Y4
-	VMULPS c_expQ4<>(SB), Y10, Y6
-	VMULPS c_expQ4<>(SB), Y3, Y12
-	VADDPS c_expQ3<>(SB), Y4, Y11
-	VADDPS c_expQ3<>(SB), Y6, Y14
-	VADDPS c_expQ3<>(SB), Y12, Y5
-	VMULPS Y11, Y15, Y13
-	VMULPS Y14, Y10, Y4
-	VMULPS Y5, Y3, Y6
-	VADDPS c_expQ2<>(SB), Y13, Y12
-	VADDPS c_expQ2<>(SB), Y4, Y11
-	VADDPS c_expQ2<>(SB), Y6, Y14
-	VMULPS Y12, Y15, Y5
-	VMULPS Y11, Y10, Y13
-	VMULPS Y14, Y3, Y4
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VADDPS c_expQ1<>(SB), Y13, Y12
-	VADDPS c_expQ1<>(SB), Y4, Y11
-	VMULPS Y6, Y15, Y14
-	VMULPS Y12, Y10, Y5
-	VMULPS Y11, Y3, Y13
-	VADDPS c_expQ0<>(SB), Y14, Y4
-	VADDPS c_expQ0<>(SB), Y5, Y6
-	VADDPS c_expQ0<>(SB), Y13, Y12
-	VMULPS Y4, Y15, Y11
-	VMULPS Y6, Y10, Y14
-	VMULPS Y12, Y3, Y5
-	VMULPS Y11, Y15, Y13
-	VMULPS Y14, Y10, Y4
-	VMULPS Y5, Y3, Y6
-	VADDPS Y13, Y15, Y12
-	VADDPS Y4, Y10, Y11
-	VADDPS Y6, Y3, Y14
-	VPSLLD $23, Y7, Y5
-	VPSLLD $23, Y9, Y15
-	VPSLLD $23, Y8, Y13
-	VPADDD c_expBias<>(SB), Y5, Y10
-	VPADDD c_expBias<>(SB), Y15, Y4
-	VPADDD c_expBias<>(SB), Y13, Y3
-	VMULPS Y12, Y10, Y6
-	VMULPS Y11, Y4, Y7
-	VMULPS Y14, Y3, Y9
-	VSUBPS c_one<>(SB), Y10, Y8
-	VSUBPS c_one<>(SB), Y4, Y5
-	VSUBPS c_one<>(SB), Y3, Y15
-	VADDPS Y8, Y6, Y13
-	VADDPS Y5, Y7, Y12
-	VADDPS Y15, Y9, Y11
-	VADDPS c_two<>(SB), Y13, Y14
-	VADDPS c_two<>(SB), Y12, Y10
-	VADDPS c_two<>(SB), Y11, Y4
-	VDIVPS Y14, Y13, Y3
-	VDIVPS Y10, Y12, Y6
-	VDIVPS Y4, Y11, Y8
-	VANDPS c_signMask<>(SB), Y0, Y7
-	VANDPS c_signMask<>(SB), Y1, Y5
-	VANDPS c_signMask<>(SB), Y2, Y9
-	VORPS Y7, Y3, Y15
-	VORPS Y5, Y6, Y13
-	VORPS Y9, Y8, Y14
-	VMOVUPS Y15, (DI)
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS Y14, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	SUBQ $3, CX
-	JMP  loop3
+	JNE general1
+	VMULPS c_log2e<>(SB), Y1, Y4
+	VADDPS c_magic<>(SB), Y4, Y5
+	VSUBPS c_magic<>(SB), Y5, Y6
+	VMULPS c_ln2Hi<>(SB), Y6, Y7
+	VSUBPS Y7, Y1, Y8
+	VMULPS c_ln2Lo<>(SB), Y6, Y9
+	VSUBPS Y9, Y8, Y10
+	VMULPS c_expQ4<>(SB), Y10, Y11
+	VADDPS c_expQ3<>(SB), Y11, Y12
+	VMULPS Y12, Y10, Y13
+	VADDPS c_expQ2<>(SB), Y13, Y14
+	VMULPS Y14, Y10, Y15
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VMULPS Y0, Y10, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y3
+	VMULPS Y3, Y10, Y4
+	VMULPS Y4, Y10, Y1
+	VADDPS Y1, Y10, Y7
+	VADDPS c_one<>(SB), Y7, Y6
+	VPSLLD $23, Y5, Y8
+	VPADDD c_expBias<>(SB), Y8, Y9
+	VMULPS Y9, Y6, Y11
+	VADDPS c_one<>(SB), Y11, Y12
+	VMOVUPS c_one<>(SB), Y13
+	VDIVPS Y12, Y13, Y14
+	VMOVUPS c_one<>(SB), Y15
+	VSUBPS Y14, Y15, Y0
+	VMULPS Y0, Y14, Y2
+	VMOVUPS (DX), Y3
+	VMULPS Y2, Y3, Y4
+	VMOVUPS Y4, (DI)
+next1:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general4:
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS c_one<>(SB), Y2
+	VSUBPS Y5, Y2, Y8
+	VMULPS Y8, Y5, Y7
+	VMOVUPS (DX), Y10
+	VMULPS Y7, Y10, Y4
+	VMOVUPS Y4, (DI)
+	VMOVUPS 32(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS c_one<>(SB), Y2
+	VSUBPS Y5, Y2, Y8
+	VMULPS Y8, Y5, Y7
+	VMOVUPS 32(DX), Y10
+	VMULPS Y7, Y10, Y4
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS 64(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS c_one<>(SB), Y2
+	VSUBPS Y5, Y2, Y8
+	VMULPS Y8, Y5, Y7
+	VMOVUPS 64(DX), Y10
+	VMULPS Y7, Y10, Y4
+	VMOVUPS Y4, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS c_one<>(SB), Y2
+	VSUBPS Y5, Y2, Y8
+	VMULPS Y8, Y5, Y7
+	VMOVUPS 96(DX), Y10
+	VMULPS Y7, Y10, Y4
+	VMOVUPS Y4, 96(DI)
+	JMP  next4
+general1:
+	VMOVUPS (SI), Y0
+	VXORPS c_signMask<>(SB), Y0, Y1
+	VMULPS c_log2e<>(SB), Y1, Y2
+	VADDPS c_magic<>(SB), Y2, Y3
+	VSUBPS c_magic<>(SB), Y3, Y4
+	VMULPS c_ln2Hi<>(SB), Y4, Y5
+	VSUBPS Y5, Y1, Y6
+	VMULPS c_ln2Lo<>(SB), Y4, Y7
+	VSUBPS Y7, Y6, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y9
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS c_expQ2<>(SB), Y11, Y12
+	VMULPS Y12, Y8, Y13
+	VADDPS c_expQ1<>(SB), Y13, Y14
+	VMULPS Y14, Y8, Y15
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VMULPS Y0, Y8, Y2
+	VMULPS Y2, Y8, Y5
+	VADDPS Y5, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y3, Y7
+	VPADDD c_expBias<>(SB), Y7, Y9
+	VMULPS Y9, Y6, Y10
+	VPSUBD c_magic<>(SB), Y3, Y11
+	VPSRAD $1, Y11, Y12
+	VPSUBD Y12, Y11, Y13
+	VPADDD c_i127<>(SB), Y12, Y14
+	VPSLLD $23, Y14, Y15
+	VPADDD c_i127<>(SB), Y13, Y0
+	VPSLLD $23, Y0, Y2
+	VANDPS c_absMask<>(SB), Y1, Y8
+	VMULPS Y15, Y6, Y5
+	VMULPS Y2, Y5, Y4
+	VCMPPS $0x11, c_expMid<>(SB), Y8, Y7
+	VBLENDVPS Y7, Y10, Y4, Y9
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y3
+	VBLENDVPS Y3, c_inf<>(SB), Y9, Y11
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y12
+	VBLENDVPS Y12, c_zero<>(SB), Y11, Y14
+	VCMPPS $0x03, Y1, Y1, Y13
+	VBLENDVPS Y13, c_nan<>(SB), Y14, Y0
+	VADDPS c_one<>(SB), Y0, Y6
+	VMOVUPS c_one<>(SB), Y15
+	VDIVPS Y6, Y15, Y5
+	VMOVUPS c_one<>(SB), Y2
+	VSUBPS Y5, Y2, Y8
+	VMULPS Y8, Y5, Y7
+	VMOVUPS (DX), Y10
+	VMULPS Y7, Y10, Y4
+	VMOVUPS Y4, (DI)
+	JMP  next1
+
+// func vkTanhBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = TanhBwdf(x, g)
+TEXT ·vkTanhBwdAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
+	SHRQ $3, CX
+	PCALIGN $32
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VANDPS c_absMask<>(SB), Y6, Y7
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y8
+	VCMPPS $0x11, c_tanhHi<>(SB), Y3, Y9
+	VANDPS Y9, Y8, Y10
+	VCMPPS $0x11, c_tanhHi<>(SB), Y5, Y11
+	VANDPS Y11, Y10, Y12
+	VCMPPS $0x11, c_tanhHi<>(SB), Y7, Y13
+	VANDPS Y13, Y12, Y14
+	VMOVMSKPS Y14, AX
+	CMPL AX, $0xff
+	JNE general4
+	VADDPS Y1, Y1, Y15
+	VADDPS Y3, Y3, Y0
+	VADDPS Y5, Y5, Y2
+	VADDPS Y7, Y7, Y4
+	VMULPS c_log2e<>(SB), Y15, Y6
+	VMULPS c_log2e<>(SB), Y0, Y8
+	VMULPS c_log2e<>(SB), Y2, Y9
+	VMULPS c_log2e<>(SB), Y4, Y10
+	VADDPS c_magic<>(SB), Y6, Y11
+	VADDPS c_magic<>(SB), Y8, Y12
+	VADDPS c_magic<>(SB), Y9, Y13
+	VADDPS c_magic<>(SB), Y10, Y14
+	VSUBPS c_magic<>(SB), Y11, Y1
+	VSUBPS c_magic<>(SB), Y12, Y3
+	VSUBPS c_magic<>(SB), Y13, Y5
+	VSUBPS c_magic<>(SB), Y14, Y7
+	VMULPS c_ln2Hi<>(SB), Y1, Y6
+	VMULPS c_ln2Hi<>(SB), Y3, Y8
+	VMULPS c_ln2Hi<>(SB), Y5, Y9
+	VMULPS c_ln2Hi<>(SB), Y7, Y10
+	VSUBPS Y6, Y15, Y15
+	VSUBPS Y8, Y0, Y6
+	VSUBPS Y9, Y2, Y0
+	VSUBPS Y10, Y4, Y8
+	VMULPS c_ln2Lo<>(SB), Y1, Y2
+	VMULPS c_ln2Lo<>(SB), Y3, Y9
+	VMULPS c_ln2Lo<>(SB), Y5, Y4
+	VMULPS c_ln2Lo<>(SB), Y7, Y10
+	VSUBPS Y2, Y15, Y1
+	VSUBPS Y9, Y6, Y3
+	VSUBPS Y4, Y0, Y5
+	VSUBPS Y10, Y8, Y7
+	VMULPS c_expQ4<>(SB), Y1, Y15
+	VMULPS c_expQ4<>(SB), Y3, Y2
+	VMULPS c_expQ4<>(SB), Y5, Y6
+	VMULPS c_expQ4<>(SB), Y7, Y9
+	VADDPS c_expQ3<>(SB), Y15, Y0
+	VADDPS c_expQ3<>(SB), Y2, Y4
+	VADDPS c_expQ3<>(SB), Y6, Y8
+	VADDPS c_expQ3<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ2<>(SB), Y15, Y0
+	VADDPS c_expQ2<>(SB), Y2, Y4
+	VADDPS c_expQ2<>(SB), Y6, Y8
+	VADDPS c_expQ2<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VADDPS c_expQ1<>(SB), Y2, Y4
+	VADDPS c_expQ1<>(SB), Y6, Y8
+	VADDPS c_expQ1<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VADDPS c_expQ0<>(SB), Y15, Y0
+	VADDPS c_expQ0<>(SB), Y2, Y4
+	VADDPS c_expQ0<>(SB), Y6, Y8
+	VADDPS c_expQ0<>(SB), Y9, Y10
+	VMULPS Y0, Y1, Y15
+	VMULPS Y4, Y3, Y2
+	VMULPS Y8, Y5, Y6
+	VMULPS Y10, Y7, Y9
+	VMULPS Y15, Y1, Y0
+	VMULPS Y2, Y3, Y4
+	VMULPS Y6, Y5, Y8
+	VMULPS Y9, Y7, Y10
+	VADDPS Y0, Y1, Y15
+	VADDPS Y4, Y3, Y2
+	VADDPS Y8, Y5, Y6
+	VADDPS Y10, Y7, Y9
+	VPSLLD $23, Y11, Y1
+	VPSLLD $23, Y12, Y0
+	VPSLLD $23, Y13, Y3
+	VPSLLD $23, Y14, Y4
+	VPADDD c_expBias<>(SB), Y1, Y5
+	VPADDD c_expBias<>(SB), Y0, Y8
+	VPADDD c_expBias<>(SB), Y3, Y7
+	VPADDD c_expBias<>(SB), Y4, Y10
+	VSUBPS c_one<>(SB), Y5, Y1
+	VSUBPS c_one<>(SB), Y8, Y0
+	VSUBPS c_one<>(SB), Y7, Y3
+	VSUBPS c_one<>(SB), Y10, Y4
+	VPSLLD $23, Y11, Y5
+	VPSLLD $23, Y12, Y8
+	VPSLLD $23, Y13, Y7
+	VPSLLD $23, Y14, Y10
+	VPADDD c_expBias<>(SB), Y5, Y11
+	VPADDD c_expBias<>(SB), Y8, Y12
+	VPADDD c_expBias<>(SB), Y7, Y13
+	VPADDD c_expBias<>(SB), Y10, Y14
+	VMULPS Y11, Y15, Y5
+	VMULPS Y12, Y2, Y8
+	VMULPS Y13, Y6, Y7
+	VMULPS Y14, Y9, Y10
+	VADDPS Y1, Y5, Y15
+	VADDPS Y0, Y8, Y11
+	VADDPS Y3, Y7, Y2
+	VADDPS Y4, Y10, Y12
+	VADDPS c_two<>(SB), Y15, Y6
+	VADDPS c_two<>(SB), Y11, Y13
+	VADDPS c_two<>(SB), Y2, Y9
+	VADDPS c_two<>(SB), Y12, Y14
+	VDIVPS Y6, Y15, Y5
+	VDIVPS Y13, Y11, Y1
+	VDIVPS Y9, Y2, Y8
+	VDIVPS Y14, Y12, Y0
+	VMOVUPS (SI), Y7
+	VANDPS c_signMask<>(SB), Y7, Y3
+	VMOVUPS 32(SI), Y10
+	VANDPS c_signMask<>(SB), Y10, Y4
+	VMOVUPS 64(SI), Y15
+	VANDPS c_signMask<>(SB), Y15, Y6
+	VMOVUPS 96(SI), Y11
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2048(DX)
+	PREFETCHT0 2112(DX)
+	VANDPS c_signMask<>(SB), Y11, Y13
+	VORPS Y3, Y5, Y2
+	VORPS Y4, Y1, Y9
+	VORPS Y6, Y8, Y12
+	VORPS Y13, Y0, Y14
+	VMULPS Y2, Y2, Y7
+	VMULPS Y9, Y9, Y10
+	VMULPS Y12, Y12, Y15
+	VMULPS Y14, Y14, Y11
+	VMOVUPS c_one<>(SB), Y5
+	VSUBPS Y7, Y5, Y3
+	VMOVUPS c_one<>(SB), Y1
+	VSUBPS Y10, Y1, Y4
+	VMOVUPS c_one<>(SB), Y8
+	VSUBPS Y15, Y8, Y6
+	VMOVUPS c_one<>(SB), Y0
+	VSUBPS Y11, Y0, Y13
+	VMOVUPS (DX), Y2
+	VMULPS Y3, Y2, Y9
+	VMOVUPS 32(DX), Y12
+	VMULPS Y4, Y12, Y14
+	VMOVUPS 64(DX), Y5
+	VMULPS Y6, Y5, Y7
+	VMOVUPS 96(DX), Y1
+	VMULPS Y13, Y1, Y10
+	VMOVUPS Y9, (DI)
+	VMOVUPS Y14, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y10, 96(DI)
+next4:
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  loop4
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -1381,726 +5737,30 @@ loop1:
 	VMULPS Y12, Y10, Y13
 	VADDPS c_expQ2<>(SB), Y13, Y14
 	VMULPS Y14, Y10, Y15
-	VADDPS c_expQ1<>(SB), Y15, Y2
-	VMULPS Y2, Y10, Y1
-	VADDPS c_expQ0<>(SB), Y1, Y4
+	VADDPS c_expQ1<>(SB), Y15, Y0
+	VMULPS Y0, Y10, Y2
+	VADDPS c_expQ0<>(SB), Y2, Y1
+	VMULPS Y1, Y10, Y4
 	VMULPS Y4, Y10, Y3
-	VMULPS Y3, Y10, Y7
-	VADDPS Y7, Y10, Y6
-	VPSLLD $23, Y5, Y8
-	VPADDD c_expBias<>(SB), Y8, Y9
-	VMULPS Y6, Y9, Y11
-	VSUBPS c_one<>(SB), Y9, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VANDPS c_signMask<>(SB), Y0, Y2
-	VORPS Y2, Y15, Y1
-	VMOVUPS Y1, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS Y8, (DI)
-	VMOVUPS 32(SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS Y8, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS Y8, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS Y8, (DI)
-	JMP  next1
-
-// func vkGeluAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Geluf(x)
-TEXT ·vkGeluAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	VMULPS c_geluC<>(SB), Y0, Y3
-	VMULPS c_geluC<>(SB), Y1, Y4
-	VMULPS c_geluC<>(SB), Y2, Y5
-	VMULPS Y0, Y3, Y6
-	VMULPS Y1, Y4, Y7
-	VMULPS Y2, Y5, Y8
-	VMULPS Y0, Y6, Y9
-	VMULPS Y1, Y7, Y10
-	VMULPS Y2, Y8, Y11
-	VADDPS Y9, Y0, Y12
-	VADDPS Y10, Y1, Y13
-	VADDPS Y11, Y2, Y14
-	VMULPS c_geluK2<>(SB), Y12, Y15
-	VMULPS c_geluK2<>(SB), Y13, Y3
-	VMULPS c_geluK2<>(SB), Y14, Y4
-	VXORPS c_signMask<>(SB), Y15, Y5
-	VXORPS c_signMask<>(SB), Y3, Y6
-	VXORPS c_signMask<>(SB), Y4, Y7
-	VANDPS c_absMask<>(SB), Y5, Y8
-	VANDPS c_absMask<>(SB), Y6, Y9
-	VANDPS c_absMask<>(SB), Y7, Y10
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y11
-	VCMPPS $0x11, c_expMid<>(SB), Y9, Y12
-	VCMPPS $0x11, c_expMid<>(SB), Y10, Y13
-	VANDPS Y12, Y11, Y14
-	VANDPS Y13, Y14, Y15
-	VMOVMSKPS Y15, AX
-	CMPL AX, $0xff
-	JNE general3
-	VMULPS c_log2e<>(SB), Y5, Y3
-	VMULPS c_log2e<>(SB), Y6, Y4
-	VMULPS c_log2e<>(SB), Y7, Y8
-	VADDPS c_magic<>(SB), Y3, Y9
-	VADDPS c_magic<>(SB), Y4, Y10
-	VADDPS c_magic<>(SB), Y8, Y11
-	VSUBPS c_magic<>(SB), Y9, Y12
-	VSUBPS c_magic<>(SB), Y10, Y14
-	VSUBPS c_magic<>(SB), Y11, Y13
-	VMULPS c_ln2Hi<>(SB), Y12, Y15
-	VMULPS c_ln2Hi<>(SB), Y14, Y3
-	VMULPS c_ln2Hi<>(SB), Y13, Y4
-	VSUBPS Y15, Y5, Y8
-	VSUBPS Y3, Y6, Y5
-	VSUBPS Y4, Y7, Y15
-	VMULPS c_ln2Lo<>(SB), Y12, Y6
-	VMULPS c_ln2Lo<>(SB), Y14, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y7
-	VSUBPS Y6, Y8, Y4
-	VSUBPS Y3, Y5, Y12
-	VSUBPS Y7, Y15, Y14
-	VMULPS c_expQ4<>(SB), Y4, Y13
-	VMULPS c_expQ4<>(SB), Y12, Y8
-	VMULPS c_expQ4<>(SB), Y14, Y6
-	VADDPS c_expQ3<>(SB), Y13, Y5
-	VADDPS c_expQ3<>(SB), Y8, Y3
-	VADDPS c_expQ3<>(SB), Y6, Y15
-	VMULPS Y5, Y4, Y7
-	VMULPS Y3, Y12, Y13
-	VMULPS Y15, Y14, Y8
-	VADDPS c_expQ2<>(SB), Y7, Y6
-	VADDPS c_expQ2<>(SB), Y13, Y5
-	VADDPS c_expQ2<>(SB), Y8, Y3
-	VMULPS Y6, Y4, Y15
-	VMULPS Y5, Y12, Y7
-	VMULPS Y3, Y14, Y13
-	VADDPS c_expQ1<>(SB), Y15, Y8
-	VADDPS c_expQ1<>(SB), Y7, Y6
-	VADDPS c_expQ1<>(SB), Y13, Y5
-	VMULPS Y8, Y4, Y3
-	VMULPS Y6, Y12, Y15
-	VMULPS Y5, Y14, Y7
-	VADDPS c_expQ0<>(SB), Y3, Y13
-	VADDPS c_expQ0<>(SB), Y15, Y8
-	VADDPS c_expQ0<>(SB), Y7, Y6
-	VMULPS Y13, Y4, Y5
-	VMULPS Y8, Y12, Y3
-	VMULPS Y6, Y14, Y15
-	VMULPS Y5, Y4, Y7
-	VMULPS Y3, Y12, Y13
-	VMULPS Y15, Y14, Y8
-	VADDPS Y7, Y4, Y6
-	VADDPS Y13, Y12, Y5
-	VADDPS Y8, Y14, Y3
-	VADDPS c_one<>(SB), Y6, Y15
-	VADDPS c_one<>(SB), Y5, Y4
-	VADDPS c_one<>(SB), Y3, Y7
-	VPSLLD $23, Y9, Y12
-	VPSLLD $23, Y10, Y13
-	VPSLLD $23, Y11, Y14
-	VPADDD c_expBias<>(SB), Y12, Y8
-	VPADDD c_expBias<>(SB), Y13, Y6
-	VPADDD c_expBias<>(SB), Y14, Y5
-	VMULPS Y8, Y15, Y3
-	VMULPS Y6, Y4, Y9
-	VMULPS Y5, Y7, Y10
-	VADDPS c_one<>(SB), Y3, Y11
-	VADDPS c_one<>(SB), Y9, Y12
-	VADDPS c_one<>(SB), Y10, Y13
-	VDIVPS Y11, Y0, Y14
-	VDIVPS Y12, Y1, Y15
-	VDIVPS Y13, Y2, Y8
-	VMOVUPS Y14, (DI)
-	VMOVUPS Y15, 32(DI)
-	VMOVUPS Y8, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VANDPS c_absMask<>(SB), Y6, Y7
-	VCMPPS $0x11, c_expMid<>(SB), Y7, Y8
-	VMOVMSKPS Y8, AX
-	CMPL AX, $0xff
-	JNE general1
-	VMULPS c_log2e<>(SB), Y6, Y9
-	VADDPS c_magic<>(SB), Y9, Y10
-	VSUBPS c_magic<>(SB), Y10, Y11
-	VMULPS c_ln2Hi<>(SB), Y11, Y12
-	VSUBPS Y12, Y6, Y13
-	VMULPS c_ln2Lo<>(SB), Y11, Y14
-	VSUBPS Y14, Y13, Y15
-	VMULPS c_expQ4<>(SB), Y15, Y1
-	VADDPS c_expQ3<>(SB), Y1, Y2
-	VMULPS Y2, Y15, Y3
-	VADDPS c_expQ2<>(SB), Y3, Y4
-	VMULPS Y4, Y15, Y5
-	VADDPS c_expQ1<>(SB), Y5, Y7
-	VMULPS Y7, Y15, Y8
-	VADDPS c_expQ0<>(SB), Y8, Y9
-	VMULPS Y9, Y15, Y6
-	VMULPS Y6, Y15, Y12
-	VADDPS Y12, Y15, Y11
-	VADDPS c_one<>(SB), Y11, Y13
-	VPSLLD $23, Y10, Y14
-	VPADDD c_expBias<>(SB), Y14, Y1
-	VMULPS Y1, Y13, Y2
-	VADDPS c_one<>(SB), Y2, Y3
-	VDIVPS Y3, Y0, Y4
-	VMOVUPS Y4, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VMULPS c_log2e<>(SB), Y6, Y7
-	VADDPS c_magic<>(SB), Y7, Y8
-	VSUBPS c_magic<>(SB), Y8, Y9
-	VMULPS c_ln2Hi<>(SB), Y9, Y10
-	VSUBPS Y10, Y6, Y11
-	VMULPS c_ln2Lo<>(SB), Y9, Y12
-	VSUBPS Y12, Y11, Y13
-	VMULPS c_expQ4<>(SB), Y13, Y14
-	VADDPS c_expQ3<>(SB), Y14, Y15
-	VMULPS Y15, Y13, Y1
-	VADDPS c_expQ2<>(SB), Y1, Y2
-	VMULPS Y2, Y13, Y3
-	VADDPS c_expQ1<>(SB), Y3, Y4
-	VMULPS Y4, Y13, Y5
-	VADDPS c_expQ0<>(SB), Y5, Y7
-	VMULPS Y7, Y13, Y10
-	VMULPS Y10, Y13, Y9
-	VADDPS Y9, Y13, Y11
-	VADDPS c_one<>(SB), Y11, Y12
-	VPSLLD $23, Y8, Y14
-	VPADDD c_expBias<>(SB), Y14, Y15
-	VMULPS Y15, Y12, Y1
-	VPSUBD c_magic<>(SB), Y8, Y2
-	VPSRAD $1, Y2, Y3
-	VPSUBD Y3, Y2, Y4
-	VPADDD c_i127<>(SB), Y3, Y5
-	VPSLLD $23, Y5, Y7
-	VPADDD c_i127<>(SB), Y4, Y10
-	VPSLLD $23, Y10, Y13
-	VMULPS Y7, Y12, Y9
-	VMULPS Y13, Y9, Y11
-	VCMPPS $0x1e, c_expHi<>(SB), Y6, Y14
-	VBLENDVPS Y14, c_inf<>(SB), Y11, Y15
-	VCMPPS $0x11, c_expLo<>(SB), Y6, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y15, Y2
-	VCMPPS $0x03, Y6, Y6, Y3
-	VBLENDVPS Y3, c_nan<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y6, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
-	VBLENDVPS Y10, Y1, Y5, Y12
-	VADDPS c_one<>(SB), Y12, Y7
-	VDIVPS Y7, Y0, Y9
-	VMOVUPS Y9, (DI)
-	VMOVUPS 32(SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VMULPS c_log2e<>(SB), Y6, Y7
-	VADDPS c_magic<>(SB), Y7, Y8
-	VSUBPS c_magic<>(SB), Y8, Y9
-	VMULPS c_ln2Hi<>(SB), Y9, Y10
-	VSUBPS Y10, Y6, Y11
-	VMULPS c_ln2Lo<>(SB), Y9, Y12
-	VSUBPS Y12, Y11, Y13
-	VMULPS c_expQ4<>(SB), Y13, Y14
-	VADDPS c_expQ3<>(SB), Y14, Y15
-	VMULPS Y15, Y13, Y1
-	VADDPS c_expQ2<>(SB), Y1, Y2
-	VMULPS Y2, Y13, Y3
-	VADDPS c_expQ1<>(SB), Y3, Y4
-	VMULPS Y4, Y13, Y5
-	VADDPS c_expQ0<>(SB), Y5, Y7
-	VMULPS Y7, Y13, Y10
-	VMULPS Y10, Y13, Y9
-	VADDPS Y9, Y13, Y11
-	VADDPS c_one<>(SB), Y11, Y12
-	VPSLLD $23, Y8, Y14
-	VPADDD c_expBias<>(SB), Y14, Y15
-	VMULPS Y15, Y12, Y1
-	VPSUBD c_magic<>(SB), Y8, Y2
-	VPSRAD $1, Y2, Y3
-	VPSUBD Y3, Y2, Y4
-	VPADDD c_i127<>(SB), Y3, Y5
-	VPSLLD $23, Y5, Y7
-	VPADDD c_i127<>(SB), Y4, Y10
-	VPSLLD $23, Y10, Y13
-	VMULPS Y7, Y12, Y9
-	VMULPS Y13, Y9, Y11
-	VCMPPS $0x1e, c_expHi<>(SB), Y6, Y14
-	VBLENDVPS Y14, c_inf<>(SB), Y11, Y15
-	VCMPPS $0x11, c_expLo<>(SB), Y6, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y15, Y2
-	VCMPPS $0x03, Y6, Y6, Y3
-	VBLENDVPS Y3, c_nan<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y6, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
-	VBLENDVPS Y10, Y1, Y5, Y12
-	VADDPS c_one<>(SB), Y12, Y7
-	VDIVPS Y7, Y0, Y9
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VMULPS c_log2e<>(SB), Y6, Y7
-	VADDPS c_magic<>(SB), Y7, Y8
-	VSUBPS c_magic<>(SB), Y8, Y9
-	VMULPS c_ln2Hi<>(SB), Y9, Y10
-	VSUBPS Y10, Y6, Y11
-	VMULPS c_ln2Lo<>(SB), Y9, Y12
-	VSUBPS Y12, Y11, Y13
-	VMULPS c_expQ4<>(SB), Y13, Y14
-	VADDPS c_expQ3<>(SB), Y14, Y15
-	VMULPS Y15, Y13, Y1
-	VADDPS c_expQ2<>(SB), Y1, Y2
-	VMULPS Y2, Y13, Y3
-	VADDPS c_expQ1<>(SB), Y3, Y4
-	VMULPS Y4, Y13, Y5
-	VADDPS c_expQ0<>(SB), Y5, Y7
-	VMULPS Y7, Y13, Y10
-	VMULPS Y10, Y13, Y9
-	VADDPS Y9, Y13, Y11
-	VADDPS c_one<>(SB), Y11, Y12
-	VPSLLD $23, Y8, Y14
-	VPADDD c_expBias<>(SB), Y14, Y15
-	VMULPS Y15, Y12, Y1
-	VPSUBD c_magic<>(SB), Y8, Y2
-	VPSRAD $1, Y2, Y3
-	VPSUBD Y3, Y2, Y4
-	VPADDD c_i127<>(SB), Y3, Y5
-	VPSLLD $23, Y5, Y7
-	VPADDD c_i127<>(SB), Y4, Y10
-	VPSLLD $23, Y10, Y13
-	VMULPS Y7, Y12, Y9
-	VMULPS Y13, Y9, Y11
-	VCMPPS $0x1e, c_expHi<>(SB), Y6, Y14
-	VBLENDVPS Y14, c_inf<>(SB), Y11, Y15
-	VCMPPS $0x11, c_expLo<>(SB), Y6, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y15, Y2
-	VCMPPS $0x03, Y6, Y6, Y3
-	VBLENDVPS Y3, c_nan<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y6, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
-	VBLENDVPS Y10, Y1, Y5, Y12
-	VADDPS c_one<>(SB), Y12, Y7
-	VDIVPS Y7, Y0, Y9
-	VMOVUPS Y9, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VMULPS c_log2e<>(SB), Y6, Y7
-	VADDPS c_magic<>(SB), Y7, Y8
-	VSUBPS c_magic<>(SB), Y8, Y9
-	VMULPS c_ln2Hi<>(SB), Y9, Y10
-	VSUBPS Y10, Y6, Y11
-	VMULPS c_ln2Lo<>(SB), Y9, Y12
-	VSUBPS Y12, Y11, Y13
-	VMULPS c_expQ4<>(SB), Y13, Y14
-	VADDPS c_expQ3<>(SB), Y14, Y15
-	VMULPS Y15, Y13, Y1
-	VADDPS c_expQ2<>(SB), Y1, Y2
-	VMULPS Y2, Y13, Y3
-	VADDPS c_expQ1<>(SB), Y3, Y4
-	VMULPS Y4, Y13, Y5
-	VADDPS c_expQ0<>(SB), Y5, Y7
-	VMULPS Y7, Y13, Y10
-	VMULPS Y10, Y13, Y9
-	VADDPS Y9, Y13, Y11
-	VADDPS c_one<>(SB), Y11, Y12
-	VPSLLD $23, Y8, Y14
-	VPADDD c_expBias<>(SB), Y14, Y15
-	VMULPS Y15, Y12, Y1
-	VPSUBD c_magic<>(SB), Y8, Y2
-	VPSRAD $1, Y2, Y3
-	VPSUBD Y3, Y2, Y4
-	VPADDD c_i127<>(SB), Y3, Y5
-	VPSLLD $23, Y5, Y7
-	VPADDD c_i127<>(SB), Y4, Y10
-	VPSLLD $23, Y10, Y13
-	VMULPS Y7, Y12, Y9
-	VMULPS Y13, Y9, Y11
-	VCMPPS $0x1e, c_expHi<>(SB), Y6, Y14
-	VBLENDVPS Y14, c_inf<>(SB), Y11, Y15
-	VCMPPS $0x11, c_expLo<>(SB), Y6, Y8
-	VBLENDVPS Y8, c_zero<>(SB), Y15, Y2
-	VCMPPS $0x03, Y6, Y6, Y3
-	VBLENDVPS Y3, c_nan<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y6, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y10
-	VBLENDVPS Y10, Y1, Y5, Y12
-	VADDPS c_one<>(SB), Y12, Y7
-	VDIVPS Y7, Y0, Y9
-	VMOVUPS Y9, (DI)
-	JMP  next1
-
-// func vkGeluBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = GeluBwdf(x, g)
-TEXT ·vkGeluBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	SHRQ $3, CX
-	PCALIGN $32
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMULPS c_geluC<>(SB), Y0, Y2
-	VMULPS c_geluC<>(SB), Y1, Y3
-	VMULPS Y0, Y2, Y4
-	VMULPS Y1, Y3, Y5
-	VMULPS Y0, Y4, Y6
-	VMULPS Y1, Y5, Y7
-	VADDPS Y6, Y0, Y8
-	VADDPS Y7, Y1, Y9
-	VMULPS c_geluK2<>(SB), Y8, Y10
-	VMULPS c_geluK2<>(SB), Y9, Y11
-	VXORPS c_signMask<>(SB), Y10, Y12
-	VXORPS c_signMask<>(SB), Y11, Y13
-	VANDPS c_absMask<>(SB), Y12, Y14
-	VANDPS c_absMask<>(SB), Y13, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y2
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y3
-	VANDPS Y3, Y2, Y4
-	VMOVMSKPS Y4, AX
-	CMPL AX, $0xff
-	JNE general2
-	VMOVUPS (DX), Y5
-	VMOVUPS 32(DX), Y6
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2048(DX)
-	VMULPS c_log2e<>(SB), Y12, Y7
-	VMULPS c_log2e<>(SB), Y13, Y8
-	VADDPS c_magic<>(SB), Y7, Y9
-	VADDPS c_magic<>(SB), Y8, Y10
-	VSUBPS c_magic<>(SB), Y9, Y11
-	VSUBPS c_magic<>(SB), Y10, Y14
-	VMULPS c_ln2Hi<>(SB), Y11, Y15
-	VMULPS c_ln2Hi<>(SB), Y14, Y2
-	VSUBPS Y15, Y12, Y3
-	VSUBPS Y2, Y13, Y4
-	VMULPS c_ln2Lo<>(SB), Y11, Y7
-	VMULPS c_ln2Lo<>(SB), Y14, Y8
-	VSUBPS Y7, Y3, Y12
-	VSUBPS Y8, Y4, Y15
-	VMULPS c_expQ4<>(SB), Y12, Y13
-	VMULPS c_expQ4<>(SB), Y15, Y2
-	VADDPS c_expQ3<>(SB), Y13, Y11
-	VADDPS c_expQ3<>(SB), Y2, Y14
-	VMULPS Y11, Y12, Y3
-	VMULPS Y14, Y15, Y7
-	VADDPS c_expQ2<>(SB), Y3, Y4
-	VADDPS c_expQ2<>(SB), Y7, Y8
-	VMULPS Y4, Y12, Y13
-	VMULPS Y8, Y15, Y2
-	VADDPS c_expQ1<>(SB), Y13, Y11
-	VADDPS c_expQ1<>(SB), Y2, Y14
-	VMULPS Y11, Y12, Y3
-	VMULPS Y14, Y15, Y7
-	VADDPS c_expQ0<>(SB), Y3, Y4
-	VADDPS c_expQ0<>(SB), Y7, Y8
-	VMULPS Y4, Y12, Y13
-	VMULPS Y8, Y15, Y2
-	VMULPS Y13, Y12, Y11
-	VMULPS Y2, Y15, Y14
-	VADDPS Y11, Y12, Y3
-	VADDPS Y14, Y15, Y7
-	VADDPS c_one<>(SB), Y3, Y4
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y9, Y13
-	VPSLLD $23, Y10, Y2
-	VPADDD c_expBias<>(SB), Y13, Y12
-	VPADDD c_expBias<>(SB), Y2, Y11
-	VMULPS Y12, Y4, Y15
-	VMULPS Y11, Y8, Y14
-	VADDPS c_one<>(SB), Y15, Y3
-	VADDPS c_one<>(SB), Y14, Y7
-	VMOVUPS c_one<>(SB), Y9
-	VDIVPS Y3, Y9, Y10
-	VMOVUPS c_one<>(SB), Y13
-	VDIVPS Y7, Y13, Y2
-	VMULPS c_gelu3C<>(SB), Y0, Y4
-	VMULPS c_gelu3C<>(SB), Y1, Y12
-	VMULPS Y0, Y4, Y8
-	VMULPS Y1, Y12, Y11
-	VADDPS c_one<>(SB), Y8, Y15
-	VADDPS c_one<>(SB), Y11, Y14
-	VMOVUPS c_one<>(SB), Y9
-	VSUBPS Y10, Y9, Y3
-	VMOVUPS c_one<>(SB), Y13
-	VSUBPS Y2, Y13, Y7
-	VMULPS Y3, Y10, Y4
-	VMULPS Y7, Y2, Y12
-	VMULPS Y4, Y0, Y8
-	VMULPS Y12, Y1, Y11
-	VMULPS c_geluK2<>(SB), Y8, Y9
-	VMULPS c_geluK2<>(SB), Y11, Y13
-	VMULPS Y15, Y9, Y3
-	VMULPS Y14, Y13, Y7
-	VADDPS Y3, Y10, Y0
-	VADDPS Y7, Y2, Y4
-	VMULPS Y0, Y5, Y1
-	VMULPS Y4, Y6, Y12
-	VMOVUPS Y1, (DI)
-	VMOVUPS Y12, 32(DI)
-next2:
-	ADDQ $64, DI
-	ADDQ $64, SI
-	ADDQ $64, DX
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VMULPS c_geluC<>(SB), Y0, Y1
-	VMULPS Y0, Y1, Y2
-	VMULPS Y0, Y2, Y3
-	VADDPS Y3, Y0, Y4
-	VMULPS c_geluK2<>(SB), Y4, Y5
-	VXORPS c_signMask<>(SB), Y5, Y6
-	VANDPS c_absMask<>(SB), Y6, Y7
-	VCMPPS $0x11, c_expMid<>(SB), Y7, Y8
-	VMOVMSKPS Y8, AX
-	CMPL AX, $0xff
-	JNE general1
-	VMOVUPS (DX), Y9
-	VMULPS c_log2e<>(SB), Y6, Y10
-	VADDPS c_magic<>(SB), Y10, Y11
-	VSUBPS c_magic<>(SB), Y11, Y12
-	VMULPS c_ln2Hi<>(SB), Y12, Y13
-	VSUBPS Y13, Y6, Y14
-	VMULPS c_ln2Lo<>(SB), Y12, Y15
-	VSUBPS Y15, Y14, Y1
-	VMULPS c_expQ4<>(SB), Y1, Y2
-	VADDPS c_expQ3<>(SB), Y2, Y3
-	VMULPS Y3, Y1, Y4
-	VADDPS c_expQ2<>(SB), Y4, Y5
-	VMULPS Y5, Y1, Y7
-	VADDPS c_expQ1<>(SB), Y7, Y8
-	VMULPS Y8, Y1, Y10
-	VADDPS c_expQ0<>(SB), Y10, Y6
-	VMULPS Y6, Y1, Y13
-	VMULPS Y13, Y1, Y12
-	VADDPS Y12, Y1, Y14
-	VADDPS c_one<>(SB), Y14, Y15
-	VPSLLD $23, Y11, Y2
-	VPADDD c_expBias<>(SB), Y2, Y3
-	VMULPS Y3, Y15, Y4
-	VADDPS c_one<>(SB), Y4, Y5
-	VMOVUPS c_one<>(SB), Y7
-	VDIVPS Y5, Y7, Y8
-	VMULPS c_gelu3C<>(SB), Y0, Y10
-	VMULPS Y0, Y10, Y6
-	VADDPS c_one<>(SB), Y6, Y13
-	VMOVUPS c_one<>(SB), Y1
-	VSUBPS Y8, Y1, Y12
-	VMULPS Y12, Y8, Y14
-	VMULPS Y14, Y0, Y11
-	VMULPS c_geluK2<>(SB), Y11, Y2
-	VMULPS Y13, Y2, Y15
-	VADDPS Y15, Y8, Y3
-	VMULPS Y3, Y9, Y4
-	VMOVUPS Y4, (DI)
+	VADDPS Y3, Y10, Y7
+	VPSLLD $23, Y5, Y6
+	VPADDD c_expBias<>(SB), Y6, Y8
+	VSUBPS c_one<>(SB), Y8, Y9
+	VPSLLD $23, Y5, Y11
+	VPADDD c_expBias<>(SB), Y11, Y12
+	VMULPS Y12, Y7, Y13
+	VADDPS Y9, Y13, Y14
+	VADDPS c_two<>(SB), Y14, Y15
+	VDIVPS Y15, Y14, Y0
+	VMOVUPS (SI), Y2
+	VANDPS c_signMask<>(SB), Y2, Y1
+	VORPS Y1, Y0, Y4
+	VMULPS Y4, Y4, Y10
+	VMOVUPS c_one<>(SB), Y3
+	VSUBPS Y10, Y3, Y6
+	VMOVUPS (DX), Y8
+	VMULPS Y6, Y8, Y5
+	VMOVUPS Y5, (DI)
 next1:
 	ADDQ $32, DI
 	ADDQ $32, SI
@@ -2110,721 +5770,434 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general2:
+general4:
 	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMULPS c_geluC<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y3
-	VMULPS Y0, Y3, Y4
-	VADDPS Y4, Y0, Y5
-	VMULPS c_geluK2<>(SB), Y5, Y6
-	VXORPS c_signMask<>(SB), Y6, Y7
-	VMULPS c_log2e<>(SB), Y7, Y8
-	VADDPS c_magic<>(SB), Y8, Y9
-	VSUBPS c_magic<>(SB), Y9, Y10
-	VMULPS c_ln2Hi<>(SB), Y10, Y11
-	VSUBPS Y11, Y7, Y12
-	VMULPS c_ln2Lo<>(SB), Y10, Y13
-	VSUBPS Y13, Y12, Y14
-	VMULPS c_expQ4<>(SB), Y14, Y15
-	VADDPS c_expQ3<>(SB), Y15, Y2
-	VMULPS Y2, Y14, Y3
-	VADDPS c_expQ2<>(SB), Y3, Y4
-	VMULPS Y4, Y14, Y5
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VMULPS Y6, Y14, Y8
-	VADDPS c_expQ0<>(SB), Y8, Y11
-	VMULPS Y11, Y14, Y10
-	VMULPS Y10, Y14, Y12
-	VADDPS Y12, Y14, Y13
-	VADDPS c_one<>(SB), Y13, Y15
-	VPSLLD $23, Y9, Y2
-	VPADDD c_expBias<>(SB), Y2, Y3
-	VMULPS Y3, Y15, Y4
-	VPSUBD c_magic<>(SB), Y9, Y5
-	VPSRAD $1, Y5, Y6
-	VPSUBD Y6, Y5, Y8
-	VPADDD c_i127<>(SB), Y6, Y11
-	VPSLLD $23, Y11, Y10
-	VPADDD c_i127<>(SB), Y8, Y14
-	VPSLLD $23, Y14, Y12
-	VMULPS Y10, Y15, Y13
-	VMULPS Y12, Y13, Y2
-	VCMPPS $0x1e, c_expHi<>(SB), Y7, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y2, Y9
-	VCMPPS $0x11, c_expLo<>(SB), Y7, Y5
-	VBLENDVPS Y5, c_zero<>(SB), Y9, Y6
-	VCMPPS $0x03, Y7, Y7, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y6, Y8
-	VANDPS c_absMask<>(SB), Y7, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y15
-	VBLENDVPS Y15, Y4, Y8, Y10
-	VADDPS c_one<>(SB), Y10, Y13
-	VMOVUPS c_one<>(SB), Y12
-	VDIVPS Y13, Y12, Y3
-	VMULPS c_gelu3C<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y5
-	VADDPS c_one<>(SB), Y5, Y9
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y3, Y11, Y6
-	VMULPS Y6, Y3, Y7
-	VMULPS Y7, Y0, Y14
-	VMULPS c_geluK2<>(SB), Y14, Y15
-	VMULPS Y9, Y15, Y4
-	VADDPS Y4, Y3, Y8
-	VMULPS Y8, Y1, Y10
-	VMOVUPS Y10, (DI)
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMULPS Y12, Y12, Y7
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y7, Y13, Y14
+	VMOVUPS (DX), Y11
+	VMULPS Y14, Y11, Y15
+	VMOVUPS Y15, (DI)
 	VMOVUPS 32(SI), Y0
-	VMOVUPS 32(DX), Y1
-	VMULPS c_geluC<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y3
-	VMULPS Y0, Y3, Y4
-	VADDPS Y4, Y0, Y5
-	VMULPS c_geluK2<>(SB), Y5, Y6
-	VXORPS c_signMask<>(SB), Y6, Y7
-	VMULPS c_log2e<>(SB), Y7, Y8
-	VADDPS c_magic<>(SB), Y8, Y9
-	VSUBPS c_magic<>(SB), Y9, Y10
-	VMULPS c_ln2Hi<>(SB), Y10, Y11
-	VSUBPS Y11, Y7, Y12
-	VMULPS c_ln2Lo<>(SB), Y10, Y13
-	VSUBPS Y13, Y12, Y14
-	VMULPS c_expQ4<>(SB), Y14, Y15
-	VADDPS c_expQ3<>(SB), Y15, Y2
-	VMULPS Y2, Y14, Y3
-	VADDPS c_expQ2<>(SB), Y3, Y4
-	VMULPS Y4, Y14, Y5
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VMULPS Y6, Y14, Y8
-	VADDPS c_expQ0<>(SB), Y8, Y11
-	VMULPS Y11, Y14, Y10
-	VMULPS Y10, Y14, Y12
-	VADDPS Y12, Y14, Y13
-	VADDPS c_one<>(SB), Y13, Y15
-	VPSLLD $23, Y9, Y2
-	VPADDD c_expBias<>(SB), Y2, Y3
-	VMULPS Y3, Y15, Y4
-	VPSUBD c_magic<>(SB), Y9, Y5
-	VPSRAD $1, Y5, Y6
-	VPSUBD Y6, Y5, Y8
-	VPADDD c_i127<>(SB), Y6, Y11
-	VPSLLD $23, Y11, Y10
-	VPADDD c_i127<>(SB), Y8, Y14
-	VPSLLD $23, Y14, Y12
-	VMULPS Y10, Y15, Y13
-	VMULPS Y12, Y13, Y2
-	VCMPPS $0x1e, c_expHi<>(SB), Y7, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y2, Y9
-	VCMPPS $0x11, c_expLo<>(SB), Y7, Y5
-	VBLENDVPS Y5, c_zero<>(SB), Y9, Y6
-	VCMPPS $0x03, Y7, Y7, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y6, Y8
-	VANDPS c_absMask<>(SB), Y7, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y15
-	VBLENDVPS Y15, Y4, Y8, Y10
-	VADDPS c_one<>(SB), Y10, Y13
-	VMOVUPS c_one<>(SB), Y12
-	VDIVPS Y13, Y12, Y3
-	VMULPS c_gelu3C<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y5
-	VADDPS c_one<>(SB), Y5, Y9
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y3, Y11, Y6
-	VMULPS Y6, Y3, Y7
-	VMULPS Y7, Y0, Y14
-	VMULPS c_geluK2<>(SB), Y14, Y15
-	VMULPS Y9, Y15, Y4
-	VADDPS Y4, Y3, Y8
-	VMULPS Y8, Y1, Y10
-	VMOVUPS Y10, 32(DI)
-	JMP  next2
-general1:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMULPS c_geluC<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y3
-	VMULPS Y0, Y3, Y4
-	VADDPS Y4, Y0, Y5
-	VMULPS c_geluK2<>(SB), Y5, Y6
-	VXORPS c_signMask<>(SB), Y6, Y7
-	VMULPS c_log2e<>(SB), Y7, Y8
-	VADDPS c_magic<>(SB), Y8, Y9
-	VSUBPS c_magic<>(SB), Y9, Y10
-	VMULPS c_ln2Hi<>(SB), Y10, Y11
-	VSUBPS Y11, Y7, Y12
-	VMULPS c_ln2Lo<>(SB), Y10, Y13
-	VSUBPS Y13, Y12, Y14
-	VMULPS c_expQ4<>(SB), Y14, Y15
-	VADDPS c_expQ3<>(SB), Y15, Y2
-	VMULPS Y2, Y14, Y3
-	VADDPS c_expQ2<>(SB), Y3, Y4
-	VMULPS Y4, Y14, Y5
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VMULPS Y6, Y14, Y8
-	VADDPS c_expQ0<>(SB), Y8, Y11
-	VMULPS Y11, Y14, Y10
-	VMULPS Y10, Y14, Y12
-	VADDPS Y12, Y14, Y13
-	VADDPS c_one<>(SB), Y13, Y15
-	VPSLLD $23, Y9, Y2
-	VPADDD c_expBias<>(SB), Y2, Y3
-	VMULPS Y3, Y15, Y4
-	VPSUBD c_magic<>(SB), Y9, Y5
-	VPSRAD $1, Y5, Y6
-	VPSUBD Y6, Y5, Y8
-	VPADDD c_i127<>(SB), Y6, Y11
-	VPSLLD $23, Y11, Y10
-	VPADDD c_i127<>(SB), Y8, Y14
-	VPSLLD $23, Y14, Y12
-	VMULPS Y10, Y15, Y13
-	VMULPS Y12, Y13, Y2
-	VCMPPS $0x1e, c_expHi<>(SB), Y7, Y3
-	VBLENDVPS Y3, c_inf<>(SB), Y2, Y9
-	VCMPPS $0x11, c_expLo<>(SB), Y7, Y5
-	VBLENDVPS Y5, c_zero<>(SB), Y9, Y6
-	VCMPPS $0x03, Y7, Y7, Y11
-	VBLENDVPS Y11, c_nan<>(SB), Y6, Y8
-	VANDPS c_absMask<>(SB), Y7, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y15
-	VBLENDVPS Y15, Y4, Y8, Y10
-	VADDPS c_one<>(SB), Y10, Y13
-	VMOVUPS c_one<>(SB), Y12
-	VDIVPS Y13, Y12, Y3
-	VMULPS c_gelu3C<>(SB), Y0, Y2
-	VMULPS Y0, Y2, Y5
-	VADDPS c_one<>(SB), Y5, Y9
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y3, Y11, Y6
-	VMULPS Y6, Y3, Y7
-	VMULPS Y7, Y0, Y14
-	VMULPS c_geluK2<>(SB), Y14, Y15
-	VMULPS Y9, Y15, Y4
-	VADDPS Y4, Y3, Y8
-	VMULPS Y8, Y1, Y10
-	VMOVUPS Y10, (DI)
-	JMP  next1
-
-// func vkLogAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(x)
-TEXT ·vkLogAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y3
-	VCMPPS $0x1d, c_minNrm<>(SB), Y1, Y4
-	VCMPPS $0x1d, c_minNrm<>(SB), Y2, Y5
-	VCMPPS $0x12, c_maxF32<>(SB), Y0, Y6
-	VCMPPS $0x12, c_maxF32<>(SB), Y1, Y7
-	VCMPPS $0x12, c_maxF32<>(SB), Y2, Y8
-	VANDPS Y6, Y3, Y9
-	VANDPS Y7, Y4, Y10
-	VANDPS Y8, Y5, Y11
-	VANDPS Y10, Y9, Y12
-	VANDPS Y11, Y12, Y13
-	VMOVMSKPS Y13, AX
-	CMPL AX, $0xff
-	JNE general3
-	VPSRLD $23, Y0, Y14
-	VPSRLD $23, Y1, Y15
-	VPSRLD $23, Y2, Y3
-	VPSUBD c_i127<>(SB), Y14, Y6
-	VPSUBD c_i127<>(SB), Y15, Y4
-	VPSUBD c_i127<>(SB), Y3, Y7
-	VANDPS c_mantMask<>(SB), Y0, Y5
-	VANDPS c_mantMask<>(SB), Y1, Y8
-	VANDPS c_mantMask<>(SB), Y2, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y5, Y10
-	VPCMPGTD c_sqrt2Man<>(SB), Y8, Y12
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y11
-	VORPS c_halfBits<>(SB), Y5, Y13
-	VORPS c_halfBits<>(SB), Y8, Y14
-	VORPS c_halfBits<>(SB), Y9, Y15
-	VORPS c_expBias<>(SB), Y5, Y3
-	VORPS c_expBias<>(SB), Y8, Y0
-	VORPS c_expBias<>(SB), Y9, Y1
-	VBLENDVPS Y10, Y13, Y3, Y2
-	VBLENDVPS Y12, Y14, Y0, Y5
-	VBLENDVPS Y11, Y15, Y1, Y8
-	VPADDD c_one_i<>(SB), Y6, Y9
-	VPADDD c_one_i<>(SB), Y4, Y13
-	VPADDD c_one_i<>(SB), Y7, Y3
-	VBLENDVPS Y10, Y9, Y6, Y14
-	VBLENDVPS Y12, Y13, Y4, Y0
-	VBLENDVPS Y11, Y3, Y7, Y15
-	VSUBPS c_one<>(SB), Y2, Y1
-	VSUBPS c_one<>(SB), Y5, Y10
-	VSUBPS c_one<>(SB), Y8, Y9
-	VADDPS c_two<>(SB), Y1, Y6
-	VADDPS c_two<>(SB), Y10, Y12
-	VADDPS c_two<>(SB), Y9, Y13
-	VDIVPS Y6, Y1, Y4
-	VDIVPS Y12, Y10, Y11
-	VDIVPS Y13, Y9, Y3
-	VMULPS Y4, Y4, Y7
-	VMULPS Y11, Y11, Y2
-	VMULPS Y3, Y3, Y5
-	VMULPS c_logL4<>(SB), Y7, Y8
-	VMULPS c_logL4<>(SB), Y2, Y6
-	VMULPS c_logL4<>(SB), Y5, Y12
-	VADDPS c_logL3<>(SB), Y8, Y13
-	VADDPS c_logL3<>(SB), Y6, Y8
-	VADDPS c_logL3<>(SB), Y12, Y6
-	VMULPS Y13, Y7, Y12
-	VMULPS Y8, Y2, Y13
-	VMULPS Y6, Y5, Y8
-	VADDPS c_logL2<>(SB), Y12, Y6
-	VADDPS c_logL2<>(SB), Y13, Y12
-	VADDPS c_logL2<>(SB), Y8, Y13
-	VMULPS Y6, Y7, Y8
-	VMULPS Y12, Y2, Y6
-	VMULPS Y13, Y5, Y12
-	VADDPS c_logL1<>(SB), Y8, Y13
-	VADDPS c_logL1<>(SB), Y6, Y8
-	VADDPS c_logL1<>(SB), Y12, Y6
-	VMULPS Y13, Y7, Y12
-	VMULPS Y8, Y2, Y7
-	VMULPS Y6, Y5, Y13
-	VSUBPS Y12, Y1, Y2
-	VSUBPS Y7, Y10, Y8
-	VSUBPS Y13, Y9, Y5
-	VMULPS Y2, Y4, Y6
-	VMULPS Y8, Y11, Y12
-	VMULPS Y5, Y3, Y7
-	VCVTDQ2PS Y14, Y13
-	VCVTDQ2PS Y0, Y4
-	VCVTDQ2PS Y15, Y2
-	VMULPS c_ln2Hi<>(SB), Y13, Y11
-	VMULPS c_ln2Hi<>(SB), Y4, Y8
-	VMULPS c_ln2Hi<>(SB), Y2, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VMULPS c_ln2Lo<>(SB), Y4, Y14
-	VMULPS c_ln2Lo<>(SB), Y2, Y0
-	VADDPS Y1, Y11, Y15
-	VADDPS Y10, Y8, Y13
-	VADDPS Y9, Y3, Y4
-	VSUBPS Y11, Y15, Y2
-	VSUBPS Y8, Y13, Y11
-	VSUBPS Y3, Y4, Y8
-	VSUBPS Y2, Y1, Y3
-	VSUBPS Y11, Y10, Y1
-	VSUBPS Y8, Y9, Y2
-	VSUBPS Y6, Y5, Y10
-	VSUBPS Y12, Y14, Y11
-	VSUBPS Y7, Y0, Y9
-	VADDPS Y10, Y3, Y8
-	VADDPS Y11, Y1, Y5
-	VADDPS Y9, Y2, Y6
-	VADDPS Y8, Y15, Y14
-	VADDPS Y5, Y13, Y12
-	VADDPS Y6, Y4, Y0
-	VMOVUPS Y14, (DI)
-	VMOVUPS Y12, 32(DI)
-	VMOVUPS Y0, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y1
-	VCMPPS $0x12, c_maxF32<>(SB), Y0, Y2
-	VANDPS Y2, Y1, Y3
-	VMOVMSKPS Y3, AX
-	CMPL AX, $0xff
-	JNE general1
-	VPSRLD $23, Y0, Y4
-	VPSUBD c_i127<>(SB), Y4, Y5
-	VANDPS c_mantMask<>(SB), Y0, Y6
-	VPCMPGTD c_sqrt2Man<>(SB), Y6, Y7
-	VORPS c_halfBits<>(SB), Y6, Y8
-	VORPS c_expBias<>(SB), Y6, Y9
-	VBLENDVPS Y7, Y8, Y9, Y10
-	VPADDD c_one_i<>(SB), Y5, Y11
-	VBLENDVPS Y7, Y11, Y5, Y12
-	VSUBPS c_one<>(SB), Y10, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VMULPS Y15, Y15, Y1
-	VMULPS c_logL4<>(SB), Y1, Y2
-	VADDPS c_logL3<>(SB), Y2, Y3
-	VMULPS Y3, Y1, Y4
-	VADDPS c_logL2<>(SB), Y4, Y0
-	VMULPS Y0, Y1, Y6
-	VADDPS c_logL1<>(SB), Y6, Y8
-	VMULPS Y8, Y1, Y9
-	VSUBPS Y9, Y13, Y7
-	VMULPS Y7, Y15, Y11
-	VCVTDQ2PS Y12, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y10
-	VMULPS c_ln2Lo<>(SB), Y5, Y14
-	VADDPS Y13, Y10, Y2
-	VSUBPS Y10, Y2, Y3
-	VSUBPS Y3, Y13, Y4
-	VSUBPS Y11, Y14, Y0
-	VADDPS Y0, Y4, Y6
-	VADDPS Y6, Y2, Y1
-	VMOVUPS Y1, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VMOVUPS c_minNrmP<>(SB), Y1
-	VPCMPGTD Y0, Y1, Y2
-	VMULPS c_two23<>(SB), Y0, Y3
-	VBLENDVPS Y2, Y3, Y0, Y4
-	VPSRLD $23, Y4, Y5
-	VMOVUPS c_iM127<>(SB), Y6
-	VBLENDVPS Y2, c_iM150<>(SB), Y6, Y7
-	VPADDD Y7, Y5, Y8
-	VANDPS c_mantMask<>(SB), Y4, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y10
-	VORPS c_halfBits<>(SB), Y9, Y11
-	VORPS c_expBias<>(SB), Y9, Y12
-	VBLENDVPS Y10, Y11, Y12, Y13
-	VPADDD c_one_i<>(SB), Y8, Y14
-	VBLENDVPS Y10, Y14, Y8, Y15
-	VSUBPS c_one<>(SB), Y13, Y1
-	VADDPS c_two<>(SB), Y1, Y3
-	VDIVPS Y3, Y1, Y2
-	VMULPS Y2, Y2, Y6
-	VMULPS c_logL4<>(SB), Y6, Y5
-	VADDPS c_logL3<>(SB), Y5, Y7
-	VMULPS Y7, Y6, Y4
-	VADDPS c_logL2<>(SB), Y4, Y9
-	VMULPS Y9, Y6, Y11
-	VADDPS c_logL1<>(SB), Y11, Y12
-	VMULPS Y12, Y6, Y10
-	VSUBPS Y10, Y1, Y14
-	VMULPS Y14, Y2, Y8
-	VCVTDQ2PS Y15, Y13
-	VMULPS c_ln2Hi<>(SB), Y13, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VADDPS Y1, Y3, Y7
-	VSUBPS Y3, Y7, Y4
-	VSUBPS Y4, Y1, Y9
-	VSUBPS Y8, Y5, Y11
-	VADDPS Y11, Y9, Y6
-	VADDPS Y6, Y7, Y12
-	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y10
-	VBLENDVPS Y10, Y0, Y12, Y2
-	VCMPPS $0x00, c_zero<>(SB), Y0, Y14
-	VBLENDVPS Y14, c_negInf<>(SB), Y2, Y15
-	VCMPPS $0x09, c_zero<>(SB), Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y15, Y3
-	VMOVUPS Y3, (DI)
-	VMOVUPS 32(SI), Y0
-	VMOVUPS c_minNrmP<>(SB), Y1
-	VPCMPGTD Y0, Y1, Y2
-	VMULPS c_two23<>(SB), Y0, Y3
-	VBLENDVPS Y2, Y3, Y0, Y4
-	VPSRLD $23, Y4, Y5
-	VMOVUPS c_iM127<>(SB), Y6
-	VBLENDVPS Y2, c_iM150<>(SB), Y6, Y7
-	VPADDD Y7, Y5, Y8
-	VANDPS c_mantMask<>(SB), Y4, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y10
-	VORPS c_halfBits<>(SB), Y9, Y11
-	VORPS c_expBias<>(SB), Y9, Y12
-	VBLENDVPS Y10, Y11, Y12, Y13
-	VPADDD c_one_i<>(SB), Y8, Y14
-	VBLENDVPS Y10, Y14, Y8, Y15
-	VSUBPS c_one<>(SB), Y13, Y1
-	VADDPS c_two<>(SB), Y1, Y3
-	VDIVPS Y3, Y1, Y2
-	VMULPS Y2, Y2, Y6
-	VMULPS c_logL4<>(SB), Y6, Y5
-	VADDPS c_logL3<>(SB), Y5, Y7
-	VMULPS Y7, Y6, Y4
-	VADDPS c_logL2<>(SB), Y4, Y9
-	VMULPS Y9, Y6, Y11
-	VADDPS c_logL1<>(SB), Y11, Y12
-	VMULPS Y12, Y6, Y10
-	VSUBPS Y10, Y1, Y14
-	VMULPS Y14, Y2, Y8
-	VCVTDQ2PS Y15, Y13
-	VMULPS c_ln2Hi<>(SB), Y13, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VADDPS Y1, Y3, Y7
-	VSUBPS Y3, Y7, Y4
-	VSUBPS Y4, Y1, Y9
-	VSUBPS Y8, Y5, Y11
-	VADDPS Y11, Y9, Y6
-	VADDPS Y6, Y7, Y12
-	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y10
-	VBLENDVPS Y10, Y0, Y12, Y2
-	VCMPPS $0x00, c_zero<>(SB), Y0, Y14
-	VBLENDVPS Y14, c_negInf<>(SB), Y2, Y15
-	VCMPPS $0x09, c_zero<>(SB), Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y15, Y3
-	VMOVUPS Y3, 32(DI)
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMULPS Y12, Y12, Y7
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y7, Y13, Y14
+	VMOVUPS 32(DX), Y11
+	VMULPS Y14, Y11, Y15
+	VMOVUPS Y15, 32(DI)
 	VMOVUPS 64(SI), Y0
-	VMOVUPS c_minNrmP<>(SB), Y1
-	VPCMPGTD Y0, Y1, Y2
-	VMULPS c_two23<>(SB), Y0, Y3
-	VBLENDVPS Y2, Y3, Y0, Y4
-	VPSRLD $23, Y4, Y5
-	VMOVUPS c_iM127<>(SB), Y6
-	VBLENDVPS Y2, c_iM150<>(SB), Y6, Y7
-	VPADDD Y7, Y5, Y8
-	VANDPS c_mantMask<>(SB), Y4, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y10
-	VORPS c_halfBits<>(SB), Y9, Y11
-	VORPS c_expBias<>(SB), Y9, Y12
-	VBLENDVPS Y10, Y11, Y12, Y13
-	VPADDD c_one_i<>(SB), Y8, Y14
-	VBLENDVPS Y10, Y14, Y8, Y15
-	VSUBPS c_one<>(SB), Y13, Y1
-	VADDPS c_two<>(SB), Y1, Y3
-	VDIVPS Y3, Y1, Y2
-	VMULPS Y2, Y2, Y6
-	VMULPS c_logL4<>(SB), Y6, Y5
-	VADDPS c_logL3<>(SB), Y5, Y7
-	VMULPS Y7, Y6, Y4
-	VADDPS c_logL2<>(SB), Y4, Y9
-	VMULPS Y9, Y6, Y11
-	VADDPS c_logL1<>(SB), Y11, Y12
-	VMULPS Y12, Y6, Y10
-	VSUBPS Y10, Y1, Y14
-	VMULPS Y14, Y2, Y8
-	VCVTDQ2PS Y15, Y13
-	VMULPS c_ln2Hi<>(SB), Y13, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VADDPS Y1, Y3, Y7
-	VSUBPS Y3, Y7, Y4
-	VSUBPS Y4, Y1, Y9
-	VSUBPS Y8, Y5, Y11
-	VADDPS Y11, Y9, Y6
-	VADDPS Y6, Y7, Y12
-	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y10
-	VBLENDVPS Y10, Y0, Y12, Y2
-	VCMPPS $0x00, c_zero<>(SB), Y0, Y14
-	VBLENDVPS Y14, c_negInf<>(SB), Y2, Y15
-	VCMPPS $0x09, c_zero<>(SB), Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y15, Y3
-	VMOVUPS Y3, 64(DI)
-	JMP  next3
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMULPS Y12, Y12, Y7
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y7, Y13, Y14
+	VMOVUPS 64(DX), Y11
+	VMULPS Y14, Y11, Y15
+	VMOVUPS Y15, 64(DI)
+	VMOVUPS 96(SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMULPS Y12, Y12, Y7
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y7, Y13, Y14
+	VMOVUPS 96(DX), Y11
+	VMULPS Y14, Y11, Y15
+	VMOVUPS Y15, 96(DI)
+	JMP  next4
 general1:
 	VMOVUPS (SI), Y0
-	VMOVUPS c_minNrmP<>(SB), Y1
-	VPCMPGTD Y0, Y1, Y2
-	VMULPS c_two23<>(SB), Y0, Y3
-	VBLENDVPS Y2, Y3, Y0, Y4
-	VPSRLD $23, Y4, Y5
-	VMOVUPS c_iM127<>(SB), Y6
-	VBLENDVPS Y2, c_iM150<>(SB), Y6, Y7
-	VPADDD Y7, Y5, Y8
-	VANDPS c_mantMask<>(SB), Y4, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y10
-	VORPS c_halfBits<>(SB), Y9, Y11
-	VORPS c_expBias<>(SB), Y9, Y12
-	VBLENDVPS Y10, Y11, Y12, Y13
-	VPADDD c_one_i<>(SB), Y8, Y14
-	VBLENDVPS Y10, Y14, Y8, Y15
-	VSUBPS c_one<>(SB), Y13, Y1
-	VADDPS c_two<>(SB), Y1, Y3
-	VDIVPS Y3, Y1, Y2
-	VMULPS Y2, Y2, Y6
-	VMULPS c_logL4<>(SB), Y6, Y5
-	VADDPS c_logL3<>(SB), Y5, Y7
-	VMULPS Y7, Y6, Y4
-	VADDPS c_logL2<>(SB), Y4, Y9
-	VMULPS Y9, Y6, Y11
-	VADDPS c_logL1<>(SB), Y11, Y12
-	VMULPS Y12, Y6, Y10
-	VSUBPS Y10, Y1, Y14
-	VMULPS Y14, Y2, Y8
-	VCVTDQ2PS Y15, Y13
-	VMULPS c_ln2Hi<>(SB), Y13, Y3
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VADDPS Y1, Y3, Y7
-	VSUBPS Y3, Y7, Y4
-	VSUBPS Y4, Y1, Y9
-	VSUBPS Y8, Y5, Y11
-	VADDPS Y11, Y9, Y6
-	VADDPS Y6, Y7, Y12
-	VCMPPS $0x1e, c_maxF32<>(SB), Y0, Y10
-	VBLENDVPS Y10, Y0, Y12, Y2
-	VCMPPS $0x00, c_zero<>(SB), Y0, Y14
-	VBLENDVPS Y14, c_negInf<>(SB), Y2, Y15
-	VCMPPS $0x09, c_zero<>(SB), Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y15, Y3
-	VMOVUPS Y3, (DI)
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VADDPS Y1, Y1, Y2
+	VMULPS c_log2e<>(SB), Y2, Y3
+	VADDPS c_magic<>(SB), Y3, Y4
+	VSUBPS c_magic<>(SB), Y4, Y5
+	VMULPS c_ln2Hi<>(SB), Y5, Y6
+	VSUBPS Y6, Y2, Y7
+	VMULPS c_ln2Lo<>(SB), Y5, Y8
+	VSUBPS Y8, Y7, Y9
+	VMULPS c_expQ4<>(SB), Y9, Y10
+	VADDPS c_expQ3<>(SB), Y10, Y11
+	VMULPS Y11, Y9, Y12
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VMULPS Y13, Y9, Y14
+	VADDPS c_expQ1<>(SB), Y14, Y15
+	VMULPS Y15, Y9, Y3
+	VADDPS c_expQ0<>(SB), Y3, Y2
+	VMULPS Y2, Y9, Y6
+	VMULPS Y6, Y9, Y5
+	VADDPS Y5, Y9, Y7
+	VPSLLD $23, Y4, Y8
+	VPADDD c_expBias<>(SB), Y8, Y10
+	VSUBPS c_one<>(SB), Y10, Y11
+	VPSLLD $23, Y4, Y12
+	VPADDD c_expBias<>(SB), Y12, Y13
+	VMULPS Y13, Y7, Y14
+	VADDPS Y11, Y14, Y15
+	VADDPS c_two<>(SB), Y15, Y3
+	VDIVPS Y3, Y15, Y2
+	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y6
+	VMOVUPS c_one<>(SB), Y9
+	VBLENDVPS Y6, Y2, Y9, Y5
+	VCMPPS $0x03, Y1, Y1, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y5, Y10
+	VANDPS c_signMask<>(SB), Y0, Y4
+	VORPS Y4, Y10, Y12
+	VMULPS Y12, Y12, Y7
+	VMOVUPS c_one<>(SB), Y13
+	VSUBPS Y7, Y13, Y14
+	VMOVUPS (DX), Y11
+	VMULPS Y14, Y11, Y15
+	VMOVUPS Y15, (DI)
 	JMP  next1
 
-// func vkSoftplusAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Softplusf(x)
-TEXT ·vkSoftplusAVX2(SB), NOSPLIT, $0-56
+// func vkSafeLogBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
+TEXT ·vkSafeLogBwdAVX2(SB), NOSPLIT, $0-56
 	MOVQ n+0(FP), CX
 	MOVQ o0+8(FP), DI
 	MOVQ i0+24(FP), SI
+	MOVQ i1+32(FP), DX
+	VBROADCASTSS s0+48(FP), Y15
 	SHRQ $3, CX
 	PCALIGN $32
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	PREFETCHT0 2048(SI)
-	VANDPS c_absMask<>(SB), Y0, Y2
-	VANDPS c_absMask<>(SB), Y1, Y3
-	VCMPPS $0x11, c_expMid<>(SB), Y2, Y4
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VCMPPS $0x11, c_expMid<>(SB), Y1, Y4
 	VCMPPS $0x11, c_expMid<>(SB), Y3, Y5
 	VANDPS Y5, Y4, Y6
 	VMOVMSKPS Y6, AX
 	CMPL AX, $0xff
 	JNE general2
-	VORPS c_signMask<>(SB), Y0, Y7
-	VORPS c_signMask<>(SB), Y1, Y8
+	VXORPS c_signMask<>(SB), Y0, Y7
+	VXORPS c_signMask<>(SB), Y2, Y8
 	VMULPS c_log2e<>(SB), Y7, Y9
 	VMULPS c_log2e<>(SB), Y8, Y10
 	VADDPS c_magic<>(SB), Y9, Y11
 	VADDPS c_magic<>(SB), Y10, Y12
 	VSUBPS c_magic<>(SB), Y11, Y13
 	VSUBPS c_magic<>(SB), Y12, Y14
-	VMULPS c_ln2Hi<>(SB), Y13, Y15
-	VMULPS c_ln2Hi<>(SB), Y14, Y2
-	VSUBPS Y15, Y7, Y3
-	VSUBPS Y2, Y8, Y4
-	VMULPS c_ln2Lo<>(SB), Y13, Y5
-	VMULPS c_ln2Lo<>(SB), Y14, Y6
-	VSUBPS Y5, Y3, Y9
-	VSUBPS Y6, Y4, Y10
+	VMULPS c_ln2Hi<>(SB), Y13, Y1
+	VMULPS c_ln2Hi<>(SB), Y14, Y3
+	VSUBPS Y1, Y7, Y4
+	VSUBPS Y3, Y8, Y5
+	VMULPS c_ln2Lo<>(SB), Y13, Y6
+	VMULPS c_ln2Lo<>(SB), Y14, Y0
+	VSUBPS Y6, Y4, Y2
+	VSUBPS Y0, Y5, Y9
+	VMULPS c_expQ4<>(SB), Y2, Y10
 	VMULPS c_expQ4<>(SB), Y9, Y7
-	VMULPS c_expQ4<>(SB), Y10, Y15
+	VADDPS c_expQ3<>(SB), Y10, Y1
 	VADDPS c_expQ3<>(SB), Y7, Y8
-	VADDPS c_expQ3<>(SB), Y15, Y2
+	VMULPS Y1, Y2, Y3
 	VMULPS Y8, Y9, Y13
-	VMULPS Y2, Y10, Y14
-	VADDPS c_expQ2<>(SB), Y13, Y3
-	VADDPS c_expQ2<>(SB), Y14, Y5
-	VMULPS Y3, Y9, Y4
-	VMULPS Y5, Y10, Y6
-	VADDPS c_expQ1<>(SB), Y4, Y7
-	VADDPS c_expQ1<>(SB), Y6, Y15
-	VMULPS Y7, Y9, Y8
-	VMULPS Y15, Y10, Y2
-	VADDPS c_expQ0<>(SB), Y8, Y13
-	VADDPS c_expQ0<>(SB), Y2, Y14
-	VMULPS Y13, Y9, Y3
-	VMULPS Y14, Y10, Y5
-	VMULPS Y3, Y9, Y4
-	VMULPS Y5, Y10, Y6
-	VADDPS Y4, Y9, Y7
-	VADDPS Y6, Y10, Y15
+	VADDPS c_expQ2<>(SB), Y3, Y14
+	VADDPS c_expQ2<>(SB), Y13, Y4
+	VMULPS Y14, Y2, Y6
+	VMULPS Y4, Y9, Y5
+	VADDPS c_expQ1<>(SB), Y6, Y0
+	VADDPS c_expQ1<>(SB), Y5, Y10
+	VMULPS Y0, Y2, Y7
+	VMULPS Y10, Y9, Y1
+	VADDPS c_expQ0<>(SB), Y7, Y8
+	VADDPS c_expQ0<>(SB), Y1, Y3
+	VMULPS Y8, Y2, Y13
+	VMULPS Y3, Y9, Y14
+	VMULPS Y13, Y2, Y4
+	VMULPS Y14, Y9, Y6
+	VADDPS Y4, Y2, Y5
+	VADDPS Y6, Y9, Y0
+	VADDPS c_one<>(SB), Y5, Y10
+	VADDPS c_one<>(SB), Y0, Y7
+	VPSLLD $23, Y11, Y1
+	VPSLLD $23, Y12, Y8
+	VPADDD c_expBias<>(SB), Y1, Y3
+	VPADDD c_expBias<>(SB), Y8, Y13
+	VMULPS Y3, Y10, Y14
+	VMULPS Y13, Y7, Y2
+	VADDPS c_one<>(SB), Y14, Y4
+	VADDPS c_one<>(SB), Y2, Y9
+	VMOVUPS c_one<>(SB), Y6
+	VDIVPS Y4, Y6, Y5
+	VMOVUPS c_one<>(SB), Y0
+	VDIVPS Y9, Y0, Y11
+	VMOVUPS (DX), Y12
+	VMULPS Y5, Y12, Y1
+	VMOVUPS 32(DX), Y8
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2048(DX)
+	VMULPS Y11, Y8, Y10
+	VMOVUPS (SI), Y3
+	VORPS c_signMask<>(SB), Y3, Y7
+	VMOVUPS 32(SI), Y13
+	VORPS c_signMask<>(SB), Y13, Y14
+	VMULPS c_log2e<>(SB), Y7, Y2
+	VMULPS c_log2e<>(SB), Y14, Y6
+	VADDPS c_magic<>(SB), Y2, Y4
+	VADDPS c_magic<>(SB), Y6, Y0
+	VSUBPS c_magic<>(SB), Y4, Y9
+	VSUBPS c_magic<>(SB), Y0, Y12
+	VMULPS c_ln2Hi<>(SB), Y9, Y5
+	VMULPS c_ln2Hi<>(SB), Y12, Y8
+	VSUBPS Y5, Y7, Y11
+	VSUBPS Y8, Y14, Y3
+	VMULPS c_ln2Lo<>(SB), Y9, Y13
+	VMULPS c_ln2Lo<>(SB), Y12, Y2
+	VSUBPS Y13, Y11, Y6
+	VSUBPS Y2, Y3, Y7
+	VMULPS c_expQ4<>(SB), Y6, Y5
+	VMULPS c_expQ4<>(SB), Y7, Y14
+	VADDPS c_expQ3<>(SB), Y5, Y8
+	VADDPS c_expQ3<>(SB), Y14, Y9
+	VMULPS Y8, Y6, Y12
+	VMULPS Y9, Y7, Y11
+	VADDPS c_expQ2<>(SB), Y12, Y13
+	VADDPS c_expQ2<>(SB), Y11, Y3
+	VMULPS Y13, Y6, Y2
+	VMULPS Y3, Y7, Y5
+	VADDPS c_expQ1<>(SB), Y2, Y14
+	VADDPS c_expQ1<>(SB), Y5, Y8
+	VMULPS Y14, Y6, Y9
+	VMULPS Y8, Y7, Y12
+	VADDPS c_expQ0<>(SB), Y9, Y11
+	VADDPS c_expQ0<>(SB), Y12, Y13
+	VMULPS Y11, Y6, Y3
+	VMULPS Y13, Y7, Y2
+	VMULPS Y3, Y6, Y5
+	VMULPS Y2, Y7, Y14
+	VADDPS Y5, Y6, Y8
+	VADDPS Y14, Y7, Y9
+	VADDPS c_one<>(SB), Y8, Y12
+	VADDPS c_one<>(SB), Y9, Y11
+	VPSLLD $23, Y4, Y13
+	VPSLLD $23, Y0, Y3
+	VPADDD c_expBias<>(SB), Y13, Y2
+	VPADDD c_expBias<>(SB), Y3, Y6
+	VMULPS Y2, Y12, Y5
+	VMULPS Y6, Y11, Y7
+	VADDPS c_one<>(SB), Y5, Y14
 	VADDPS c_one<>(SB), Y7, Y8
-	VADDPS c_one<>(SB), Y15, Y2
-	VPSLLD $23, Y11, Y13
-	VPSLLD $23, Y12, Y14
-	VPADDD c_expBias<>(SB), Y13, Y3
-	VPADDD c_expBias<>(SB), Y14, Y5
-	VMULPS Y3, Y8, Y9
-	VMULPS Y5, Y2, Y4
-	VMAXPS c_zero<>(SB), Y0, Y10
-	VMAXPS c_zero<>(SB), Y1, Y6
-	VADDPS c_one<>(SB), Y9, Y7
-	VADDPS c_one<>(SB), Y4, Y15
-	VSUBPS c_one<>(SB), Y7, Y11
-	VSUBPS c_one<>(SB), Y15, Y12
-	VSUBPS Y11, Y7, Y13
-	VSUBPS Y12, Y15, Y14
-	VMOVUPS c_one<>(SB), Y8
-	VSUBPS Y13, Y8, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VSUBPS Y14, Y2, Y5
-	VSUBPS Y11, Y9, Y0
-	VSUBPS Y12, Y4, Y1
-	VADDPS Y0, Y3, Y8
-	VADDPS Y1, Y5, Y13
-	VDIVPS Y7, Y8, Y2
-	VDIVPS Y15, Y13, Y14
-	VPSRLD $23, Y7, Y9
-	VPSRLD $23, Y15, Y11
-	VPSUBD c_i127<>(SB), Y9, Y4
-	VPSUBD c_i127<>(SB), Y11, Y12
-	VANDPS c_mantMask<>(SB), Y7, Y3
-	VANDPS c_mantMask<>(SB), Y15, Y0
-	VPCMPGTD c_sqrt2Man<>(SB), Y3, Y5
-	VPCMPGTD c_sqrt2Man<>(SB), Y0, Y1
-	VORPS c_halfBits<>(SB), Y3, Y8
-	VORPS c_halfBits<>(SB), Y0, Y13
-	VORPS c_expBias<>(SB), Y3, Y9
-	VORPS c_expBias<>(SB), Y0, Y11
-	VBLENDVPS Y5, Y8, Y9, Y7
-	VBLENDVPS Y1, Y13, Y11, Y15
-	VPADDD c_one_i<>(SB), Y4, Y3
-	VPADDD c_one_i<>(SB), Y12, Y0
-	VBLENDVPS Y5, Y3, Y4, Y8
-	VBLENDVPS Y1, Y0, Y12, Y9
-	VSUBPS c_one<>(SB), Y7, Y13
-	VSUBPS c_one<>(SB), Y15, Y11
-	VADDPS c_two<>(SB), Y13, Y5
-	VADDPS c_two<>(SB), Y11, Y3
-	VDIVPS Y5, Y13, Y4
-	VDIVPS Y3, Y11, Y1
-	VMULPS Y4, Y4, Y0
-	VMULPS Y1, Y1, Y12
-	VMULPS c_logL4<>(SB), Y0, Y7
-	VMULPS c_logL4<>(SB), Y12, Y15
-	VADDPS c_logL3<>(SB), Y7, Y5
-	VADDPS c_logL3<>(SB), Y15, Y3
-	VMULPS Y5, Y0, Y7
-	VMULPS Y3, Y12, Y15
-	VADDPS c_logL2<>(SB), Y7, Y5
-	VADDPS c_logL2<>(SB), Y15, Y3
-	VMULPS Y5, Y0, Y7
-	VMULPS Y3, Y12, Y15
-	VADDPS c_logL1<>(SB), Y7, Y5
-	VADDPS c_logL1<>(SB), Y15, Y3
-	VMULPS Y5, Y0, Y7
-	VMULPS Y3, Y12, Y15
-	VSUBPS Y7, Y13, Y0
-	VSUBPS Y15, Y11, Y5
-	VMULPS Y0, Y4, Y12
-	VMULPS Y5, Y1, Y3
-	VCVTDQ2PS Y8, Y7
-	VCVTDQ2PS Y9, Y15
-	VMULPS c_ln2Hi<>(SB), Y7, Y4
-	VMULPS c_ln2Hi<>(SB), Y15, Y0
-	VMULPS c_ln2Lo<>(SB), Y7, Y1
-	VMULPS c_ln2Lo<>(SB), Y15, Y5
-	VADDPS Y13, Y4, Y8
-	VADDPS Y11, Y0, Y9
-	VSUBPS Y4, Y8, Y7
-	VSUBPS Y0, Y9, Y15
-	VSUBPS Y7, Y13, Y4
-	VSUBPS Y15, Y11, Y0
-	VADDPS Y2, Y1, Y13
-	VADDPS Y14, Y5, Y7
-	VSUBPS Y12, Y13, Y11
-	VSUBPS Y3, Y7, Y15
-	VADDPS Y11, Y4, Y1
-	VADDPS Y15, Y0, Y2
-	VADDPS Y1, Y8, Y5
-	VADDPS Y2, Y9, Y14
-	VADDPS Y5, Y10, Y13
-	VADDPS Y14, Y6, Y12
-	VMOVUPS Y13, (DI)
-	VMOVUPS Y12, 32(DI)
+	VSUBPS c_one<>(SB), Y14, Y9
+	VSUBPS c_one<>(SB), Y8, Y4
+	VSUBPS Y9, Y5, Y0
+	VSUBPS Y4, Y7, Y13
+	VDIVPS Y14, Y0, Y3
+	VDIVPS Y8, Y13, Y12
+	VPADDD c_logOff<>(SB), Y14, Y2
+	VPADDD c_logOff<>(SB), Y8, Y11
+	VANDPS c_mantMask<>(SB), Y2, Y6
+	VANDPS c_mantMask<>(SB), Y11, Y5
+	VPADDD c_logM0<>(SB), Y6, Y9
+	VPADDD c_logM0<>(SB), Y5, Y7
+	VPSRLD $23, Y2, Y4
+	VPSRLD $23, Y11, Y0
+	VPSUBD c_i127<>(SB), Y4, Y13
+	VPSUBD c_i127<>(SB), Y0, Y14
+	VCVTDQ2PS Y13, Y8
+	VCVTDQ2PS Y14, Y6
+	VSUBPS c_one<>(SB), Y9, Y5
+	VSUBPS c_one<>(SB), Y7, Y2
+	VADDPS c_two<>(SB), Y5, Y11
+	VADDPS c_two<>(SB), Y2, Y4
+	VDIVPS Y11, Y5, Y0
+	VDIVPS Y4, Y2, Y13
+	VMULPS Y0, Y0, Y14
+	VMULPS Y13, Y13, Y9
+	VMULPS c_logL4<>(SB), Y14, Y7
+	VMULPS c_logL4<>(SB), Y9, Y11
+	VADDPS c_logL3<>(SB), Y7, Y4
+	VADDPS c_logL3<>(SB), Y11, Y7
+	VMULPS Y4, Y14, Y11
+	VMULPS Y7, Y9, Y4
+	VADDPS c_logL2<>(SB), Y11, Y7
+	VADDPS c_logL2<>(SB), Y4, Y11
+	VMULPS Y7, Y14, Y4
+	VMULPS Y11, Y9, Y7
+	VADDPS c_logL1<>(SB), Y4, Y11
+	VADDPS c_logL1<>(SB), Y7, Y4
+	VMULPS Y11, Y14, Y7
+	VMULPS Y4, Y9, Y14
+	VSUBPS Y7, Y5, Y11
+	VSUBPS Y14, Y2, Y9
+	VMULPS Y11, Y0, Y4
+	VMULPS Y9, Y13, Y7
+	VMULPS c_ln2Lo<>(SB), Y8, Y14
+	VMULPS c_ln2Lo<>(SB), Y6, Y0
+	VADDPS Y3, Y14, Y11
+	VADDPS Y12, Y0, Y13
+	VSUBPS Y4, Y11, Y9
+	VSUBPS Y7, Y13, Y14
+	VMULPS c_ln2Hi<>(SB), Y8, Y3
+	VMULPS c_ln2Hi<>(SB), Y6, Y0
+	VADDPS Y5, Y3, Y12
+	VADDPS Y2, Y0, Y11
+	VSUBPS Y3, Y12, Y4
+	VSUBPS Y0, Y11, Y13
+	VSUBPS Y4, Y5, Y7
+	VSUBPS Y13, Y2, Y8
+	VADDPS Y9, Y7, Y6
+	VADDPS Y14, Y8, Y3
+	VADDPS Y6, Y12, Y0
+	VADDPS Y3, Y11, Y5
+	VMOVUPS (SI), Y4
+	VMAXPS c_zero<>(SB), Y4, Y2
+	VMOVUPS 32(SI), Y13
+	VMAXPS c_zero<>(SB), Y13, Y7
+	VADDPS Y0, Y2, Y9
+	VADDPS Y5, Y7, Y8
+	VADDPS Y15, Y9, Y14
+	VADDPS Y15, Y8, Y12
+	VDIVPS Y14, Y1, Y6
+	VDIVPS Y12, Y10, Y11
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y11, 32(DI)
 next2:
 	ADDQ $64, DI
 	ADDQ $64, SI
+	ADDQ $64, DX
 	SUBQ $2, CX
 	JMP  loop2
 loop1:
@@ -2836,590 +6209,7 @@ loop1:
 	VMOVMSKPS Y2, AX
 	CMPL AX, $0xff
 	JNE general1
-	VORPS c_signMask<>(SB), Y0, Y3
-	VMULPS c_log2e<>(SB), Y3, Y4
-	VADDPS c_magic<>(SB), Y4, Y5
-	VSUBPS c_magic<>(SB), Y5, Y6
-	VMULPS c_ln2Hi<>(SB), Y6, Y7
-	VSUBPS Y7, Y3, Y8
-	VMULPS c_ln2Lo<>(SB), Y6, Y9
-	VSUBPS Y9, Y8, Y10
-	VMULPS c_expQ4<>(SB), Y10, Y11
-	VADDPS c_expQ3<>(SB), Y11, Y12
-	VMULPS Y12, Y10, Y13
-	VADDPS c_expQ2<>(SB), Y13, Y14
-	VMULPS Y14, Y10, Y15
-	VADDPS c_expQ1<>(SB), Y15, Y1
-	VMULPS Y1, Y10, Y2
-	VADDPS c_expQ0<>(SB), Y2, Y4
-	VMULPS Y4, Y10, Y3
-	VMULPS Y3, Y10, Y7
-	VADDPS Y7, Y10, Y6
-	VADDPS c_one<>(SB), Y6, Y8
-	VPSLLD $23, Y5, Y9
-	VPADDD c_expBias<>(SB), Y9, Y11
-	VMULPS Y11, Y8, Y12
-	VMAXPS c_zero<>(SB), Y0, Y13
-	VADDPS c_one<>(SB), Y12, Y14
-	VSUBPS c_one<>(SB), Y14, Y15
-	VSUBPS Y15, Y14, Y1
-	VMOVUPS c_one<>(SB), Y2
-	VSUBPS Y1, Y2, Y4
-	VSUBPS Y15, Y12, Y3
-	VADDPS Y3, Y4, Y10
-	VDIVPS Y14, Y10, Y7
-	VPSRLD $23, Y14, Y6
-	VPSUBD c_i127<>(SB), Y6, Y5
-	VANDPS c_mantMask<>(SB), Y14, Y9
-	VPCMPGTD c_sqrt2Man<>(SB), Y9, Y8
-	VORPS c_halfBits<>(SB), Y9, Y11
-	VORPS c_expBias<>(SB), Y9, Y0
-	VBLENDVPS Y8, Y11, Y0, Y2
-	VPADDD c_one_i<>(SB), Y5, Y1
-	VBLENDVPS Y8, Y1, Y5, Y12
-	VSUBPS c_one<>(SB), Y2, Y15
-	VADDPS c_two<>(SB), Y15, Y4
-	VDIVPS Y4, Y15, Y3
-	VMULPS Y3, Y3, Y10
-	VMULPS c_logL4<>(SB), Y10, Y6
-	VADDPS c_logL3<>(SB), Y6, Y14
-	VMULPS Y14, Y10, Y9
-	VADDPS c_logL2<>(SB), Y9, Y11
-	VMULPS Y11, Y10, Y0
-	VADDPS c_logL1<>(SB), Y0, Y8
-	VMULPS Y8, Y10, Y1
-	VSUBPS Y1, Y15, Y5
-	VMULPS Y5, Y3, Y2
-	VCVTDQ2PS Y12, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y14
-	VADDPS Y15, Y6, Y9
-	VSUBPS Y6, Y9, Y11
-	VSUBPS Y11, Y15, Y0
-	VADDPS Y7, Y14, Y10
-	VSUBPS Y2, Y10, Y8
-	VADDPS Y8, Y0, Y1
-	VADDPS Y1, Y9, Y3
-	VADDPS Y3, Y13, Y5
-	VMOVUPS Y5, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general2:
-	VMOVUPS (SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
-	VMULPS c_log2e<>(SB), Y1, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y1, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y1, Y1, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMAXPS c_zero<>(SB), Y0, Y2
-	VADDPS c_one<>(SB), Y7, Y4
-	VSUBPS c_one<>(SB), Y4, Y8
-	VSUBPS Y8, Y4, Y9
-	VMOVUPS c_one<>(SB), Y6
-	VSUBPS Y9, Y6, Y3
-	VSUBPS Y8, Y7, Y10
-	VADDPS Y10, Y3, Y13
-	VDIVPS Y4, Y13, Y12
-	VPSRLD $23, Y4, Y1
-	VPSUBD c_i127<>(SB), Y1, Y14
-	VANDPS c_mantMask<>(SB), Y4, Y5
-	VPCMPGTD c_sqrt2Man<>(SB), Y5, Y11
-	VORPS c_halfBits<>(SB), Y5, Y15
-	VORPS c_expBias<>(SB), Y5, Y0
-	VBLENDVPS Y11, Y15, Y0, Y6
-	VPADDD c_one_i<>(SB), Y14, Y9
-	VBLENDVPS Y11, Y9, Y14, Y8
-	VSUBPS c_one<>(SB), Y6, Y3
-	VADDPS c_two<>(SB), Y3, Y10
-	VDIVPS Y10, Y3, Y13
-	VMULPS Y13, Y13, Y1
-	VMULPS c_logL4<>(SB), Y1, Y4
-	VADDPS c_logL3<>(SB), Y4, Y5
-	VMULPS Y5, Y1, Y15
-	VADDPS c_logL2<>(SB), Y15, Y0
-	VMULPS Y0, Y1, Y11
-	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y1, Y14
-	VSUBPS Y14, Y3, Y6
-	VMULPS Y6, Y13, Y10
-	VCVTDQ2PS Y8, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VMULPS c_ln2Lo<>(SB), Y4, Y15
-	VADDPS Y3, Y5, Y0
-	VSUBPS Y5, Y0, Y11
-	VSUBPS Y11, Y3, Y1
-	VADDPS Y12, Y15, Y9
-	VSUBPS Y10, Y9, Y14
-	VADDPS Y14, Y1, Y13
-	VADDPS Y13, Y0, Y6
-	VCMPPS $0x00, c_zero<>(SB), Y7, Y8
-	VBLENDVPS Y8, Y7, Y6, Y4
-	VCMPPS $0x03, Y7, Y7, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y4, Y3
-	VADDPS Y3, Y2, Y11
-	VMOVUPS Y11, (DI)
-	VMOVUPS 32(SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
-	VMULPS c_log2e<>(SB), Y1, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y1, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y1, Y1, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMAXPS c_zero<>(SB), Y0, Y2
-	VADDPS c_one<>(SB), Y7, Y4
-	VSUBPS c_one<>(SB), Y4, Y8
-	VSUBPS Y8, Y4, Y9
-	VMOVUPS c_one<>(SB), Y6
-	VSUBPS Y9, Y6, Y3
-	VSUBPS Y8, Y7, Y10
-	VADDPS Y10, Y3, Y13
-	VDIVPS Y4, Y13, Y12
-	VPSRLD $23, Y4, Y1
-	VPSUBD c_i127<>(SB), Y1, Y14
-	VANDPS c_mantMask<>(SB), Y4, Y5
-	VPCMPGTD c_sqrt2Man<>(SB), Y5, Y11
-	VORPS c_halfBits<>(SB), Y5, Y15
-	VORPS c_expBias<>(SB), Y5, Y0
-	VBLENDVPS Y11, Y15, Y0, Y6
-	VPADDD c_one_i<>(SB), Y14, Y9
-	VBLENDVPS Y11, Y9, Y14, Y8
-	VSUBPS c_one<>(SB), Y6, Y3
-	VADDPS c_two<>(SB), Y3, Y10
-	VDIVPS Y10, Y3, Y13
-	VMULPS Y13, Y13, Y1
-	VMULPS c_logL4<>(SB), Y1, Y4
-	VADDPS c_logL3<>(SB), Y4, Y5
-	VMULPS Y5, Y1, Y15
-	VADDPS c_logL2<>(SB), Y15, Y0
-	VMULPS Y0, Y1, Y11
-	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y1, Y14
-	VSUBPS Y14, Y3, Y6
-	VMULPS Y6, Y13, Y10
-	VCVTDQ2PS Y8, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VMULPS c_ln2Lo<>(SB), Y4, Y15
-	VADDPS Y3, Y5, Y0
-	VSUBPS Y5, Y0, Y11
-	VSUBPS Y11, Y3, Y1
-	VADDPS Y12, Y15, Y9
-	VSUBPS Y10, Y9, Y14
-	VADDPS Y14, Y1, Y13
-	VADDPS Y13, Y0, Y6
-	VCMPPS $0x00, c_zero<>(SB), Y7, Y8
-	VBLENDVPS Y8, Y7, Y6, Y4
-	VCMPPS $0x03, Y7, Y7, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y4, Y3
-	VADDPS Y3, Y2, Y11
-	VMOVUPS Y11, 32(DI)
-	JMP  next2
-general1:
-	VMOVUPS (SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
-	VMULPS c_log2e<>(SB), Y1, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y1, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y1, Y1, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y1, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMAXPS c_zero<>(SB), Y0, Y2
-	VADDPS c_one<>(SB), Y7, Y4
-	VSUBPS c_one<>(SB), Y4, Y8
-	VSUBPS Y8, Y4, Y9
-	VMOVUPS c_one<>(SB), Y6
-	VSUBPS Y9, Y6, Y3
-	VSUBPS Y8, Y7, Y10
-	VADDPS Y10, Y3, Y13
-	VDIVPS Y4, Y13, Y12
-	VPSRLD $23, Y4, Y1
-	VPSUBD c_i127<>(SB), Y1, Y14
-	VANDPS c_mantMask<>(SB), Y4, Y5
-	VPCMPGTD c_sqrt2Man<>(SB), Y5, Y11
-	VORPS c_halfBits<>(SB), Y5, Y15
-	VORPS c_expBias<>(SB), Y5, Y0
-	VBLENDVPS Y11, Y15, Y0, Y6
-	VPADDD c_one_i<>(SB), Y14, Y9
-	VBLENDVPS Y11, Y9, Y14, Y8
-	VSUBPS c_one<>(SB), Y6, Y3
-	VADDPS c_two<>(SB), Y3, Y10
-	VDIVPS Y10, Y3, Y13
-	VMULPS Y13, Y13, Y1
-	VMULPS c_logL4<>(SB), Y1, Y4
-	VADDPS c_logL3<>(SB), Y4, Y5
-	VMULPS Y5, Y1, Y15
-	VADDPS c_logL2<>(SB), Y15, Y0
-	VMULPS Y0, Y1, Y11
-	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y1, Y14
-	VSUBPS Y14, Y3, Y6
-	VMULPS Y6, Y13, Y10
-	VCVTDQ2PS Y8, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VMULPS c_ln2Lo<>(SB), Y4, Y15
-	VADDPS Y3, Y5, Y0
-	VSUBPS Y5, Y0, Y11
-	VSUBPS Y11, Y3, Y1
-	VADDPS Y12, Y15, Y9
-	VSUBPS Y10, Y9, Y14
-	VADDPS Y14, Y1, Y13
-	VADDPS Y13, Y0, Y6
-	VCMPPS $0x00, c_zero<>(SB), Y7, Y8
-	VBLENDVPS Y8, Y7, Y6, Y4
-	VCMPPS $0x03, Y7, Y7, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y4, Y3
-	VADDPS Y3, Y2, Y11
-	VMOVUPS Y11, (DI)
-	JMP  next1
-
-// func vkSafeLogAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(Softplusf(x) + eps)
-TEXT ·vkSafeLogAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	VBROADCASTSS s0+48(FP), Y15
-	SHRQ $3, CX
-	PCALIGN $32
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	PREFETCHT0 2048(SI)
-	VANDPS c_absMask<>(SB), Y0, Y2
-	VANDPS c_absMask<>(SB), Y1, Y3
-	VCMPPS $0x11, c_expMid<>(SB), Y2, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y3, Y5
-	VANDPS Y5, Y4, Y6
-	VORPS c_signMask<>(SB), Y0, Y7
-	VORPS c_signMask<>(SB), Y1, Y8
-	VMULPS c_log2e<>(SB), Y7, Y9
-	VMULPS c_log2e<>(SB), Y8, Y10
-	VADDPS c_magic<>(SB), Y9, Y11
-	VADDPS c_magic<>(SB), Y10, Y12
-	VSUBPS c_magic<>(SB), Y11, Y13
-	VSUBPS c_magic<>(SB), Y12, Y14
-	VMULPS c_ln2Hi<>(SB), Y13, Y2
-	VMULPS c_ln2Hi<>(SB), Y14, Y3
-	VSUBPS Y2, Y7, Y4
-	VSUBPS Y3, Y8, Y5
-	VMULPS c_ln2Lo<>(SB), Y13, Y9
-	VMULPS c_ln2Lo<>(SB), Y14, Y10
-	VSUBPS Y9, Y4, Y7
-	VSUBPS Y10, Y5, Y2
-	VMULPS c_expQ4<>(SB), Y7, Y8
-	VMULPS c_expQ4<>(SB), Y2, Y3
-	VADDPS c_expQ3<>(SB), Y8, Y13
-	VADDPS c_expQ3<>(SB), Y3, Y14
-	VMULPS Y13, Y7, Y4
-	VMULPS Y14, Y2, Y9
-	VADDPS c_expQ2<>(SB), Y4, Y5
-	VADDPS c_expQ2<>(SB), Y9, Y10
-	VMULPS Y5, Y7, Y8
-	VMULPS Y10, Y2, Y3
-	VADDPS c_expQ1<>(SB), Y8, Y13
-	VADDPS c_expQ1<>(SB), Y3, Y14
-	VMULPS Y13, Y7, Y4
-	VMULPS Y14, Y2, Y9
-	VADDPS c_expQ0<>(SB), Y4, Y5
-	VADDPS c_expQ0<>(SB), Y9, Y10
-	VMULPS Y5, Y7, Y8
-	VMULPS Y10, Y2, Y3
-	VMULPS Y8, Y7, Y13
-	VMULPS Y3, Y2, Y14
-	VADDPS Y13, Y7, Y4
-	VADDPS Y14, Y2, Y9
-	VADDPS c_one<>(SB), Y4, Y5
-	VADDPS c_one<>(SB), Y9, Y10
-	VPSLLD $23, Y11, Y8
-	VPSLLD $23, Y12, Y3
-	VPADDD c_expBias<>(SB), Y8, Y7
-	VPADDD c_expBias<>(SB), Y3, Y13
-	VMULPS Y7, Y5, Y2
-	VMULPS Y13, Y10, Y14
-	VMAXPS c_zero<>(SB), Y0, Y4
-	VMAXPS c_zero<>(SB), Y1, Y9
-	VADDPS c_one<>(SB), Y2, Y11
-	VADDPS c_one<>(SB), Y14, Y12
-	VSUBPS c_one<>(SB), Y11, Y8
-	VSUBPS c_one<>(SB), Y12, Y3
-	VSUBPS Y8, Y11, Y5
-	VSUBPS Y3, Y12, Y7
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y5, Y10, Y13
-	VMOVUPS c_one<>(SB), Y0
-	VSUBPS Y7, Y0, Y1
-	VSUBPS Y8, Y2, Y10
-	VSUBPS Y3, Y14, Y5
-	VADDPS Y10, Y13, Y0
-	VADDPS Y5, Y1, Y7
-	VDIVPS Y11, Y0, Y2
-	VDIVPS Y12, Y7, Y8
-	VPSRLD $23, Y11, Y14
-	VPSRLD $23, Y12, Y3
-	VPSUBD c_i127<>(SB), Y14, Y13
-	VPSUBD c_i127<>(SB), Y3, Y10
-	VANDPS c_mantMask<>(SB), Y11, Y1
-	VANDPS c_mantMask<>(SB), Y12, Y5
-	VPCMPGTD c_sqrt2Man<>(SB), Y1, Y0
-	VPCMPGTD c_sqrt2Man<>(SB), Y5, Y7
-	VORPS c_halfBits<>(SB), Y1, Y14
-	VORPS c_halfBits<>(SB), Y5, Y3
-	VORPS c_expBias<>(SB), Y1, Y11
-	VORPS c_expBias<>(SB), Y5, Y12
-	VBLENDVPS Y0, Y14, Y11, Y1
-	VBLENDVPS Y7, Y3, Y12, Y5
-	VPADDD c_one_i<>(SB), Y13, Y14
-	VPADDD c_one_i<>(SB), Y10, Y11
-	VBLENDVPS Y0, Y14, Y13, Y3
-	VBLENDVPS Y7, Y11, Y10, Y12
-	VSUBPS c_one<>(SB), Y1, Y0
-	VSUBPS c_one<>(SB), Y5, Y14
-	VADDPS c_two<>(SB), Y0, Y13
-	VADDPS c_two<>(SB), Y14, Y7
-	VDIVPS Y13, Y0, Y11
-	VDIVPS Y7, Y14, Y10
-	VMULPS Y11, Y11, Y1
-	VMULPS Y10, Y10, Y5
-	VMULPS c_logL4<>(SB), Y1, Y13
-	VMULPS c_logL4<>(SB), Y5, Y7
-	VADDPS c_logL3<>(SB), Y13, Y13
-	VADDPS c_logL3<>(SB), Y7, Y7
-	VMULPS Y13, Y1, Y13
-	VMULPS Y7, Y5, Y7
-	VADDPS c_logL2<>(SB), Y13, Y13
-	VADDPS c_logL2<>(SB), Y7, Y7
-	VMULPS Y13, Y1, Y13
-	VMULPS Y7, Y5, Y7
-	VADDPS c_logL1<>(SB), Y13, Y13
-	VADDPS c_logL1<>(SB), Y7, Y7
-	VMULPS Y13, Y1, Y1
-	VMULPS Y7, Y5, Y13
-	VSUBPS Y1, Y0, Y5
-	VSUBPS Y13, Y14, Y7
-	VMULPS Y5, Y11, Y1
-	VMULPS Y7, Y10, Y13
-	VCVTDQ2PS Y3, Y11
-	VCVTDQ2PS Y12, Y5
-	VMULPS c_ln2Hi<>(SB), Y11, Y10
-	VMULPS c_ln2Hi<>(SB), Y5, Y7
-	VMULPS c_ln2Lo<>(SB), Y11, Y3
-	VMULPS c_ln2Lo<>(SB), Y5, Y12
-	VADDPS Y0, Y10, Y11
-	VADDPS Y14, Y7, Y5
-	VSUBPS Y10, Y11, Y10
-	VSUBPS Y7, Y5, Y7
-	VSUBPS Y10, Y0, Y0
-	VSUBPS Y7, Y14, Y10
-	VADDPS Y2, Y3, Y14
-	VADDPS Y8, Y12, Y7
-	VSUBPS Y1, Y14, Y3
-	VSUBPS Y13, Y7, Y2
-	VADDPS Y3, Y0, Y12
-	VADDPS Y2, Y10, Y8
-	VADDPS Y12, Y11, Y14
-	VADDPS Y8, Y5, Y1
-	VADDPS Y14, Y4, Y7
-	VADDPS Y1, Y9, Y13
-	VADDPS Y15, Y7, Y0
-	VADDPS Y15, Y13, Y3
-	VCMPPS $0x1d, c_minNrm<>(SB), Y0, Y10
-	VCMPPS $0x1d, c_minNrm<>(SB), Y3, Y2
-	VCMPPS $0x12, c_maxF32<>(SB), Y0, Y11
-	VCMPPS $0x12, c_maxF32<>(SB), Y3, Y12
-	VANDPS Y11, Y10, Y5
-	VANDPS Y12, Y2, Y8
-	VANDPS Y5, Y6, Y4
-	VANDPS Y8, Y4, Y14
-	VMOVMSKPS Y14, AX
-	CMPL AX, $0xff
-	JNE general2
-	VPSRLD $23, Y0, Y9
-	VPSRLD $23, Y3, Y1
-	VPSUBD c_i127<>(SB), Y9, Y7
-	VPSUBD c_i127<>(SB), Y1, Y13
-	VANDPS c_mantMask<>(SB), Y0, Y10
-	VANDPS c_mantMask<>(SB), Y3, Y11
-	VPCMPGTD c_sqrt2Man<>(SB), Y10, Y2
-	VPCMPGTD c_sqrt2Man<>(SB), Y11, Y12
-	VORPS c_halfBits<>(SB), Y10, Y6
-	VORPS c_halfBits<>(SB), Y11, Y5
-	VORPS c_expBias<>(SB), Y10, Y4
-	VORPS c_expBias<>(SB), Y11, Y8
-	VBLENDVPS Y2, Y6, Y4, Y14
-	VBLENDVPS Y12, Y5, Y8, Y9
-	VPADDD c_one_i<>(SB), Y7, Y1
-	VPADDD c_one_i<>(SB), Y13, Y0
-	VBLENDVPS Y2, Y1, Y7, Y3
-	VBLENDVPS Y12, Y0, Y13, Y10
-	VSUBPS c_one<>(SB), Y14, Y11
-	VSUBPS c_one<>(SB), Y9, Y6
-	VADDPS c_two<>(SB), Y11, Y4
-	VADDPS c_two<>(SB), Y6, Y5
-	VDIVPS Y4, Y11, Y8
-	VDIVPS Y5, Y6, Y2
-	VMULPS Y8, Y8, Y1
-	VMULPS Y2, Y2, Y7
-	VMULPS c_logL4<>(SB), Y1, Y12
-	VMULPS c_logL4<>(SB), Y7, Y0
-	VADDPS c_logL3<>(SB), Y12, Y13
-	VADDPS c_logL3<>(SB), Y0, Y14
-	VMULPS Y13, Y1, Y9
-	VMULPS Y14, Y7, Y4
-	VADDPS c_logL2<>(SB), Y9, Y5
-	VADDPS c_logL2<>(SB), Y4, Y12
-	VMULPS Y5, Y1, Y0
-	VMULPS Y12, Y7, Y13
-	VADDPS c_logL1<>(SB), Y0, Y14
-	VADDPS c_logL1<>(SB), Y13, Y9
-	VMULPS Y14, Y1, Y4
-	VMULPS Y9, Y7, Y5
-	VSUBPS Y4, Y11, Y12
-	VSUBPS Y5, Y6, Y0
-	VMULPS Y12, Y8, Y13
-	VMULPS Y0, Y2, Y1
-	VCVTDQ2PS Y3, Y14
-	VCVTDQ2PS Y10, Y7
-	VMULPS c_ln2Hi<>(SB), Y14, Y9
-	VMULPS c_ln2Hi<>(SB), Y7, Y4
-	VMULPS c_ln2Lo<>(SB), Y14, Y5
-	VMULPS c_ln2Lo<>(SB), Y7, Y8
-	VADDPS Y11, Y9, Y12
-	VADDPS Y6, Y4, Y2
-	VSUBPS Y9, Y12, Y0
-	VSUBPS Y4, Y2, Y3
-	VSUBPS Y0, Y11, Y10
-	VSUBPS Y3, Y6, Y14
-	VSUBPS Y13, Y5, Y7
-	VSUBPS Y1, Y8, Y9
-	VADDPS Y7, Y10, Y4
-	VADDPS Y9, Y14, Y11
-	VADDPS Y4, Y12, Y0
-	VADDPS Y11, Y2, Y6
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y6, 32(DI)
-next2:
-	ADDQ $64, DI
-	ADDQ $64, SI
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VCMPPS $0x11, c_expMid<>(SB), Y1, Y2
-	VORPS c_signMask<>(SB), Y0, Y3
+	VXORPS c_signMask<>(SB), Y0, Y3
 	VMULPS c_log2e<>(SB), Y3, Y4
 	VADDPS c_magic<>(SB), Y4, Y5
 	VSUBPS c_magic<>(SB), Y5, Y6
@@ -3432,101 +6222,87 @@ loop1:
 	VMULPS Y12, Y10, Y13
 	VADDPS c_expQ2<>(SB), Y13, Y14
 	VMULPS Y14, Y10, Y1
-	VADDPS c_expQ1<>(SB), Y1, Y4
+	VADDPS c_expQ1<>(SB), Y1, Y2
+	VMULPS Y2, Y10, Y0
+	VADDPS c_expQ0<>(SB), Y0, Y4
 	VMULPS Y4, Y10, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y7
-	VMULPS Y7, Y10, Y6
-	VMULPS Y6, Y10, Y8
-	VADDPS Y8, Y10, Y9
-	VADDPS c_one<>(SB), Y9, Y11
-	VPSLLD $23, Y5, Y12
-	VPADDD c_expBias<>(SB), Y12, Y13
-	VMULPS Y13, Y11, Y14
-	VMAXPS c_zero<>(SB), Y0, Y1
-	VADDPS c_one<>(SB), Y14, Y4
-	VSUBPS c_one<>(SB), Y4, Y3
-	VSUBPS Y3, Y4, Y7
-	VMOVUPS c_one<>(SB), Y6
-	VSUBPS Y7, Y6, Y10
-	VSUBPS Y3, Y14, Y8
-	VADDPS Y8, Y10, Y9
-	VDIVPS Y4, Y9, Y5
-	VPSRLD $23, Y4, Y12
-	VPSUBD c_i127<>(SB), Y12, Y11
-	VANDPS c_mantMask<>(SB), Y4, Y13
-	VPCMPGTD c_sqrt2Man<>(SB), Y13, Y0
-	VORPS c_halfBits<>(SB), Y13, Y6
-	VORPS c_expBias<>(SB), Y13, Y7
-	VBLENDVPS Y0, Y6, Y7, Y14
-	VPADDD c_one_i<>(SB), Y11, Y3
-	VBLENDVPS Y0, Y3, Y11, Y10
-	VSUBPS c_one<>(SB), Y14, Y8
-	VADDPS c_two<>(SB), Y8, Y9
-	VDIVPS Y9, Y8, Y12
-	VMULPS Y12, Y12, Y4
-	VMULPS c_logL4<>(SB), Y4, Y13
-	VADDPS c_logL3<>(SB), Y13, Y6
-	VMULPS Y6, Y4, Y7
-	VADDPS c_logL2<>(SB), Y7, Y0
-	VMULPS Y0, Y4, Y3
-	VADDPS c_logL1<>(SB), Y3, Y11
-	VMULPS Y11, Y4, Y14
-	VSUBPS Y14, Y8, Y9
-	VMULPS Y9, Y12, Y13
-	VCVTDQ2PS Y10, Y6
-	VMULPS c_ln2Hi<>(SB), Y6, Y7
-	VMULPS c_ln2Lo<>(SB), Y6, Y0
-	VADDPS Y8, Y7, Y3
-	VSUBPS Y7, Y3, Y4
-	VSUBPS Y4, Y8, Y11
-	VADDPS Y5, Y0, Y14
-	VSUBPS Y13, Y14, Y12
-	VADDPS Y12, Y11, Y9
-	VADDPS Y9, Y3, Y10
-	VADDPS Y10, Y1, Y6
-	VADDPS Y15, Y6, Y7
-	VCMPPS $0x1d, c_minNrm<>(SB), Y7, Y8
-	VCMPPS $0x12, c_maxF32<>(SB), Y7, Y4
-	VANDPS Y4, Y8, Y0
-	VANDPS Y0, Y2, Y5
-	VMOVMSKPS Y5, AX
-	CMPL AX, $0xff
-	JNE general1
-	VPSRLD $23, Y7, Y14
-	VPSUBD c_i127<>(SB), Y14, Y13
-	VANDPS c_mantMask<>(SB), Y7, Y11
-	VPCMPGTD c_sqrt2Man<>(SB), Y11, Y12
-	VORPS c_halfBits<>(SB), Y11, Y3
-	VORPS c_expBias<>(SB), Y11, Y9
-	VBLENDVPS Y12, Y3, Y9, Y1
-	VPADDD c_one_i<>(SB), Y13, Y10
-	VBLENDVPS Y12, Y10, Y13, Y6
-	VSUBPS c_one<>(SB), Y1, Y8
-	VADDPS c_two<>(SB), Y8, Y4
-	VDIVPS Y4, Y8, Y2
-	VMULPS Y2, Y2, Y0
-	VMULPS c_logL4<>(SB), Y0, Y5
-	VADDPS c_logL3<>(SB), Y5, Y14
-	VMULPS Y14, Y0, Y7
-	VADDPS c_logL2<>(SB), Y7, Y11
-	VMULPS Y11, Y0, Y3
-	VADDPS c_logL1<>(SB), Y3, Y9
-	VMULPS Y9, Y0, Y12
-	VSUBPS Y12, Y8, Y10
-	VMULPS Y10, Y2, Y13
-	VCVTDQ2PS Y6, Y1
-	VMULPS c_ln2Hi<>(SB), Y1, Y4
-	VMULPS c_ln2Lo<>(SB), Y1, Y5
-	VADDPS Y8, Y4, Y14
-	VSUBPS Y4, Y14, Y7
-	VSUBPS Y7, Y8, Y11
-	VSUBPS Y13, Y5, Y3
-	VADDPS Y3, Y11, Y0
-	VADDPS Y0, Y14, Y9
-	VMOVUPS Y9, (DI)
+	VMULPS Y3, Y10, Y7
+	VADDPS Y7, Y10, Y6
+	VADDPS c_one<>(SB), Y6, Y8
+	VPSLLD $23, Y5, Y9
+	VPADDD c_expBias<>(SB), Y9, Y11
+	VMULPS Y11, Y8, Y12
+	VADDPS c_one<>(SB), Y12, Y13
+	VMOVUPS c_one<>(SB), Y14
+	VDIVPS Y13, Y14, Y1
+	VMOVUPS (DX), Y2
+	VMULPS Y1, Y2, Y0
+	VMOVUPS (SI), Y4
+	VORPS c_signMask<>(SB), Y4, Y3
+	VMULPS c_log2e<>(SB), Y3, Y10
+	VADDPS c_magic<>(SB), Y10, Y7
+	VSUBPS c_magic<>(SB), Y7, Y6
+	VMULPS c_ln2Hi<>(SB), Y6, Y5
+	VSUBPS Y5, Y3, Y9
+	VMULPS c_ln2Lo<>(SB), Y6, Y8
+	VSUBPS Y8, Y9, Y11
+	VMULPS c_expQ4<>(SB), Y11, Y12
+	VADDPS c_expQ3<>(SB), Y12, Y14
+	VMULPS Y14, Y11, Y13
+	VADDPS c_expQ2<>(SB), Y13, Y2
+	VMULPS Y2, Y11, Y1
+	VADDPS c_expQ1<>(SB), Y1, Y4
+	VMULPS Y4, Y11, Y10
+	VADDPS c_expQ0<>(SB), Y10, Y3
+	VMULPS Y3, Y11, Y5
+	VMULPS Y5, Y11, Y6
+	VADDPS Y6, Y11, Y9
+	VADDPS c_one<>(SB), Y9, Y8
+	VPSLLD $23, Y7, Y12
+	VPADDD c_expBias<>(SB), Y12, Y14
+	VMULPS Y14, Y8, Y13
+	VADDPS c_one<>(SB), Y13, Y2
+	VSUBPS c_one<>(SB), Y2, Y1
+	VSUBPS Y1, Y13, Y4
+	VDIVPS Y2, Y4, Y10
+	VPADDD c_logOff<>(SB), Y2, Y3
+	VANDPS c_mantMask<>(SB), Y3, Y5
+	VPADDD c_logM0<>(SB), Y5, Y11
+	VPSRLD $23, Y3, Y6
+	VPSUBD c_i127<>(SB), Y6, Y9
+	VCVTDQ2PS Y9, Y7
+	VSUBPS c_one<>(SB), Y11, Y12
+	VADDPS c_two<>(SB), Y12, Y8
+	VDIVPS Y8, Y12, Y14
+	VMULPS Y14, Y14, Y13
+	VMULPS c_logL4<>(SB), Y13, Y1
+	VADDPS c_logL3<>(SB), Y1, Y4
+	VMULPS Y4, Y13, Y2
+	VADDPS c_logL2<>(SB), Y2, Y5
+	VMULPS Y5, Y13, Y3
+	VADDPS c_logL1<>(SB), Y3, Y6
+	VMULPS Y6, Y13, Y9
+	VSUBPS Y9, Y12, Y11
+	VMULPS Y11, Y14, Y8
+	VMULPS c_ln2Lo<>(SB), Y7, Y1
+	VADDPS Y10, Y1, Y4
+	VSUBPS Y8, Y4, Y2
+	VMULPS c_ln2Hi<>(SB), Y7, Y5
+	VADDPS Y12, Y5, Y3
+	VSUBPS Y5, Y3, Y13
+	VSUBPS Y13, Y12, Y6
+	VADDPS Y2, Y6, Y9
+	VADDPS Y9, Y3, Y14
+	VMOVUPS (SI), Y11
+	VMAXPS c_zero<>(SB), Y11, Y1
+	VADDPS Y14, Y1, Y10
+	VADDPS Y15, Y10, Y4
+	VDIVPS Y4, Y0, Y8
+	VMOVUPS Y8, (DI)
 next1:
 	ADDQ $32, DI
 	ADDQ $32, SI
+	ADDQ $32, DX
 	SUBQ $1, CX
 	JMP  loop1
 done:
@@ -3534,7 +6310,7 @@ done:
 	RET
 general2:
 	VMOVUPS (SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
+	VXORPS c_signMask<>(SB), Y0, Y1
 	VMULPS c_log2e<>(SB), Y1, Y2
 	VADDPS c_magic<>(SB), Y2, Y3
 	VSUBPS c_magic<>(SB), Y3, Y4
@@ -3564,110 +6340,106 @@ general2:
 	VPSLLD $23, Y5, Y4
 	VPADDD c_i127<>(SB), Y2, Y8
 	VPSLLD $23, Y8, Y6
-	VMULPS Y4, Y9, Y7
-	VMULPS Y6, Y7, Y10
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y11
-	VBLENDVPS Y11, c_inf<>(SB), Y10, Y3
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y13
-	VBLENDVPS Y13, c_zero<>(SB), Y3, Y14
-	VCMPPS $0x03, Y1, Y1, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y14, Y2
-	VANDPS c_absMask<>(SB), Y1, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y9
-	VBLENDVPS Y9, Y12, Y2, Y4
-	VMAXPS c_zero<>(SB), Y0, Y7
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y10
+	VMOVUPS c_one<>(SB), Y6
+	VDIVPS Y10, Y6, Y7
+	VMOVUPS (DX), Y3
+	VMULPS Y7, Y3, Y12
+	VORPS c_signMask<>(SB), Y0, Y11
+	VMULPS c_log2e<>(SB), Y11, Y14
+	VADDPS c_magic<>(SB), Y14, Y13
+	VSUBPS c_magic<>(SB), Y13, Y2
+	VMULPS c_ln2Hi<>(SB), Y2, Y5
+	VSUBPS Y5, Y11, Y1
+	VMULPS c_ln2Lo<>(SB), Y2, Y9
+	VSUBPS Y9, Y1, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y4
+	VADDPS c_expQ3<>(SB), Y4, Y6
+	VMULPS Y6, Y8, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y3
+	VMULPS Y3, Y8, Y7
+	VADDPS c_expQ1<>(SB), Y7, Y14
+	VMULPS Y14, Y8, Y5
+	VADDPS c_expQ0<>(SB), Y5, Y2
+	VMULPS Y2, Y8, Y1
+	VMULPS Y1, Y8, Y9
+	VADDPS Y9, Y8, Y4
 	VADDPS c_one<>(SB), Y4, Y6
-	VSUBPS c_one<>(SB), Y6, Y11
-	VSUBPS Y11, Y6, Y10
-	VMOVUPS c_one<>(SB), Y13
-	VSUBPS Y10, Y13, Y3
-	VSUBPS Y11, Y4, Y5
-	VADDPS Y5, Y3, Y14
-	VDIVPS Y6, Y14, Y1
-	VPSRLD $23, Y6, Y8
-	VPSUBD c_i127<>(SB), Y8, Y9
-	VANDPS c_mantMask<>(SB), Y6, Y12
-	VPCMPGTD c_sqrt2Man<>(SB), Y12, Y2
-	VORPS c_halfBits<>(SB), Y12, Y0
-	VORPS c_expBias<>(SB), Y12, Y13
-	VBLENDVPS Y2, Y0, Y13, Y10
-	VPADDD c_one_i<>(SB), Y9, Y11
-	VBLENDVPS Y2, Y11, Y9, Y3
-	VSUBPS c_one<>(SB), Y10, Y5
-	VADDPS c_two<>(SB), Y5, Y14
-	VDIVPS Y14, Y5, Y8
-	VMULPS Y8, Y8, Y6
-	VMULPS c_logL4<>(SB), Y6, Y12
-	VADDPS c_logL3<>(SB), Y12, Y0
-	VMULPS Y0, Y6, Y13
-	VADDPS c_logL2<>(SB), Y13, Y2
-	VMULPS Y2, Y6, Y11
+	VPSLLD $23, Y13, Y10
+	VPADDD c_expBias<>(SB), Y10, Y3
+	VMULPS Y3, Y6, Y7
+	VPSUBD c_magic<>(SB), Y13, Y14
+	VPSRAD $1, Y14, Y5
+	VPSUBD Y5, Y14, Y2
+	VPADDD c_i127<>(SB), Y5, Y1
+	VPSLLD $23, Y1, Y8
+	VPADDD c_i127<>(SB), Y2, Y9
+	VPSLLD $23, Y9, Y4
+	VANDPS c_absMask<>(SB), Y11, Y10
+	VMULPS Y8, Y6, Y3
+	VMULPS Y4, Y3, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y14
+	VBLENDVPS Y14, Y7, Y13, Y5
+	VCMPPS $0x1e, c_expHi<>(SB), Y11, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y5, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y11, Y9
+	VBLENDVPS Y9, c_zero<>(SB), Y2, Y6
+	VCMPPS $0x03, Y11, Y11, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y6, Y3
+	VMAXPS c_zero<>(SB), Y0, Y4
+	VADDPS c_one<>(SB), Y3, Y10
+	VSUBPS c_one<>(SB), Y10, Y14
+	VSUBPS Y14, Y3, Y7
+	VDIVPS Y10, Y7, Y13
+	VPADDD c_logOff<>(SB), Y10, Y1
+	VANDPS c_mantMask<>(SB), Y1, Y5
+	VPADDD c_logM0<>(SB), Y5, Y9
+	VPSRLD $23, Y1, Y2
+	VPSUBD c_i127<>(SB), Y2, Y11
+	VCVTDQ2PS Y11, Y8
+	VSUBPS c_one<>(SB), Y9, Y6
+	VADDPS c_two<>(SB), Y6, Y0
+	VDIVPS Y0, Y6, Y14
+	VMULPS Y14, Y14, Y7
+	VMULPS c_logL4<>(SB), Y7, Y10
+	VADDPS c_logL3<>(SB), Y10, Y5
+	VMULPS Y5, Y7, Y1
+	VADDPS c_logL2<>(SB), Y1, Y2
+	VMULPS Y2, Y7, Y11
 	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y6, Y10
-	VSUBPS Y10, Y5, Y14
-	VMULPS Y14, Y8, Y12
-	VCVTDQ2PS Y3, Y0
-	VMULPS c_ln2Hi<>(SB), Y0, Y13
-	VMULPS c_ln2Lo<>(SB), Y0, Y2
-	VADDPS Y5, Y13, Y11
-	VSUBPS Y13, Y11, Y6
-	VSUBPS Y6, Y5, Y9
-	VADDPS Y1, Y2, Y10
-	VSUBPS Y12, Y10, Y8
-	VADDPS Y8, Y9, Y14
-	VADDPS Y14, Y11, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y4, Y0
-	VBLENDVPS Y0, Y4, Y3, Y13
-	VCMPPS $0x03, Y4, Y4, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y13, Y6
-	VADDPS Y6, Y7, Y2
-	VADDPS Y15, Y2, Y1
-	VMOVUPS c_minNrmP<>(SB), Y10
-	VPCMPGTD Y1, Y10, Y12
-	VMULPS c_two23<>(SB), Y1, Y9
-	VBLENDVPS Y12, Y9, Y1, Y8
-	VPSRLD $23, Y8, Y11
-	VMOVUPS c_iM127<>(SB), Y14
-	VBLENDVPS Y12, c_iM150<>(SB), Y14, Y0
-	VPADDD Y0, Y11, Y3
-	VANDPS c_mantMask<>(SB), Y8, Y4
-	VPCMPGTD c_sqrt2Man<>(SB), Y4, Y5
-	VORPS c_halfBits<>(SB), Y4, Y13
-	VORPS c_expBias<>(SB), Y4, Y7
-	VBLENDVPS Y5, Y13, Y7, Y6
-	VPADDD c_one_i<>(SB), Y3, Y2
-	VBLENDVPS Y5, Y2, Y3, Y10
-	VSUBPS c_one<>(SB), Y6, Y9
-	VADDPS c_two<>(SB), Y9, Y12
-	VDIVPS Y12, Y9, Y14
-	VMULPS Y14, Y14, Y11
-	VMULPS c_logL4<>(SB), Y11, Y0
-	VADDPS c_logL3<>(SB), Y0, Y8
-	VMULPS Y8, Y11, Y4
-	VADDPS c_logL2<>(SB), Y4, Y13
-	VMULPS Y13, Y11, Y7
-	VADDPS c_logL1<>(SB), Y7, Y5
-	VMULPS Y5, Y11, Y2
-	VSUBPS Y2, Y9, Y3
-	VMULPS Y3, Y14, Y6
-	VCVTDQ2PS Y10, Y12
-	VMULPS c_ln2Hi<>(SB), Y12, Y0
-	VMULPS c_ln2Lo<>(SB), Y12, Y8
-	VADDPS Y9, Y0, Y4
-	VSUBPS Y0, Y4, Y13
-	VSUBPS Y13, Y9, Y7
-	VSUBPS Y6, Y8, Y11
-	VADDPS Y11, Y7, Y5
-	VADDPS Y5, Y4, Y2
-	VCMPPS $0x1e, c_maxF32<>(SB), Y1, Y14
-	VBLENDVPS Y14, Y1, Y2, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y1, Y10
-	VBLENDVPS Y10, c_negInf<>(SB), Y3, Y12
-	VCMPPS $0x09, c_zero<>(SB), Y1, Y0
-	VBLENDVPS Y0, c_nan<>(SB), Y12, Y9
-	VMOVUPS Y9, (DI)
+	VMULPS Y9, Y7, Y0
+	VSUBPS Y0, Y6, Y10
+	VMULPS Y10, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y8, Y1
+	VADDPS Y13, Y1, Y2
+	VSUBPS Y5, Y2, Y11
+	VMULPS c_ln2Hi<>(SB), Y8, Y7
+	VADDPS Y6, Y7, Y9
+	VSUBPS Y7, Y9, Y0
+	VSUBPS Y0, Y6, Y14
+	VADDPS Y11, Y14, Y10
+	VADDPS Y10, Y9, Y1
+	VCMPPS $0x00, c_zero<>(SB), Y3, Y13
+	VBLENDVPS Y13, Y3, Y1, Y2
+	VCMPPS $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y2, Y8
+	VADDPS Y8, Y4, Y7
+	VADDPS Y15, Y7, Y6
+	VDIVPS Y6, Y12, Y0
+	VMOVUPS Y0, (DI)
 	VMOVUPS 32(SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
+	VXORPS c_signMask<>(SB), Y0, Y1
 	VMULPS c_log2e<>(SB), Y1, Y2
 	VADDPS c_magic<>(SB), Y2, Y3
 	VSUBPS c_magic<>(SB), Y3, Y4
@@ -3697,112 +6469,108 @@ general2:
 	VPSLLD $23, Y5, Y4
 	VPADDD c_i127<>(SB), Y2, Y8
 	VPSLLD $23, Y8, Y6
-	VMULPS Y4, Y9, Y7
-	VMULPS Y6, Y7, Y10
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y11
-	VBLENDVPS Y11, c_inf<>(SB), Y10, Y3
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y13
-	VBLENDVPS Y13, c_zero<>(SB), Y3, Y14
-	VCMPPS $0x03, Y1, Y1, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y14, Y2
-	VANDPS c_absMask<>(SB), Y1, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y9
-	VBLENDVPS Y9, Y12, Y2, Y4
-	VMAXPS c_zero<>(SB), Y0, Y7
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y10
+	VMOVUPS c_one<>(SB), Y6
+	VDIVPS Y10, Y6, Y7
+	VMOVUPS 32(DX), Y3
+	VMULPS Y7, Y3, Y12
+	VORPS c_signMask<>(SB), Y0, Y11
+	VMULPS c_log2e<>(SB), Y11, Y14
+	VADDPS c_magic<>(SB), Y14, Y13
+	VSUBPS c_magic<>(SB), Y13, Y2
+	VMULPS c_ln2Hi<>(SB), Y2, Y5
+	VSUBPS Y5, Y11, Y1
+	VMULPS c_ln2Lo<>(SB), Y2, Y9
+	VSUBPS Y9, Y1, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y4
+	VADDPS c_expQ3<>(SB), Y4, Y6
+	VMULPS Y6, Y8, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y3
+	VMULPS Y3, Y8, Y7
+	VADDPS c_expQ1<>(SB), Y7, Y14
+	VMULPS Y14, Y8, Y5
+	VADDPS c_expQ0<>(SB), Y5, Y2
+	VMULPS Y2, Y8, Y1
+	VMULPS Y1, Y8, Y9
+	VADDPS Y9, Y8, Y4
 	VADDPS c_one<>(SB), Y4, Y6
-	VSUBPS c_one<>(SB), Y6, Y11
-	VSUBPS Y11, Y6, Y10
-	VMOVUPS c_one<>(SB), Y13
-	VSUBPS Y10, Y13, Y3
-	VSUBPS Y11, Y4, Y5
-	VADDPS Y5, Y3, Y14
-	VDIVPS Y6, Y14, Y1
-	VPSRLD $23, Y6, Y8
-	VPSUBD c_i127<>(SB), Y8, Y9
-	VANDPS c_mantMask<>(SB), Y6, Y12
-	VPCMPGTD c_sqrt2Man<>(SB), Y12, Y2
-	VORPS c_halfBits<>(SB), Y12, Y0
-	VORPS c_expBias<>(SB), Y12, Y13
-	VBLENDVPS Y2, Y0, Y13, Y10
-	VPADDD c_one_i<>(SB), Y9, Y11
-	VBLENDVPS Y2, Y11, Y9, Y3
-	VSUBPS c_one<>(SB), Y10, Y5
-	VADDPS c_two<>(SB), Y5, Y14
-	VDIVPS Y14, Y5, Y8
-	VMULPS Y8, Y8, Y6
-	VMULPS c_logL4<>(SB), Y6, Y12
-	VADDPS c_logL3<>(SB), Y12, Y0
-	VMULPS Y0, Y6, Y13
-	VADDPS c_logL2<>(SB), Y13, Y2
-	VMULPS Y2, Y6, Y11
+	VPSLLD $23, Y13, Y10
+	VPADDD c_expBias<>(SB), Y10, Y3
+	VMULPS Y3, Y6, Y7
+	VPSUBD c_magic<>(SB), Y13, Y14
+	VPSRAD $1, Y14, Y5
+	VPSUBD Y5, Y14, Y2
+	VPADDD c_i127<>(SB), Y5, Y1
+	VPSLLD $23, Y1, Y8
+	VPADDD c_i127<>(SB), Y2, Y9
+	VPSLLD $23, Y9, Y4
+	VANDPS c_absMask<>(SB), Y11, Y10
+	VMULPS Y8, Y6, Y3
+	VMULPS Y4, Y3, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y14
+	VBLENDVPS Y14, Y7, Y13, Y5
+	VCMPPS $0x1e, c_expHi<>(SB), Y11, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y5, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y11, Y9
+	VBLENDVPS Y9, c_zero<>(SB), Y2, Y6
+	VCMPPS $0x03, Y11, Y11, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y6, Y3
+	VMAXPS c_zero<>(SB), Y0, Y4
+	VADDPS c_one<>(SB), Y3, Y10
+	VSUBPS c_one<>(SB), Y10, Y14
+	VSUBPS Y14, Y3, Y7
+	VDIVPS Y10, Y7, Y13
+	VPADDD c_logOff<>(SB), Y10, Y1
+	VANDPS c_mantMask<>(SB), Y1, Y5
+	VPADDD c_logM0<>(SB), Y5, Y9
+	VPSRLD $23, Y1, Y2
+	VPSUBD c_i127<>(SB), Y2, Y11
+	VCVTDQ2PS Y11, Y8
+	VSUBPS c_one<>(SB), Y9, Y6
+	VADDPS c_two<>(SB), Y6, Y0
+	VDIVPS Y0, Y6, Y14
+	VMULPS Y14, Y14, Y7
+	VMULPS c_logL4<>(SB), Y7, Y10
+	VADDPS c_logL3<>(SB), Y10, Y5
+	VMULPS Y5, Y7, Y1
+	VADDPS c_logL2<>(SB), Y1, Y2
+	VMULPS Y2, Y7, Y11
 	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y6, Y10
-	VSUBPS Y10, Y5, Y14
-	VMULPS Y14, Y8, Y12
-	VCVTDQ2PS Y3, Y0
-	VMULPS c_ln2Hi<>(SB), Y0, Y13
-	VMULPS c_ln2Lo<>(SB), Y0, Y2
-	VADDPS Y5, Y13, Y11
-	VSUBPS Y13, Y11, Y6
-	VSUBPS Y6, Y5, Y9
-	VADDPS Y1, Y2, Y10
-	VSUBPS Y12, Y10, Y8
-	VADDPS Y8, Y9, Y14
-	VADDPS Y14, Y11, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y4, Y0
-	VBLENDVPS Y0, Y4, Y3, Y13
-	VCMPPS $0x03, Y4, Y4, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y13, Y6
-	VADDPS Y6, Y7, Y2
-	VADDPS Y15, Y2, Y1
-	VMOVUPS c_minNrmP<>(SB), Y10
-	VPCMPGTD Y1, Y10, Y12
-	VMULPS c_two23<>(SB), Y1, Y9
-	VBLENDVPS Y12, Y9, Y1, Y8
-	VPSRLD $23, Y8, Y11
-	VMOVUPS c_iM127<>(SB), Y14
-	VBLENDVPS Y12, c_iM150<>(SB), Y14, Y0
-	VPADDD Y0, Y11, Y3
-	VANDPS c_mantMask<>(SB), Y8, Y4
-	VPCMPGTD c_sqrt2Man<>(SB), Y4, Y5
-	VORPS c_halfBits<>(SB), Y4, Y13
-	VORPS c_expBias<>(SB), Y4, Y7
-	VBLENDVPS Y5, Y13, Y7, Y6
-	VPADDD c_one_i<>(SB), Y3, Y2
-	VBLENDVPS Y5, Y2, Y3, Y10
-	VSUBPS c_one<>(SB), Y6, Y9
-	VADDPS c_two<>(SB), Y9, Y12
-	VDIVPS Y12, Y9, Y14
-	VMULPS Y14, Y14, Y11
-	VMULPS c_logL4<>(SB), Y11, Y0
-	VADDPS c_logL3<>(SB), Y0, Y8
-	VMULPS Y8, Y11, Y4
-	VADDPS c_logL2<>(SB), Y4, Y13
-	VMULPS Y13, Y11, Y7
-	VADDPS c_logL1<>(SB), Y7, Y5
-	VMULPS Y5, Y11, Y2
-	VSUBPS Y2, Y9, Y3
-	VMULPS Y3, Y14, Y6
-	VCVTDQ2PS Y10, Y12
-	VMULPS c_ln2Hi<>(SB), Y12, Y0
-	VMULPS c_ln2Lo<>(SB), Y12, Y8
-	VADDPS Y9, Y0, Y4
-	VSUBPS Y0, Y4, Y13
-	VSUBPS Y13, Y9, Y7
-	VSUBPS Y6, Y8, Y11
-	VADDPS Y11, Y7, Y5
-	VADDPS Y5, Y4, Y2
-	VCMPPS $0x1e, c_maxF32<>(SB), Y1, Y14
-	VBLENDVPS Y14, Y1, Y2, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y1, Y10
-	VBLENDVPS Y10, c_negInf<>(SB), Y3, Y12
-	VCMPPS $0x09, c_zero<>(SB), Y1, Y0
-	VBLENDVPS Y0, c_nan<>(SB), Y12, Y9
-	VMOVUPS Y9, 32(DI)
+	VMULPS Y9, Y7, Y0
+	VSUBPS Y0, Y6, Y10
+	VMULPS Y10, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y8, Y1
+	VADDPS Y13, Y1, Y2
+	VSUBPS Y5, Y2, Y11
+	VMULPS c_ln2Hi<>(SB), Y8, Y7
+	VADDPS Y6, Y7, Y9
+	VSUBPS Y7, Y9, Y0
+	VSUBPS Y0, Y6, Y14
+	VADDPS Y11, Y14, Y10
+	VADDPS Y10, Y9, Y1
+	VCMPPS $0x00, c_zero<>(SB), Y3, Y13
+	VBLENDVPS Y13, Y3, Y1, Y2
+	VCMPPS $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y2, Y8
+	VADDPS Y8, Y4, Y7
+	VADDPS Y15, Y7, Y6
+	VDIVPS Y6, Y12, Y0
+	VMOVUPS Y0, 32(DI)
 	JMP  next2
 general1:
 	VMOVUPS (SI), Y0
-	VORPS c_signMask<>(SB), Y0, Y1
+	VXORPS c_signMask<>(SB), Y0, Y1
 	VMULPS c_log2e<>(SB), Y1, Y2
 	VADDPS c_magic<>(SB), Y2, Y3
 	VSUBPS c_magic<>(SB), Y3, Y4
@@ -3832,1818 +6600,104 @@ general1:
 	VPSLLD $23, Y5, Y4
 	VPADDD c_i127<>(SB), Y2, Y8
 	VPSLLD $23, Y8, Y6
-	VMULPS Y4, Y9, Y7
-	VMULPS Y6, Y7, Y10
-	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y11
-	VBLENDVPS Y11, c_inf<>(SB), Y10, Y3
-	VCMPPS $0x11, c_expLo<>(SB), Y1, Y13
-	VBLENDVPS Y13, c_zero<>(SB), Y3, Y14
-	VCMPPS $0x03, Y1, Y1, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y14, Y2
-	VANDPS c_absMask<>(SB), Y1, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y9
-	VBLENDVPS Y9, Y12, Y2, Y4
-	VMAXPS c_zero<>(SB), Y0, Y7
-	VADDPS c_one<>(SB), Y4, Y6
-	VSUBPS c_one<>(SB), Y6, Y11
-	VSUBPS Y11, Y6, Y10
-	VMOVUPS c_one<>(SB), Y13
-	VSUBPS Y10, Y13, Y3
-	VSUBPS Y11, Y4, Y5
-	VADDPS Y5, Y3, Y14
-	VDIVPS Y6, Y14, Y1
-	VPSRLD $23, Y6, Y8
-	VPSUBD c_i127<>(SB), Y8, Y9
-	VANDPS c_mantMask<>(SB), Y6, Y12
-	VPCMPGTD c_sqrt2Man<>(SB), Y12, Y2
-	VORPS c_halfBits<>(SB), Y12, Y0
-	VORPS c_expBias<>(SB), Y12, Y13
-	VBLENDVPS Y2, Y0, Y13, Y10
-	VPADDD c_one_i<>(SB), Y9, Y11
-	VBLENDVPS Y2, Y11, Y9, Y3
-	VSUBPS c_one<>(SB), Y10, Y5
-	VADDPS c_two<>(SB), Y5, Y14
-	VDIVPS Y14, Y5, Y8
-	VMULPS Y8, Y8, Y6
-	VMULPS c_logL4<>(SB), Y6, Y12
-	VADDPS c_logL3<>(SB), Y12, Y0
-	VMULPS Y0, Y6, Y13
-	VADDPS c_logL2<>(SB), Y13, Y2
-	VMULPS Y2, Y6, Y11
-	VADDPS c_logL1<>(SB), Y11, Y9
-	VMULPS Y9, Y6, Y10
-	VSUBPS Y10, Y5, Y14
-	VMULPS Y14, Y8, Y12
-	VCVTDQ2PS Y3, Y0
-	VMULPS c_ln2Hi<>(SB), Y0, Y13
-	VMULPS c_ln2Lo<>(SB), Y0, Y2
-	VADDPS Y5, Y13, Y11
-	VSUBPS Y13, Y11, Y6
-	VSUBPS Y6, Y5, Y9
-	VADDPS Y1, Y2, Y10
-	VSUBPS Y12, Y10, Y8
-	VADDPS Y8, Y9, Y14
-	VADDPS Y14, Y11, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y4, Y0
-	VBLENDVPS Y0, Y4, Y3, Y13
-	VCMPPS $0x03, Y4, Y4, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y13, Y6
-	VADDPS Y6, Y7, Y2
-	VADDPS Y15, Y2, Y1
-	VMOVUPS c_minNrmP<>(SB), Y10
-	VPCMPGTD Y1, Y10, Y12
-	VMULPS c_two23<>(SB), Y1, Y9
-	VBLENDVPS Y12, Y9, Y1, Y8
-	VPSRLD $23, Y8, Y11
-	VMOVUPS c_iM127<>(SB), Y14
-	VBLENDVPS Y12, c_iM150<>(SB), Y14, Y0
-	VPADDD Y0, Y11, Y3
-	VANDPS c_mantMask<>(SB), Y8, Y4
-	VPCMPGTD c_sqrt2Man<>(SB), Y4, Y5
-	VORPS c_halfBits<>(SB), Y4, Y13
-	VORPS c_expBias<>(SB), Y4, Y7
-	VBLENDVPS Y5, Y13, Y7, Y6
-	VPADDD c_one_i<>(SB), Y3, Y2
-	VBLENDVPS Y5, Y2, Y3, Y10
-	VSUBPS c_one<>(SB), Y6, Y9
-	VADDPS c_two<>(SB), Y9, Y12
-	VDIVPS Y12, Y9, Y14
-	VMULPS Y14, Y14, Y11
-	VMULPS c_logL4<>(SB), Y11, Y0
-	VADDPS c_logL3<>(SB), Y0, Y8
-	VMULPS Y8, Y11, Y4
-	VADDPS c_logL2<>(SB), Y4, Y13
-	VMULPS Y13, Y11, Y7
-	VADDPS c_logL1<>(SB), Y7, Y5
-	VMULPS Y5, Y11, Y2
-	VSUBPS Y2, Y9, Y3
-	VMULPS Y3, Y14, Y6
-	VCVTDQ2PS Y10, Y12
-	VMULPS c_ln2Hi<>(SB), Y12, Y0
-	VMULPS c_ln2Lo<>(SB), Y12, Y8
-	VADDPS Y9, Y0, Y4
-	VSUBPS Y0, Y4, Y13
-	VSUBPS Y13, Y9, Y7
-	VSUBPS Y6, Y8, Y11
-	VADDPS Y11, Y7, Y5
-	VADDPS Y5, Y4, Y2
-	VCMPPS $0x1e, c_maxF32<>(SB), Y1, Y14
-	VBLENDVPS Y14, Y1, Y2, Y3
-	VCMPPS $0x00, c_zero<>(SB), Y1, Y10
-	VBLENDVPS Y10, c_negInf<>(SB), Y3, Y12
-	VCMPPS $0x09, c_zero<>(SB), Y1, Y0
-	VBLENDVPS Y0, c_nan<>(SB), Y12, Y9
-	VMOVUPS Y9, (DI)
-	JMP  next1
-
-// func vkExpBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Expf(x)
-TEXT ·vkExpBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VANDPS c_absMask<>(SB), Y0, Y3
-	VANDPS c_absMask<>(SB), Y1, Y4
-	VANDPS c_absMask<>(SB), Y2, Y5
-	VCMPPS $0x11, c_expMid<>(SB), Y3, Y6
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y7
-	VCMPPS $0x11, c_expMid<>(SB), Y5, Y8
-	VANDPS Y7, Y6, Y9
-	VANDPS Y8, Y9, Y10
-	VMOVMSKPS Y10, AX
-	CMPL AX, $0xff
-	JNE general3
-	VMOVUPS (DX), Y11
-	VMOVUPS 32(DX), Y12
-	VMOVUPS 64(DX), Y13
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
-	VMULPS c_log2e<>(SB), Y0, Y14
-	VMULPS c_log2e<>(SB), Y1, Y15
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y14, Y4
-	VADDPS c_magic<>(SB), Y15, Y5
-	VADDPS c_magic<>(SB), Y3, Y6
-	VSUBPS c_magic<>(SB), Y4, Y7
-	VSUBPS c_magic<>(SB), Y5, Y9
-	VSUBPS c_magic<>(SB), Y6, Y8
-	VMULPS c_ln2Hi<>(SB), Y7, Y10
-	VMULPS c_ln2Hi<>(SB), Y9, Y14
-	VMULPS c_ln2Hi<>(SB), Y8, Y15
-	VSUBPS Y10, Y0, Y3
-	VSUBPS Y14, Y1, Y0
-	VSUBPS Y15, Y2, Y10
-	VMULPS c_ln2Lo<>(SB), Y7, Y1
-	VMULPS c_ln2Lo<>(SB), Y9, Y14
-	VMULPS c_ln2Lo<>(SB), Y8, Y2
-	VSUBPS Y1, Y3, Y15
-	VSUBPS Y14, Y0, Y7
-	VSUBPS Y2, Y10, Y9
-	VMULPS c_expQ4<>(SB), Y15, Y8
-	VMULPS c_expQ4<>(SB), Y7, Y3
-	VMULPS c_expQ4<>(SB), Y9, Y1
-	VADDPS c_expQ3<>(SB), Y8, Y0
-	VADDPS c_expQ3<>(SB), Y3, Y14
-	VADDPS c_expQ3<>(SB), Y1, Y10
-	VMULPS Y0, Y15, Y2
-	VMULPS Y14, Y7, Y8
-	VMULPS Y10, Y9, Y3
-	VADDPS c_expQ2<>(SB), Y2, Y1
-	VADDPS c_expQ2<>(SB), Y8, Y0
-	VADDPS c_expQ2<>(SB), Y3, Y14
-	VMULPS Y1, Y15, Y10
-	VMULPS Y0, Y7, Y2
-	VMULPS Y14, Y9, Y8
-	VADDPS c_expQ1<>(SB), Y10, Y3
-	VADDPS c_expQ1<>(SB), Y2, Y1
-	VADDPS c_expQ1<>(SB), Y8, Y0
-	VMULPS Y3, Y15, Y14
-	VMULPS Y1, Y7, Y10
-	VMULPS Y0, Y9, Y2
-	VADDPS c_expQ0<>(SB), Y14, Y8
-	VADDPS c_expQ0<>(SB), Y10, Y3
-	VADDPS c_expQ0<>(SB), Y2, Y1
-	VMULPS Y8, Y15, Y0
-	VMULPS Y3, Y7, Y14
-	VMULPS Y1, Y9, Y10
-	VMULPS Y0, Y15, Y2
-	VMULPS Y14, Y7, Y8
-	VMULPS Y10, Y9, Y3
-	VADDPS Y2, Y15, Y1
-	VADDPS Y8, Y7, Y0
-	VADDPS Y3, Y9, Y14
-	VADDPS c_one<>(SB), Y1, Y10
-	VADDPS c_one<>(SB), Y0, Y15
-	VADDPS c_one<>(SB), Y14, Y2
-	VPSLLD $23, Y4, Y7
-	VPSLLD $23, Y5, Y8
-	VPSLLD $23, Y6, Y9
-	VPADDD c_expBias<>(SB), Y7, Y3
-	VPADDD c_expBias<>(SB), Y8, Y1
-	VPADDD c_expBias<>(SB), Y9, Y0
-	VMULPS Y3, Y10, Y14
-	VMULPS Y1, Y15, Y4
-	VMULPS Y0, Y2, Y5
-	VMULPS Y14, Y11, Y6
-	VMULPS Y4, Y12, Y7
-	VMULPS Y5, Y13, Y8
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	VMOVUPS Y8, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	ADDQ $96, DX
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VCMPPS $0x11, c_expMid<>(SB), Y1, Y2
-	VMOVMSKPS Y2, AX
-	CMPL AX, $0xff
-	JNE general1
+	VANDPS c_absMask<>(SB), Y1, Y7
+	VMULPS Y4, Y9, Y10
+	VMULPS Y6, Y10, Y11
+	VCMPPS $0x11, c_expMid<>(SB), Y7, Y3
+	VBLENDVPS Y3, Y12, Y11, Y13
+	VCMPPS $0x1e, c_expHi<>(SB), Y1, Y14
+	VBLENDVPS Y14, c_inf<>(SB), Y13, Y5
+	VCMPPS $0x11, c_expLo<>(SB), Y1, Y2
+	VBLENDVPS Y2, c_zero<>(SB), Y5, Y8
+	VCMPPS $0x03, Y1, Y1, Y9
+	VBLENDVPS Y9, c_nan<>(SB), Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y10
+	VMOVUPS c_one<>(SB), Y6
+	VDIVPS Y10, Y6, Y7
 	VMOVUPS (DX), Y3
-	VMULPS c_log2e<>(SB), Y0, Y4
-	VADDPS c_magic<>(SB), Y4, Y5
-	VSUBPS c_magic<>(SB), Y5, Y6
-	VMULPS c_ln2Hi<>(SB), Y6, Y7
-	VSUBPS Y7, Y0, Y8
-	VMULPS c_ln2Lo<>(SB), Y6, Y9
-	VSUBPS Y9, Y8, Y10
-	VMULPS c_expQ4<>(SB), Y10, Y11
-	VADDPS c_expQ3<>(SB), Y11, Y12
-	VMULPS Y12, Y10, Y13
-	VADDPS c_expQ2<>(SB), Y13, Y14
-	VMULPS Y14, Y10, Y15
-	VADDPS c_expQ1<>(SB), Y15, Y1
-	VMULPS Y1, Y10, Y2
-	VADDPS c_expQ0<>(SB), Y2, Y4
-	VMULPS Y4, Y10, Y0
-	VMULPS Y0, Y10, Y7
-	VADDPS Y7, Y10, Y6
-	VADDPS c_one<>(SB), Y6, Y8
-	VPSLLD $23, Y5, Y9
-	VPADDD c_expBias<>(SB), Y9, Y11
-	VMULPS Y11, Y8, Y12
-	VMULPS Y12, Y3, Y13
-	VMOVUPS Y13, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMULPS c_log2e<>(SB), Y0, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y0, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y0, Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y0, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMULPS Y7, Y1, Y2
-	VMOVUPS Y2, (DI)
-	VMOVUPS 32(SI), Y0
-	VMOVUPS 32(DX), Y1
-	VMULPS c_log2e<>(SB), Y0, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y0, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y0, Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y0, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMULPS Y7, Y1, Y2
-	VMOVUPS Y2, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VMOVUPS 64(DX), Y1
-	VMULPS c_log2e<>(SB), Y0, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y0, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y0, Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y0, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMULPS Y7, Y1, Y2
-	VMOVUPS Y2, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMULPS c_log2e<>(SB), Y0, Y2
-	VADDPS c_magic<>(SB), Y2, Y3
-	VSUBPS c_magic<>(SB), Y3, Y4
-	VMULPS c_ln2Hi<>(SB), Y4, Y5
-	VSUBPS Y5, Y0, Y6
-	VMULPS c_ln2Lo<>(SB), Y4, Y7
-	VSUBPS Y7, Y6, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y9
-	VADDPS c_expQ3<>(SB), Y9, Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS c_expQ2<>(SB), Y11, Y12
-	VMULPS Y12, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y14
-	VMULPS Y14, Y8, Y15
-	VADDPS c_expQ0<>(SB), Y15, Y2
-	VMULPS Y2, Y8, Y5
-	VMULPS Y5, Y8, Y4
-	VADDPS Y4, Y8, Y6
-	VADDPS c_one<>(SB), Y6, Y7
-	VPSLLD $23, Y3, Y9
-	VPADDD c_expBias<>(SB), Y9, Y10
-	VMULPS Y10, Y7, Y11
-	VPSUBD c_magic<>(SB), Y3, Y12
-	VPSRAD $1, Y12, Y13
-	VPSUBD Y13, Y12, Y14
-	VPADDD c_i127<>(SB), Y13, Y15
-	VPSLLD $23, Y15, Y2
-	VPADDD c_i127<>(SB), Y14, Y5
-	VPSLLD $23, Y5, Y8
-	VMULPS Y2, Y7, Y4
-	VMULPS Y8, Y4, Y6
-	VCMPPS $0x1e, c_expHi<>(SB), Y0, Y9
-	VBLENDVPS Y9, c_inf<>(SB), Y6, Y10
-	VCMPPS $0x11, c_expLo<>(SB), Y0, Y3
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y12
-	VCMPPS $0x03, Y0, Y0, Y13
-	VBLENDVPS Y13, c_nan<>(SB), Y12, Y15
-	VANDPS c_absMask<>(SB), Y0, Y14
-	VCMPPS $0x11, c_expMid<>(SB), Y14, Y5
-	VBLENDVPS Y5, Y11, Y15, Y7
-	VMULPS Y7, Y1, Y2
-	VMOVUPS Y2, (DI)
-	JMP  next1
-
-// func vkSoftplusBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Sigmoidf(x)
-TEXT ·vkSoftplusBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VXORPS c_signMask<>(SB), Y0, Y3
-	VXORPS c_signMask<>(SB), Y1, Y4
-	VXORPS c_signMask<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y3, Y6
-	VANDPS c_absMask<>(SB), Y4, Y7
-	VANDPS c_absMask<>(SB), Y5, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y6, Y9
-	VCMPPS $0x11, c_expMid<>(SB), Y7, Y10
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y11
-	VANDPS Y10, Y9, Y12
-	VANDPS Y11, Y12, Y13
-	VMOVMSKPS Y13, AX
-	CMPL AX, $0xff
-	JNE general3
-	VMOVUPS (DX), Y14
-	VMOVUPS 32(DX), Y15
-	VMOVUPS 64(DX), Y0
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
-	VMULPS c_log2e<>(SB), Y3, Y1
-	VMULPS c_log2e<>(SB), Y4, Y2
-	VMULPS c_log2e<>(SB), Y5, Y6
-	VADDPS c_magic<>(SB), Y1, Y7
-	VADDPS c_magic<>(SB), Y2, Y8
-	VADDPS c_magic<>(SB), Y6, Y9
-	VSUBPS c_magic<>(SB), Y7, Y10
-	VSUBPS c_magic<>(SB), Y8, Y12
-	VSUBPS c_magic<>(SB), Y9, Y11
-	VMULPS c_ln2Hi<>(SB), Y10, Y13
-	VMULPS c_ln2Hi<>(SB), Y12, Y1
-	VMULPS c_ln2Hi<>(SB), Y11, Y2
-	VSUBPS Y13, Y3, Y6
-	VSUBPS Y1, Y4, Y3
-	VSUBPS Y2, Y5, Y13
-	VMULPS c_ln2Lo<>(SB), Y10, Y4
-	VMULPS c_ln2Lo<>(SB), Y12, Y1
-	VMULPS c_ln2Lo<>(SB), Y11, Y5
-	VSUBPS Y4, Y6, Y2
-	VSUBPS Y1, Y3, Y10
-	VSUBPS Y5, Y13, Y12
-	VMULPS c_expQ4<>(SB), Y2, Y11
-	VMULPS c_expQ4<>(SB), Y10, Y6
-	VMULPS c_expQ4<>(SB), Y12, Y4
-	VADDPS c_expQ3<>(SB), Y11, Y3
-	VADDPS c_expQ3<>(SB), Y6, Y1
-	VADDPS c_expQ3<>(SB), Y4, Y13
-	VMULPS Y3, Y2, Y5
-	VMULPS Y1, Y10, Y11
-	VMULPS Y13, Y12, Y6
-	VADDPS c_expQ2<>(SB), Y5, Y4
-	VADDPS c_expQ2<>(SB), Y11, Y3
-	VADDPS c_expQ2<>(SB), Y6, Y1
-	VMULPS Y4, Y2, Y13
-	VMULPS Y3, Y10, Y5
-	VMULPS Y1, Y12, Y11
-	VADDPS c_expQ1<>(SB), Y13, Y6
-	VADDPS c_expQ1<>(SB), Y5, Y4
-	VADDPS c_expQ1<>(SB), Y11, Y3
-	VMULPS Y6, Y2, Y1
-	VMULPS Y4, Y10, Y13
-	VMULPS Y3, Y12, Y5
-	VADDPS c_expQ0<>(SB), Y1, Y11
-	VADDPS c_expQ0<>(SB), Y13, Y6
-	VADDPS c_expQ0<>(SB), Y5, Y4
-	VMULPS Y11, Y2, Y3
-	VMULPS Y6, Y10, Y1
-	VMULPS Y4, Y12, Y13
-	VMULPS Y3, Y2, Y5
-	VMULPS Y1, Y10, Y11
-	VMULPS Y13, Y12, Y6
-	VADDPS Y5, Y2, Y4
-	VADDPS Y11, Y10, Y3
-	VADDPS Y6, Y12, Y1
-	VADDPS c_one<>(SB), Y4, Y13
-	VADDPS c_one<>(SB), Y3, Y2
-	VADDPS c_one<>(SB), Y1, Y5
-	VPSLLD $23, Y7, Y10
-	VPSLLD $23, Y8, Y11
-	VPSLLD $23, Y9, Y12
-	VPADDD c_expBias<>(SB), Y10, Y6
-	VPADDD c_expBias<>(SB), Y11, Y4
-	VPADDD c_expBias<>(SB), Y12, Y3
-	VMULPS Y6, Y13, Y1
-	VMULPS Y4, Y2, Y7
-	VMULPS Y3, Y5, Y8
-	VADDPS c_one<>(SB), Y1, Y9
-	VADDPS c_one<>(SB), Y7, Y10
-	VADDPS c_one<>(SB), Y8, Y11
-	VMOVUPS c_one<>(SB), Y12
-	VDIVPS Y9, Y12, Y13
-	VMOVUPS c_one<>(SB), Y6
-	VDIVPS Y10, Y6, Y2
-	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y11, Y4, Y5
-	VMULPS Y13, Y14, Y3
-	VMULPS Y2, Y15, Y1
-	VMULPS Y5, Y0, Y7
-	VMOVUPS Y3, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y7, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	ADDQ $96, DX
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VXORPS c_signMask<>(SB), Y0, Y1
-	VANDPS c_absMask<>(SB), Y1, Y2
-	VCMPPS $0x11, c_expMid<>(SB), Y2, Y3
-	VMOVMSKPS Y3, AX
-	CMPL AX, $0xff
-	JNE general1
-	VMOVUPS (DX), Y4
-	VMULPS c_log2e<>(SB), Y1, Y5
-	VADDPS c_magic<>(SB), Y5, Y6
-	VSUBPS c_magic<>(SB), Y6, Y7
-	VMULPS c_ln2Hi<>(SB), Y7, Y8
-	VSUBPS Y8, Y1, Y9
-	VMULPS c_ln2Lo<>(SB), Y7, Y10
-	VSUBPS Y10, Y9, Y11
-	VMULPS c_expQ4<>(SB), Y11, Y12
-	VADDPS c_expQ3<>(SB), Y12, Y13
-	VMULPS Y13, Y11, Y14
-	VADDPS c_expQ2<>(SB), Y14, Y15
-	VMULPS Y15, Y11, Y0
-	VADDPS c_expQ1<>(SB), Y0, Y2
-	VMULPS Y2, Y11, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y5
-	VMULPS Y5, Y11, Y1
-	VMULPS Y1, Y11, Y8
-	VADDPS Y8, Y11, Y7
-	VADDPS c_one<>(SB), Y7, Y9
-	VPSLLD $23, Y6, Y10
-	VPADDD c_expBias<>(SB), Y10, Y12
-	VMULPS Y12, Y9, Y13
-	VADDPS c_one<>(SB), Y13, Y14
-	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y14, Y15, Y0
-	VMULPS Y0, Y4, Y2
-	VMOVUPS Y2, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMULPS Y9, Y1, Y10
-	VMOVUPS Y10, (DI)
-	VMOVUPS 32(SI), Y0
-	VMOVUPS 32(DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMULPS Y9, Y1, Y10
-	VMOVUPS Y10, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VMOVUPS 64(DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMULPS Y9, Y1, Y10
-	VMOVUPS Y10, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMULPS Y9, Y1, Y10
-	VMOVUPS Y10, (DI)
-	JMP  next1
-
-// func vkSigmoidBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = SigmoidBwdf(x, g)
-TEXT ·vkSigmoidBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VXORPS c_signMask<>(SB), Y0, Y3
-	VXORPS c_signMask<>(SB), Y1, Y4
-	VXORPS c_signMask<>(SB), Y2, Y5
-	VANDPS c_absMask<>(SB), Y3, Y6
-	VANDPS c_absMask<>(SB), Y4, Y7
-	VANDPS c_absMask<>(SB), Y5, Y8
-	VCMPPS $0x11, c_expMid<>(SB), Y6, Y9
-	VCMPPS $0x11, c_expMid<>(SB), Y7, Y10
-	VCMPPS $0x11, c_expMid<>(SB), Y8, Y11
-	VANDPS Y10, Y9, Y12
-	VANDPS Y11, Y12, Y13
-	VMOVMSKPS Y13, AX
-	CMPL AX, $0xff
-	JNE general3
-	VMOVUPS (DX), Y14
-	VMOVUPS 32(DX), Y15
-	VMOVUPS 64(DX), Y0
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
-	VMULPS c_log2e<>(SB), Y3, Y1
-	VMULPS c_log2e<>(SB), Y4, Y2
-	VMULPS c_log2e<>(SB), Y5, Y6
-	VADDPS c_magic<>(SB), Y1, Y7
-	VADDPS c_magic<>(SB), Y2, Y8
-	VADDPS c_magic<>(SB), Y6, Y9
-	VSUBPS c_magic<>(SB), Y7, Y10
-	VSUBPS c_magic<>(SB), Y8, Y12
-	VSUBPS c_magic<>(SB), Y9, Y11
-	VMULPS c_ln2Hi<>(SB), Y10, Y13
-	VMULPS c_ln2Hi<>(SB), Y12, Y1
-	VMULPS c_ln2Hi<>(SB), Y11, Y2
-	VSUBPS Y13, Y3, Y6
-	VSUBPS Y1, Y4, Y3
-	VSUBPS Y2, Y5, Y13
-	VMULPS c_ln2Lo<>(SB), Y10, Y4
-	VMULPS c_ln2Lo<>(SB), Y12, Y1
-	VMULPS c_ln2Lo<>(SB), Y11, Y5
-	VSUBPS Y4, Y6, Y2
-	VSUBPS Y1, Y3, Y10
-	VSUBPS Y5, Y13, Y12
-	VMULPS c_expQ4<>(SB), Y2, Y11
-	VMULPS c_expQ4<>(SB), Y10, Y6
-	VMULPS c_expQ4<>(SB), Y12, Y4
-	VADDPS c_expQ3<>(SB), Y11, Y3
-	VADDPS c_expQ3<>(SB), Y6, Y1
-	VADDPS c_expQ3<>(SB), Y4, Y13
-	VMULPS Y3, Y2, Y5
-	VMULPS Y1, Y10, Y11
-	VMULPS Y13, Y12, Y6
-	VADDPS c_expQ2<>(SB), Y5, Y4
-	VADDPS c_expQ2<>(SB), Y11, Y3
-	VADDPS c_expQ2<>(SB), Y6, Y1
-	VMULPS Y4, Y2, Y13
-	VMULPS Y3, Y10, Y5
-	VMULPS Y1, Y12, Y11
-	VADDPS c_expQ1<>(SB), Y13, Y6
-	VADDPS c_expQ1<>(SB), Y5, Y4
-	VADDPS c_expQ1<>(SB), Y11, Y3
-	VMULPS Y6, Y2, Y1
-	VMULPS Y4, Y10, Y13
-	VMULPS Y3, Y12, Y5
-	VADDPS c_expQ0<>(SB), Y1, Y11
-	VADDPS c_expQ0<>(SB), Y13, Y6
-	VADDPS c_expQ0<>(SB), Y5, Y4
-	VMULPS Y11, Y2, Y3
-	VMULPS Y6, Y10, Y1
-	VMULPS Y4, Y12, Y13
-	VMULPS Y3, Y2, Y5
-	VMULPS Y1, Y10, Y11
-	VMULPS Y13, Y12, Y6
-	VADDPS Y5, Y2, Y4
-	VADDPS Y11, Y10, Y3
-	VADDPS Y6, Y12, Y1
-	VADDPS c_one<>(SB), Y4, Y13
-	VADDPS c_one<>(SB), Y3, Y2
-	VADDPS c_one<>(SB), Y1, Y5
-	VPSLLD $23, Y7, Y10
-	VPSLLD $23, Y8, Y11
-	VPSLLD $23, Y9, Y12
-	VPADDD c_expBias<>(SB), Y10, Y6
-	VPADDD c_expBias<>(SB), Y11, Y4
-	VPADDD c_expBias<>(SB), Y12, Y3
-	VMULPS Y6, Y13, Y1
-	VMULPS Y4, Y2, Y7
-	VMULPS Y3, Y5, Y8
-	VADDPS c_one<>(SB), Y1, Y9
-	VADDPS c_one<>(SB), Y7, Y10
-	VADDPS c_one<>(SB), Y8, Y11
-	VMOVUPS c_one<>(SB), Y12
-	VDIVPS Y9, Y12, Y13
-	VMOVUPS c_one<>(SB), Y6
-	VDIVPS Y10, Y6, Y2
-	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y11, Y4, Y5
-	VMOVUPS c_one<>(SB), Y3
-	VSUBPS Y13, Y3, Y1
-	VMOVUPS c_one<>(SB), Y7
-	VSUBPS Y2, Y7, Y8
-	VMOVUPS c_one<>(SB), Y12
-	VSUBPS Y5, Y12, Y9
-	VMULPS Y1, Y13, Y6
-	VMULPS Y8, Y2, Y10
-	VMULPS Y9, Y5, Y4
-	VMULPS Y6, Y14, Y11
-	VMULPS Y10, Y15, Y3
-	VMULPS Y4, Y0, Y7
-	VMOVUPS Y11, (DI)
-	VMOVUPS Y3, 32(DI)
-	VMOVUPS Y7, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	ADDQ $96, DX
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VXORPS c_signMask<>(SB), Y0, Y1
-	VANDPS c_absMask<>(SB), Y1, Y2
-	VCMPPS $0x11, c_expMid<>(SB), Y2, Y3
-	VMOVMSKPS Y3, AX
-	CMPL AX, $0xff
-	JNE general1
-	VMOVUPS (DX), Y4
-	VMULPS c_log2e<>(SB), Y1, Y5
-	VADDPS c_magic<>(SB), Y5, Y6
-	VSUBPS c_magic<>(SB), Y6, Y7
-	VMULPS c_ln2Hi<>(SB), Y7, Y8
-	VSUBPS Y8, Y1, Y9
-	VMULPS c_ln2Lo<>(SB), Y7, Y10
-	VSUBPS Y10, Y9, Y11
-	VMULPS c_expQ4<>(SB), Y11, Y12
-	VADDPS c_expQ3<>(SB), Y12, Y13
-	VMULPS Y13, Y11, Y14
-	VADDPS c_expQ2<>(SB), Y14, Y15
-	VMULPS Y15, Y11, Y0
-	VADDPS c_expQ1<>(SB), Y0, Y2
-	VMULPS Y2, Y11, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y5
-	VMULPS Y5, Y11, Y1
-	VMULPS Y1, Y11, Y8
-	VADDPS Y8, Y11, Y7
-	VADDPS c_one<>(SB), Y7, Y9
-	VPSLLD $23, Y6, Y10
-	VPADDD c_expBias<>(SB), Y10, Y12
-	VMULPS Y12, Y9, Y13
-	VADDPS c_one<>(SB), Y13, Y14
-	VMOVUPS c_one<>(SB), Y15
-	VDIVPS Y14, Y15, Y0
-	VMOVUPS c_one<>(SB), Y2
-	VSUBPS Y0, Y2, Y3
-	VMULPS Y3, Y0, Y5
-	VMULPS Y5, Y4, Y1
-	VMOVUPS Y1, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y9, Y10, Y7
-	VMULPS Y7, Y9, Y4
-	VMULPS Y4, Y1, Y11
-	VMOVUPS Y11, (DI)
-	VMOVUPS 32(SI), Y0
-	VMOVUPS 32(DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y9, Y10, Y7
-	VMULPS Y7, Y9, Y4
-	VMULPS Y4, Y1, Y11
-	VMOVUPS Y11, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VMOVUPS 64(DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y9, Y10, Y7
-	VMULPS Y7, Y9, Y4
-	VMULPS Y4, Y1, Y11
-	VMOVUPS Y11, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y0
-	VADDPS c_expQ0<>(SB), Y0, Y3
-	VMULPS Y3, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VADDPS c_one<>(SB), Y7, Y8
-	VPSLLD $23, Y4, Y10
-	VPADDD c_expBias<>(SB), Y10, Y11
-	VMULPS Y11, Y8, Y12
-	VPSUBD c_magic<>(SB), Y4, Y13
-	VPSRAD $1, Y13, Y14
-	VPSUBD Y14, Y13, Y15
-	VPADDD c_i127<>(SB), Y14, Y0
-	VPSLLD $23, Y0, Y3
-	VPADDD c_i127<>(SB), Y15, Y6
-	VPSLLD $23, Y6, Y9
-	VMULPS Y3, Y8, Y5
-	VMULPS Y9, Y5, Y7
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y10
-	VBLENDVPS Y10, c_inf<>(SB), Y7, Y11
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_zero<>(SB), Y11, Y13
-	VCMPPS $0x03, Y2, Y2, Y14
-	VBLENDVPS Y14, c_nan<>(SB), Y13, Y0
-	VANDPS c_absMask<>(SB), Y2, Y15
-	VCMPPS $0x11, c_expMid<>(SB), Y15, Y6
-	VBLENDVPS Y6, Y12, Y0, Y8
-	VADDPS c_one<>(SB), Y8, Y3
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y3, Y5, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y9, Y10, Y7
-	VMULPS Y7, Y9, Y4
-	VMULPS Y4, Y1, Y11
-	VMOVUPS Y11, (DI)
-	JMP  next1
-
-// func vkTanhBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = TanhBwdf(x, g)
-TEXT ·vkTanhBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	SHRQ $3, CX
-	PCALIGN $32
-loop3:
-	CMPQ CX, $3
-	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VANDPS c_absMask<>(SB), Y0, Y3
-	VANDPS c_absMask<>(SB), Y1, Y4
-	VANDPS c_absMask<>(SB), Y2, Y5
-	VCMPPS $0x11, c_tanhHi<>(SB), Y3, Y6
-	VCMPPS $0x11, c_tanhHi<>(SB), Y4, Y7
-	VCMPPS $0x11, c_tanhHi<>(SB), Y5, Y8
-	VANDPS Y7, Y6, Y9
-	VANDPS Y8, Y9, Y10
-	VMOVMSKPS Y10, AX
-	CMPL AX, $0xff
-	JNE general3
-	VADDPS Y3, Y3, Y11
-	VADDPS Y4, Y4, Y12
-	VADDPS Y5, Y5, Y13
+	VMULPS Y7, Y3, Y12
+	VORPS c_signMask<>(SB), Y0, Y11
 	VMULPS c_log2e<>(SB), Y11, Y14
-	VMULPS c_log2e<>(SB), Y12, Y15
-	VMULPS c_log2e<>(SB), Y13, Y6
-	VADDPS c_magic<>(SB), Y14, Y7
-	VADDPS c_magic<>(SB), Y15, Y9
-	VADDPS c_magic<>(SB), Y6, Y8
-	VSUBPS c_magic<>(SB), Y7, Y10
-	VSUBPS c_magic<>(SB), Y9, Y3
-	VSUBPS c_magic<>(SB), Y8, Y4
-	VMULPS c_ln2Hi<>(SB), Y10, Y5
-	VMULPS c_ln2Hi<>(SB), Y3, Y14
-	VMULPS c_ln2Hi<>(SB), Y4, Y15
-	VSUBPS Y5, Y11, Y6
-	VSUBPS Y14, Y12, Y11
-	VSUBPS Y15, Y13, Y5
-	VMULPS c_ln2Lo<>(SB), Y10, Y12
-	VMULPS c_ln2Lo<>(SB), Y3, Y14
-	VMULPS c_ln2Lo<>(SB), Y4, Y13
-	VSUBPS Y12, Y6, Y15
-	VSUBPS Y14, Y11, Y10
-	VSUBPS Y13, Y5, Y3
-	VMULPS c_expQ4<>(SB), Y15, Y4
-	VMULPS c_expQ4<>(SB), Y10, Y6
-	VMULPS c_expQ4<>(SB), Y3, Y12
-	VADDPS c_expQ3<>(SB), Y4, Y11
-	VADDPS c_expQ3<>(SB), Y6, Y14
-	VADDPS c_expQ3<>(SB), Y12, Y5
-	VMULPS Y11, Y15, Y13
-	VMULPS Y14, Y10, Y4
-	VMULPS Y5, Y3, Y6
-	VADDPS c_expQ2<>(SB), Y13, Y12
-	VADDPS c_expQ2<>(SB), Y4, Y11
-	VADDPS c_expQ2<>(SB), Y6, Y14
-	VMULPS Y12, Y15, Y5
-	VMULPS Y11, Y10, Y13
-	VMULPS Y14, Y3, Y4
-	VADDPS c_expQ1<>(SB), Y5, Y6
-	VADDPS c_expQ1<>(SB), Y13, Y12
-	VADDPS c_expQ1<>(SB), Y4, Y11
-	VMULPS Y6, Y15, Y14
-	VMULPS Y12, Y10, Y5
-	VMULPS Y11, Y3, Y13
-	VADDPS c_expQ0<>(SB), Y14, Y4
-	VADDPS c_expQ0<>(SB), Y5, Y6
-	VADDPS c_expQ0<>(SB), Y13, Y12
-	VMULPS Y4, Y15, Y11
-	VMULPS Y6, Y10, Y14
-	VMULPS Y12, Y3, Y5
-	VMULPS Y11, Y15, Y13
-	VMULPS Y14, Y10, Y4
-	VMULPS Y5, Y3, Y6
-	VADDPS Y13, Y15, Y12
-	VADDPS Y4, Y10, Y11
-	VADDPS Y6, Y3, Y14
-	VPSLLD $23, Y7, Y5
-	VPSLLD $23, Y9, Y15
-	VPSLLD $23, Y8, Y13
-	VPADDD c_expBias<>(SB), Y5, Y10
-	VPADDD c_expBias<>(SB), Y15, Y4
-	VPADDD c_expBias<>(SB), Y13, Y3
-	VMULPS Y12, Y10, Y6
-	VMULPS Y11, Y4, Y7
-	VMULPS Y14, Y3, Y9
-	VSUBPS c_one<>(SB), Y10, Y8
-	VSUBPS c_one<>(SB), Y4, Y5
-	VSUBPS c_one<>(SB), Y3, Y15
-	VADDPS Y8, Y6, Y13
-	VADDPS Y5, Y7, Y12
-	VADDPS Y15, Y9, Y11
-	VADDPS c_two<>(SB), Y13, Y14
-	VADDPS c_two<>(SB), Y12, Y10
-	VADDPS c_two<>(SB), Y11, Y4
-	VDIVPS Y14, Y13, Y3
-	VDIVPS Y10, Y12, Y6
-	VDIVPS Y4, Y11, Y8
-	VANDPS c_signMask<>(SB), Y0, Y7
-	VANDPS c_signMask<>(SB), Y1, Y5
-	VANDPS c_signMask<>(SB), Y2, Y9
-	VORPS Y7, Y3, Y15
-	VORPS Y5, Y6, Y13
-	VORPS Y9, Y8, Y14
-	VMOVUPS (DX), Y12
-	VMOVUPS 32(DX), Y10
-	VMOVUPS 64(DX), Y11
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
-	VMULPS Y15, Y15, Y4
-	VMULPS Y13, Y13, Y0
-	VMULPS Y14, Y14, Y1
-	VMOVUPS c_one<>(SB), Y2
-	VSUBPS Y4, Y2, Y3
-	VMOVUPS c_one<>(SB), Y7
-	VSUBPS Y0, Y7, Y6
-	VMOVUPS c_one<>(SB), Y5
-	VSUBPS Y1, Y5, Y8
-	VMULPS Y3, Y12, Y9
-	VMULPS Y6, Y10, Y15
-	VMULPS Y8, Y11, Y13
-	VMOVUPS Y9, (DI)
-	VMOVUPS Y15, 32(DI)
-	VMOVUPS Y13, 64(DI)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, SI
-	ADDQ $96, DX
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y2
-	VMOVMSKPS Y2, AX
-	CMPL AX, $0xff
-	JNE general1
-	VADDPS Y1, Y1, Y3
-	VMULPS c_log2e<>(SB), Y3, Y4
-	VADDPS c_magic<>(SB), Y4, Y5
-	VSUBPS c_magic<>(SB), Y5, Y6
-	VMULPS c_ln2Hi<>(SB), Y6, Y7
-	VSUBPS Y7, Y3, Y8
-	VMULPS c_ln2Lo<>(SB), Y6, Y9
-	VSUBPS Y9, Y8, Y10
-	VMULPS c_expQ4<>(SB), Y10, Y11
-	VADDPS c_expQ3<>(SB), Y11, Y12
-	VMULPS Y12, Y10, Y13
-	VADDPS c_expQ2<>(SB), Y13, Y14
-	VMULPS Y14, Y10, Y15
-	VADDPS c_expQ1<>(SB), Y15, Y2
-	VMULPS Y2, Y10, Y1
-	VADDPS c_expQ0<>(SB), Y1, Y4
-	VMULPS Y4, Y10, Y3
-	VMULPS Y3, Y10, Y7
-	VADDPS Y7, Y10, Y6
-	VPSLLD $23, Y5, Y8
-	VPADDD c_expBias<>(SB), Y8, Y9
-	VMULPS Y6, Y9, Y11
-	VSUBPS c_one<>(SB), Y9, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VANDPS c_signMask<>(SB), Y0, Y2
-	VORPS Y2, Y15, Y1
-	VMOVUPS (DX), Y4
-	VMULPS Y1, Y1, Y3
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y3, Y10, Y7
-	VMULPS Y7, Y4, Y5
-	VMOVUPS Y5, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS (DX), Y7
-	VMULPS Y8, Y8, Y10
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y10, Y11, Y12
-	VMULPS Y12, Y7, Y13
-	VMOVUPS Y13, (DI)
-	VMOVUPS 32(SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS 32(DX), Y7
-	VMULPS Y8, Y8, Y10
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y10, Y11, Y12
-	VMULPS Y12, Y7, Y13
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS 64(SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS 64(DX), Y7
-	VMULPS Y8, Y8, Y10
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y10, Y11, Y12
-	VMULPS Y12, Y7, Y13
-	VMOVUPS Y13, 64(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VADDPS Y1, Y1, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y15
-	VMULPS Y15, Y9, Y3
-	VADDPS c_expQ0<>(SB), Y3, Y2
-	VMULPS Y2, Y9, Y6
-	VMULPS Y6, Y9, Y5
-	VADDPS Y5, Y9, Y7
-	VPSLLD $23, Y4, Y8
-	VPADDD c_expBias<>(SB), Y8, Y10
-	VMULPS Y7, Y10, Y11
-	VSUBPS c_one<>(SB), Y10, Y12
-	VADDPS Y12, Y11, Y13
-	VADDPS c_two<>(SB), Y13, Y14
-	VDIVPS Y14, Y13, Y15
-	VCMPPS $0x11, c_tanhHi<>(SB), Y1, Y3
-	VMOVUPS c_one<>(SB), Y2
-	VBLENDVPS Y3, Y15, Y2, Y6
-	VCMPPS $0x03, Y1, Y1, Y9
-	VBLENDVPS Y9, c_nan<>(SB), Y6, Y5
-	VANDPS c_signMask<>(SB), Y0, Y4
-	VORPS Y4, Y5, Y8
-	VMOVUPS (DX), Y7
-	VMULPS Y8, Y8, Y10
-	VMOVUPS c_one<>(SB), Y11
-	VSUBPS Y10, Y11, Y12
-	VMULPS Y12, Y7, Y13
-	VMOVUPS Y13, (DI)
-	JMP  next1
-
-// func vkSafeLogBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
-TEXT ·vkSafeLogBwdAVX2(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	MOVQ i1+32(FP), DX
-	VBROADCASTSS s0+48(FP), Y15
-	SHRQ $3, CX
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Y0
-	VANDPS c_absMask<>(SB), Y0, Y1
-	VCMPPS $0x11, c_expMid<>(SB), Y1, Y2
-	VMOVMSKPS Y2, AX
-	CMPL AX, $0xff
-	JNE general1
-	VMOVUPS (DX), Y3
-	VXORPS c_signMask<>(SB), Y0, Y4
-	VMULPS c_log2e<>(SB), Y4, Y5
-	VADDPS c_magic<>(SB), Y5, Y6
-	VSUBPS c_magic<>(SB), Y6, Y7
-	VMULPS c_ln2Hi<>(SB), Y7, Y8
-	VSUBPS Y8, Y4, Y9
-	VMULPS c_ln2Lo<>(SB), Y7, Y10
-	VSUBPS Y10, Y9, Y11
-	VMULPS c_expQ4<>(SB), Y11, Y12
-	VADDPS c_expQ3<>(SB), Y12, Y13
-	VMULPS Y13, Y11, Y14
-	VADDPS c_expQ2<>(SB), Y14, Y1
-	VMULPS Y1, Y11, Y2
-	VADDPS c_expQ1<>(SB), Y2, Y5
-	VMULPS Y5, Y11, Y4
-	VADDPS c_expQ0<>(SB), Y4, Y8
-	VMULPS Y8, Y11, Y7
-	VMULPS Y7, Y11, Y9
-	VADDPS Y9, Y11, Y10
-	VADDPS c_one<>(SB), Y10, Y12
-	VPSLLD $23, Y6, Y13
-	VPADDD c_expBias<>(SB), Y13, Y14
-	VMULPS Y14, Y12, Y1
-	VADDPS c_one<>(SB), Y1, Y2
-	VMOVUPS c_one<>(SB), Y5
-	VDIVPS Y2, Y5, Y4
-	VMULPS Y4, Y3, Y8
-	VORPS c_signMask<>(SB), Y0, Y7
-	VMULPS c_log2e<>(SB), Y7, Y11
-	VADDPS c_magic<>(SB), Y11, Y9
-	VSUBPS c_magic<>(SB), Y9, Y10
-	VMULPS c_ln2Hi<>(SB), Y10, Y6
-	VSUBPS Y6, Y7, Y13
-	VMULPS c_ln2Lo<>(SB), Y10, Y12
-	VSUBPS Y12, Y13, Y14
-	VMULPS c_expQ4<>(SB), Y14, Y1
-	VADDPS c_expQ3<>(SB), Y1, Y5
-	VMULPS Y5, Y14, Y2
-	VADDPS c_expQ2<>(SB), Y2, Y3
-	VMULPS Y3, Y14, Y4
-	VADDPS c_expQ1<>(SB), Y4, Y11
-	VMULPS Y11, Y14, Y7
-	VADDPS c_expQ0<>(SB), Y7, Y6
-	VMULPS Y6, Y14, Y10
-	VMULPS Y10, Y14, Y13
-	VADDPS Y13, Y14, Y12
-	VADDPS c_one<>(SB), Y12, Y1
-	VPSLLD $23, Y9, Y5
-	VPADDD c_expBias<>(SB), Y5, Y2
-	VMULPS Y2, Y1, Y3
+	VADDPS c_magic<>(SB), Y14, Y13
+	VSUBPS c_magic<>(SB), Y13, Y2
+	VMULPS c_ln2Hi<>(SB), Y2, Y5
+	VSUBPS Y5, Y11, Y1
+	VMULPS c_ln2Lo<>(SB), Y2, Y9
+	VSUBPS Y9, Y1, Y8
+	VMULPS c_expQ4<>(SB), Y8, Y4
+	VADDPS c_expQ3<>(SB), Y4, Y6
+	VMULPS Y6, Y8, Y10
+	VADDPS c_expQ2<>(SB), Y10, Y3
+	VMULPS Y3, Y8, Y7
+	VADDPS c_expQ1<>(SB), Y7, Y14
+	VMULPS Y14, Y8, Y5
+	VADDPS c_expQ0<>(SB), Y5, Y2
+	VMULPS Y2, Y8, Y1
+	VMULPS Y1, Y8, Y9
+	VADDPS Y9, Y8, Y4
+	VADDPS c_one<>(SB), Y4, Y6
+	VPSLLD $23, Y13, Y10
+	VPADDD c_expBias<>(SB), Y10, Y3
+	VMULPS Y3, Y6, Y7
+	VPSUBD c_magic<>(SB), Y13, Y14
+	VPSRAD $1, Y14, Y5
+	VPSUBD Y5, Y14, Y2
+	VPADDD c_i127<>(SB), Y5, Y1
+	VPSLLD $23, Y1, Y8
+	VPADDD c_i127<>(SB), Y2, Y9
+	VPSLLD $23, Y9, Y4
+	VANDPS c_absMask<>(SB), Y11, Y10
+	VMULPS Y8, Y6, Y3
+	VMULPS Y4, Y3, Y13
+	VCMPPS $0x11, c_expMid<>(SB), Y10, Y14
+	VBLENDVPS Y14, Y7, Y13, Y5
+	VCMPPS $0x1e, c_expHi<>(SB), Y11, Y1
+	VBLENDVPS Y1, c_inf<>(SB), Y5, Y2
+	VCMPPS $0x11, c_expLo<>(SB), Y11, Y9
+	VBLENDVPS Y9, c_zero<>(SB), Y2, Y6
+	VCMPPS $0x03, Y11, Y11, Y8
+	VBLENDVPS Y8, c_nan<>(SB), Y6, Y3
 	VMAXPS c_zero<>(SB), Y0, Y4
-	VADDPS c_one<>(SB), Y3, Y11
-	VSUBPS c_one<>(SB), Y11, Y7
-	VSUBPS Y7, Y11, Y6
-	VMOVUPS c_one<>(SB), Y10
-	VSUBPS Y6, Y10, Y14
-	VSUBPS Y7, Y3, Y13
-	VADDPS Y13, Y14, Y12
-	VDIVPS Y11, Y12, Y9
-	VPSRLD $23, Y11, Y5
-	VPSUBD c_i127<>(SB), Y5, Y1
-	VANDPS c_mantMask<>(SB), Y11, Y2
-	VPCMPGTD c_sqrt2Man<>(SB), Y2, Y0
-	VORPS c_halfBits<>(SB), Y2, Y10
-	VORPS c_expBias<>(SB), Y2, Y6
-	VBLENDVPS Y0, Y10, Y6, Y3
-	VPADDD c_one_i<>(SB), Y1, Y7
-	VBLENDVPS Y0, Y7, Y1, Y14
-	VSUBPS c_one<>(SB), Y3, Y13
-	VADDPS c_two<>(SB), Y13, Y12
-	VDIVPS Y12, Y13, Y5
-	VMULPS Y5, Y5, Y11
-	VMULPS c_logL4<>(SB), Y11, Y2
-	VADDPS c_logL3<>(SB), Y2, Y10
-	VMULPS Y10, Y11, Y6
-	VADDPS c_logL2<>(SB), Y6, Y0
-	VMULPS Y0, Y11, Y7
-	VADDPS c_logL1<>(SB), Y7, Y1
-	VMULPS Y1, Y11, Y3
-	VSUBPS Y3, Y13, Y12
-	VMULPS Y12, Y5, Y2
-	VCVTDQ2PS Y14, Y10
-	VMULPS c_ln2Hi<>(SB), Y10, Y6
-	VMULPS c_ln2Lo<>(SB), Y10, Y0
-	VADDPS Y13, Y6, Y7
-	VSUBPS Y6, Y7, Y11
-	VSUBPS Y11, Y13, Y1
-	VADDPS Y9, Y0, Y3
-	VSUBPS Y2, Y3, Y5
-	VADDPS Y5, Y1, Y12
-	VADDPS Y12, Y7, Y14
-	VADDPS Y14, Y4, Y10
-	VADDPS Y15, Y10, Y6
-	VDIVPS Y6, Y8, Y13
-	VMOVUPS Y13, (DI)
-next1:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general1:
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VXORPS c_signMask<>(SB), Y0, Y2
-	VMULPS c_log2e<>(SB), Y2, Y3
-	VADDPS c_magic<>(SB), Y3, Y4
-	VSUBPS c_magic<>(SB), Y4, Y5
-	VMULPS c_ln2Hi<>(SB), Y5, Y6
-	VSUBPS Y6, Y2, Y7
-	VMULPS c_ln2Lo<>(SB), Y5, Y8
-	VSUBPS Y8, Y7, Y9
-	VMULPS c_expQ4<>(SB), Y9, Y10
-	VADDPS c_expQ3<>(SB), Y10, Y11
-	VMULPS Y11, Y9, Y12
-	VADDPS c_expQ2<>(SB), Y12, Y13
-	VMULPS Y13, Y9, Y14
-	VADDPS c_expQ1<>(SB), Y14, Y3
-	VMULPS Y3, Y9, Y6
-	VADDPS c_expQ0<>(SB), Y6, Y5
-	VMULPS Y5, Y9, Y7
-	VMULPS Y7, Y9, Y8
-	VADDPS Y8, Y9, Y10
-	VADDPS c_one<>(SB), Y10, Y11
-	VPSLLD $23, Y4, Y12
-	VPADDD c_expBias<>(SB), Y12, Y13
-	VMULPS Y13, Y11, Y14
-	VPSUBD c_magic<>(SB), Y4, Y3
-	VPSRAD $1, Y3, Y6
-	VPSUBD Y6, Y3, Y5
-	VPADDD c_i127<>(SB), Y6, Y7
-	VPSLLD $23, Y7, Y9
-	VPADDD c_i127<>(SB), Y5, Y8
-	VPSLLD $23, Y8, Y10
-	VMULPS Y9, Y11, Y12
-	VMULPS Y10, Y12, Y13
-	VCMPPS $0x1e, c_expHi<>(SB), Y2, Y4
-	VBLENDVPS Y4, c_inf<>(SB), Y13, Y3
-	VCMPPS $0x11, c_expLo<>(SB), Y2, Y6
-	VBLENDVPS Y6, c_zero<>(SB), Y3, Y7
-	VCMPPS $0x03, Y2, Y2, Y5
-	VBLENDVPS Y5, c_nan<>(SB), Y7, Y8
-	VANDPS c_absMask<>(SB), Y2, Y11
-	VCMPPS $0x11, c_expMid<>(SB), Y11, Y9
-	VBLENDVPS Y9, Y14, Y8, Y12
-	VADDPS c_one<>(SB), Y12, Y10
-	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y10, Y4, Y13
-	VMULPS Y13, Y1, Y6
-	VORPS c_signMask<>(SB), Y0, Y3
-	VMULPS c_log2e<>(SB), Y3, Y5
-	VADDPS c_magic<>(SB), Y5, Y7
-	VSUBPS c_magic<>(SB), Y7, Y2
-	VMULPS c_ln2Hi<>(SB), Y2, Y11
-	VSUBPS Y11, Y3, Y9
-	VMULPS c_ln2Lo<>(SB), Y2, Y14
-	VSUBPS Y14, Y9, Y8
-	VMULPS c_expQ4<>(SB), Y8, Y12
-	VADDPS c_expQ3<>(SB), Y12, Y4
-	VMULPS Y4, Y8, Y10
-	VADDPS c_expQ2<>(SB), Y10, Y1
-	VMULPS Y1, Y8, Y13
-	VADDPS c_expQ1<>(SB), Y13, Y5
-	VMULPS Y5, Y8, Y11
-	VADDPS c_expQ0<>(SB), Y11, Y2
-	VMULPS Y2, Y8, Y9
-	VMULPS Y9, Y8, Y14
-	VADDPS Y14, Y8, Y12
-	VADDPS c_one<>(SB), Y12, Y4
-	VPSLLD $23, Y7, Y10
-	VPADDD c_expBias<>(SB), Y10, Y1
-	VMULPS Y1, Y4, Y13
-	VPSUBD c_magic<>(SB), Y7, Y5
-	VPSRAD $1, Y5, Y11
-	VPSUBD Y11, Y5, Y2
-	VPADDD c_i127<>(SB), Y11, Y9
-	VPSLLD $23, Y9, Y8
-	VPADDD c_i127<>(SB), Y2, Y14
-	VPSLLD $23, Y14, Y12
-	VMULPS Y8, Y4, Y10
-	VMULPS Y12, Y10, Y1
-	VCMPPS $0x1e, c_expHi<>(SB), Y3, Y7
-	VBLENDVPS Y7, c_inf<>(SB), Y1, Y5
-	VCMPPS $0x11, c_expLo<>(SB), Y3, Y11
-	VBLENDVPS Y11, c_zero<>(SB), Y5, Y9
-	VCMPPS $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, c_nan<>(SB), Y9, Y14
-	VANDPS c_absMask<>(SB), Y3, Y4
-	VCMPPS $0x11, c_expMid<>(SB), Y4, Y8
-	VBLENDVPS Y8, Y13, Y14, Y10
-	VMAXPS c_zero<>(SB), Y0, Y12
-	VADDPS c_one<>(SB), Y10, Y7
-	VSUBPS c_one<>(SB), Y7, Y1
-	VSUBPS Y1, Y7, Y11
-	VMOVUPS c_one<>(SB), Y5
-	VSUBPS Y11, Y5, Y2
-	VSUBPS Y1, Y10, Y9
-	VADDPS Y9, Y2, Y3
-	VDIVPS Y7, Y3, Y4
-	VPSRLD $23, Y7, Y8
-	VPSUBD c_i127<>(SB), Y8, Y13
-	VANDPS c_mantMask<>(SB), Y7, Y14
-	VPCMPGTD c_sqrt2Man<>(SB), Y14, Y0
-	VORPS c_halfBits<>(SB), Y14, Y5
-	VORPS c_expBias<>(SB), Y14, Y11
-	VBLENDVPS Y0, Y5, Y11, Y1
-	VPADDD c_one_i<>(SB), Y13, Y2
-	VBLENDVPS Y0, Y2, Y13, Y9
-	VSUBPS c_one<>(SB), Y1, Y3
-	VADDPS c_two<>(SB), Y3, Y8
-	VDIVPS Y8, Y3, Y7
-	VMULPS Y7, Y7, Y14
-	VMULPS c_logL4<>(SB), Y14, Y5
-	VADDPS c_logL3<>(SB), Y5, Y11
-	VMULPS Y11, Y14, Y0
-	VADDPS c_logL2<>(SB), Y0, Y2
-	VMULPS Y2, Y14, Y13
-	VADDPS c_logL1<>(SB), Y13, Y1
-	VMULPS Y1, Y14, Y8
-	VSUBPS Y8, Y3, Y5
-	VMULPS Y5, Y7, Y11
-	VCVTDQ2PS Y9, Y0
-	VMULPS c_ln2Hi<>(SB), Y0, Y2
-	VMULPS c_ln2Lo<>(SB), Y0, Y13
-	VADDPS Y3, Y2, Y14
-	VSUBPS Y2, Y14, Y1
-	VSUBPS Y1, Y3, Y8
-	VADDPS Y4, Y13, Y7
-	VSUBPS Y11, Y7, Y5
-	VADDPS Y5, Y8, Y9
-	VADDPS Y9, Y14, Y0
-	VCMPPS $0x00, c_zero<>(SB), Y10, Y2
-	VBLENDVPS Y2, Y10, Y0, Y3
-	VCMPPS $0x03, Y10, Y10, Y1
-	VBLENDVPS Y1, c_nan<>(SB), Y3, Y13
-	VADDPS Y13, Y12, Y4
-	VADDPS Y15, Y4, Y7
-	VDIVPS Y7, Y6, Y11
-	VMOVUPS Y11, (DI)
+	VADDPS c_one<>(SB), Y3, Y10
+	VSUBPS c_one<>(SB), Y10, Y14
+	VSUBPS Y14, Y3, Y7
+	VDIVPS Y10, Y7, Y13
+	VPADDD c_logOff<>(SB), Y10, Y1
+	VANDPS c_mantMask<>(SB), Y1, Y5
+	VPADDD c_logM0<>(SB), Y5, Y9
+	VPSRLD $23, Y1, Y2
+	VPSUBD c_i127<>(SB), Y2, Y11
+	VCVTDQ2PS Y11, Y8
+	VSUBPS c_one<>(SB), Y9, Y6
+	VADDPS c_two<>(SB), Y6, Y0
+	VDIVPS Y0, Y6, Y14
+	VMULPS Y14, Y14, Y7
+	VMULPS c_logL4<>(SB), Y7, Y10
+	VADDPS c_logL3<>(SB), Y10, Y5
+	VMULPS Y5, Y7, Y1
+	VADDPS c_logL2<>(SB), Y1, Y2
+	VMULPS Y2, Y7, Y11
+	VADDPS c_logL1<>(SB), Y11, Y9
+	VMULPS Y9, Y7, Y0
+	VSUBPS Y0, Y6, Y10
+	VMULPS Y10, Y14, Y5
+	VMULPS c_ln2Lo<>(SB), Y8, Y1
+	VADDPS Y13, Y1, Y2
+	VSUBPS Y5, Y2, Y11
+	VMULPS c_ln2Hi<>(SB), Y8, Y7
+	VADDPS Y6, Y7, Y9
+	VSUBPS Y7, Y9, Y0
+	VSUBPS Y0, Y6, Y14
+	VADDPS Y11, Y14, Y10
+	VADDPS Y10, Y9, Y1
+	VCMPPS $0x00, c_zero<>(SB), Y3, Y13
+	VBLENDVPS Y13, Y3, Y1, Y2
+	VCMPPS $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, c_nan<>(SB), Y2, Y8
+	VADDPS Y8, Y4, Y7
+	VADDPS Y15, Y7, Y6
+	VDIVPS Y6, Y12, Y0
+	VMOVUPS Y0, (DI)
 	JMP  next1
 
 // func vkAbsAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = |x|
@@ -5653,28 +6707,56 @@ TEXT ·vkAbsAVX2(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $3, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VANDPS c_absMask<>(SB), Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VANDPS c_absMask<>(SB), Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VANDPS c_absMask<>(SB), Y6, Y7
+	VMOVUPS 128(SI), Y8
+	VANDPS c_absMask<>(SB), Y8, Y9
+	VMOVUPS 160(SI), Y10
+	VANDPS c_absMask<>(SB), Y10, Y11
+	VMOVUPS 192(SI), Y12
+	VANDPS c_absMask<>(SB), Y12, Y13
+	VMOVUPS 224(SI), Y14
+	VANDPS c_absMask<>(SB), Y14, Y15
+	VMOVUPS 256(SI), Y0
+	VANDPS c_absMask<>(SB), Y0, Y2
+	VMOVUPS 288(SI), Y4
+	VANDPS c_absMask<>(SB), Y4, Y6
+	VMOVUPS 320(SI), Y8
+	VANDPS c_absMask<>(SB), Y8, Y10
+	VMOVUPS 352(SI), Y12
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VANDPS c_absMask<>(SB), Y0, Y4
-	VANDPS c_absMask<>(SB), Y1, Y5
-	VANDPS c_absMask<>(SB), Y2, Y6
-	VANDPS c_absMask<>(SB), Y3, Y7
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	VANDPS c_absMask<>(SB), Y12, Y14
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y3, 32(DI)
+	VMOVUPS Y5, 64(DI)
 	VMOVUPS Y7, 96(DI)
-next4:
-	ADDQ $128, DI
-	ADDQ $128, SI
-	SUBQ $4, CX
-	JMP  loop4
+	VMOVUPS Y9, 128(DI)
+	VMOVUPS Y11, 160(DI)
+	VMOVUPS Y13, 192(DI)
+	VMOVUPS Y15, 224(DI)
+	VMOVUPS Y2, 256(DI)
+	VMOVUPS Y6, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y14, 352(DI)
+next12:
+	ADDQ $384, DI
+	ADDQ $384, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -5697,32 +6779,68 @@ TEXT ·vkInvAVX2(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $3, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VMOVUPS c_one<>(SB), Y1
+	VDIVPS Y0, Y1, Y2
+	VMOVUPS 32(SI), Y3
+	VMOVUPS c_one<>(SB), Y4
+	VDIVPS Y3, Y4, Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS c_one<>(SB), Y7
+	VDIVPS Y6, Y7, Y8
+	VMOVUPS 96(SI), Y9
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y9, Y10, Y11
+	VMOVUPS 128(SI), Y12
+	VMOVUPS c_one<>(SB), Y13
+	VDIVPS Y12, Y13, Y14
+	VMOVUPS 160(SI), Y15
+	VMOVUPS c_one<>(SB), Y1
+	VDIVPS Y15, Y1, Y0
+	VMOVUPS 192(SI), Y4
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y4, Y3, Y7
+	VMOVUPS 224(SI), Y6
+	VMOVUPS c_one<>(SB), Y10
+	VDIVPS Y6, Y10, Y9
+	VMOVUPS 256(SI), Y13
+	VMOVUPS c_one<>(SB), Y12
+	VDIVPS Y13, Y12, Y1
+	VMOVUPS 288(SI), Y15
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y15, Y3, Y4
+	VMOVUPS 320(SI), Y10
+	VMOVUPS c_one<>(SB), Y6
+	VDIVPS Y10, Y6, Y12
+	VMOVUPS 352(SI), Y13
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y0, Y4, Y5
-	VMOVUPS c_one<>(SB), Y6
-	VDIVPS Y1, Y6, Y7
-	VMOVUPS c_one<>(SB), Y8
-	VDIVPS Y2, Y8, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VDIVPS Y3, Y10, Y11
-	VMOVUPS Y5, (DI)
-	VMOVUPS Y7, 32(DI)
-	VMOVUPS Y9, 64(DI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y13, Y3, Y15
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y8, 64(DI)
 	VMOVUPS Y11, 96(DI)
-next4:
-	ADDQ $128, DI
-	ADDQ $128, SI
-	SUBQ $4, CX
-	JMP  loop4
+	VMOVUPS Y14, 128(DI)
+	VMOVUPS Y0, 160(DI)
+	VMOVUPS Y7, 192(DI)
+	VMOVUPS Y9, 224(DI)
+	VMOVUPS Y1, 256(DI)
+	VMOVUPS Y4, 288(DI)
+	VMOVUPS Y12, 320(DI)
+	VMOVUPS Y15, 352(DI)
+next12:
+	ADDQ $384, DI
+	ADDQ $384, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -5751,24 +6869,24 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
+	VMOVUPS (DX), Y1
+	VDIVPS Y1, Y0, Y2
+	VMOVUPS 32(SI), Y3
+	VMOVUPS 32(DX), Y4
+	VDIVPS Y4, Y3, Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 64(DX), Y7
+	VDIVPS Y7, Y6, Y8
+	VMOVUPS 96(SI), Y9
+	VMOVUPS 96(DX), Y10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VDIVPS Y4, Y0, Y8
-	VDIVPS Y5, Y1, Y9
-	VDIVPS Y6, Y2, Y10
-	VDIVPS Y7, Y3, Y11
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y10, 64(DI)
+	VDIVPS Y10, Y9, Y11
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y8, 64(DI)
 	VMOVUPS Y11, 96(DI)
 next4:
 	ADDQ $128, DI
@@ -5805,33 +6923,33 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
+	VMOVUPS (DX), Y1
+	VMAXPS Y1, Y0, Y2
+	VMOVUPS 32(SI), Y3
+	VMOVUPS 32(DX), Y4
+	VMAXPS Y4, Y3, Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 64(DX), Y7
+	VMAXPS Y7, Y6, Y8
+	VMOVUPS 96(SI), Y9
+	VMOVUPS 96(DX), Y10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VCMPPS $0x03, Y0, Y0, Y8
-	VCMPPS $0x03, Y1, Y1, Y9
-	VCMPPS $0x03, Y2, Y2, Y10
-	VCMPPS $0x03, Y3, Y3, Y11
-	VMAXPS Y4, Y0, Y12
-	VMAXPS Y5, Y1, Y13
-	VMAXPS Y6, Y2, Y14
-	VMAXPS Y7, Y3, Y15
-	VBLENDVPS Y8, Y0, Y12, Y4
-	VBLENDVPS Y9, Y1, Y13, Y5
-	VBLENDVPS Y10, Y2, Y14, Y6
-	VBLENDVPS Y11, Y3, Y15, Y7
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
-	VMOVUPS Y7, 96(DI)
+	VMAXPS Y10, Y9, Y11
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, Y0, Y2, Y13
+	VCMPPS $0x03, Y3, Y3, Y14
+	VBLENDVPS Y14, Y3, Y5, Y15
+	VCMPPS $0x03, Y6, Y6, Y1
+	VBLENDVPS Y1, Y6, Y8, Y4
+	VCMPPS $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, Y9, Y11, Y10
+	VMOVUPS Y13, (DI)
+	VMOVUPS Y15, 32(DI)
+	VMOVUPS Y4, 64(DI)
+	VMOVUPS Y10, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -5843,9 +6961,9 @@ loop1:
 	JZ   done
 	VMOVUPS (SI), Y0
 	VMOVUPS (DX), Y1
-	VCMPPS $0x03, Y0, Y0, Y2
-	VMAXPS Y1, Y0, Y3
-	VBLENDVPS Y2, Y0, Y3, Y4
+	VMAXPS Y1, Y0, Y2
+	VCMPPS $0x03, Y0, Y0, Y3
+	VBLENDVPS Y3, Y0, Y2, Y4
 	VMOVUPS Y4, (DI)
 next1:
 	ADDQ $32, DI
@@ -5869,33 +6987,33 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
+	VMOVUPS (DX), Y1
+	VMINPS Y1, Y0, Y2
+	VMOVUPS 32(SI), Y3
+	VMOVUPS 32(DX), Y4
+	VMINPS Y4, Y3, Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 64(DX), Y7
+	VMINPS Y7, Y6, Y8
+	VMOVUPS 96(SI), Y9
+	VMOVUPS 96(DX), Y10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VCMPPS $0x03, Y0, Y0, Y8
-	VCMPPS $0x03, Y1, Y1, Y9
-	VCMPPS $0x03, Y2, Y2, Y10
-	VCMPPS $0x03, Y3, Y3, Y11
-	VMINPS Y4, Y0, Y12
-	VMINPS Y5, Y1, Y13
-	VMINPS Y6, Y2, Y14
-	VMINPS Y7, Y3, Y15
-	VBLENDVPS Y8, Y0, Y12, Y4
-	VBLENDVPS Y9, Y1, Y13, Y5
-	VBLENDVPS Y10, Y2, Y14, Y6
-	VBLENDVPS Y11, Y3, Y15, Y7
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	VMOVUPS Y6, 64(DI)
-	VMOVUPS Y7, 96(DI)
+	VMINPS Y10, Y9, Y11
+	VCMPPS $0x03, Y0, Y0, Y12
+	VBLENDVPS Y12, Y0, Y2, Y13
+	VCMPPS $0x03, Y3, Y3, Y14
+	VBLENDVPS Y14, Y3, Y5, Y15
+	VCMPPS $0x03, Y6, Y6, Y1
+	VBLENDVPS Y1, Y6, Y8, Y4
+	VCMPPS $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, Y9, Y11, Y10
+	VMOVUPS Y13, (DI)
+	VMOVUPS Y15, 32(DI)
+	VMOVUPS Y4, 64(DI)
+	VMOVUPS Y10, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -5907,9 +7025,9 @@ loop1:
 	JZ   done
 	VMOVUPS (SI), Y0
 	VMOVUPS (DX), Y1
-	VCMPPS $0x03, Y0, Y0, Y2
-	VMINPS Y1, Y0, Y3
-	VBLENDVPS Y2, Y0, Y3, Y4
+	VMINPS Y1, Y0, Y2
+	VCMPPS $0x03, Y0, Y0, Y3
+	VBLENDVPS Y3, Y0, Y2, Y4
 	VMOVUPS Y4, (DI)
 next1:
 	ADDQ $32, DI
@@ -5930,32 +7048,68 @@ TEXT ·vkClampAVX2(SB), NOSPLIT, $0-56
 	VBROADCASTSS s1+52(FP), Y14
 	SHRQ $3, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VMAXPS Y0, Y15, Y1
+	VMOVUPS 32(SI), Y2
+	VMAXPS Y2, Y15, Y3
+	VMOVUPS 64(SI), Y4
+	VMAXPS Y4, Y15, Y5
+	VMOVUPS 96(SI), Y6
+	VMAXPS Y6, Y15, Y7
+	VMOVUPS 128(SI), Y8
+	VMAXPS Y8, Y15, Y9
+	VMOVUPS 160(SI), Y10
+	VMAXPS Y10, Y15, Y11
+	VMOVUPS 192(SI), Y12
+	VMAXPS Y12, Y15, Y13
+	VMOVUPS 224(SI), Y0
+	VMAXPS Y0, Y15, Y2
+	VMOVUPS 256(SI), Y4
+	VMAXPS Y4, Y15, Y6
+	VMOVUPS 288(SI), Y8
+	VMAXPS Y8, Y15, Y10
+	VMOVUPS 320(SI), Y12
+	VMAXPS Y12, Y15, Y0
+	VMOVUPS 352(SI), Y4
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
-	VMAXPS Y0, Y15, Y4
-	VMAXPS Y1, Y15, Y5
-	VMAXPS Y2, Y15, Y6
-	VMAXPS Y3, Y15, Y7
-	VMINPS Y4, Y14, Y8
-	VMINPS Y5, Y14, Y9
-	VMINPS Y6, Y14, Y10
-	VMINPS Y7, Y14, Y11
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y10, 64(DI)
-	VMOVUPS Y11, 96(DI)
-next4:
-	ADDQ $128, DI
-	ADDQ $128, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	VMAXPS Y4, Y15, Y8
+	VMINPS Y1, Y14, Y12
+	VMINPS Y3, Y14, Y4
+	VMINPS Y5, Y14, Y1
+	VMINPS Y7, Y14, Y3
+	VMINPS Y9, Y14, Y5
+	VMINPS Y11, Y14, Y7
+	VMINPS Y13, Y14, Y9
+	VMINPS Y2, Y14, Y11
+	VMINPS Y6, Y14, Y13
+	VMINPS Y10, Y14, Y2
+	VMINPS Y0, Y14, Y6
+	VMINPS Y8, Y14, Y10
+	VMOVUPS Y12, (DI)
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS Y1, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y5, 128(DI)
+	VMOVUPS Y7, 160(DI)
+	VMOVUPS Y9, 192(DI)
+	VMOVUPS Y11, 224(DI)
+	VMOVUPS Y13, 256(DI)
+	VMOVUPS Y2, 288(DI)
+	VMOVUPS Y6, 320(DI)
+	VMOVUPS Y10, 352(DI)
+next12:
+	ADDQ $384, DI
+	ADDQ $384, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -5984,45 +7138,45 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VCMPPS $0x11, c_zero<>(SB), Y0, Y4
-	VCMPPS $0x11, c_zero<>(SB), Y1, Y5
-	VCMPPS $0x11, c_zero<>(SB), Y2, Y6
-	VCMPPS $0x11, c_zero<>(SB), Y3, Y7
-	VMOVUPS c_zero<>(SB), Y8
-	VBLENDVPS Y4, c_negOne<>(SB), Y8, Y9
+	VCMPPS $0x11, c_zero<>(SB), Y0, Y1
+	VMOVUPS c_zero<>(SB), Y2
+	VBLENDVPS Y1, c_negOne<>(SB), Y2, Y3
+	VMOVUPS 32(SI), Y4
+	VCMPPS $0x11, c_zero<>(SB), Y4, Y5
+	VMOVUPS c_zero<>(SB), Y6
+	VBLENDVPS Y5, c_negOne<>(SB), Y6, Y7
+	VMOVUPS 64(SI), Y8
+	VCMPPS $0x11, c_zero<>(SB), Y8, Y9
 	VMOVUPS c_zero<>(SB), Y10
-	VBLENDVPS Y5, c_negOne<>(SB), Y10, Y11
-	VMOVUPS c_zero<>(SB), Y12
-	VBLENDVPS Y6, c_negOne<>(SB), Y12, Y13
+	VBLENDVPS Y9, c_negOne<>(SB), Y10, Y11
+	VMOVUPS 96(SI), Y12
+	VCMPPS $0x11, c_zero<>(SB), Y12, Y13
 	VMOVUPS c_zero<>(SB), Y14
-	VBLENDVPS Y7, c_negOne<>(SB), Y14, Y15
-	VCMPPS $0x1e, c_zero<>(SB), Y0, Y4
-	VCMPPS $0x1e, c_zero<>(SB), Y1, Y8
-	VCMPPS $0x1e, c_zero<>(SB), Y2, Y5
-	VCMPPS $0x1e, c_zero<>(SB), Y3, Y10
-	VBLENDVPS Y4, c_one<>(SB), Y9, Y6
-	VBLENDVPS Y8, c_one<>(SB), Y11, Y12
-	VBLENDVPS Y5, c_one<>(SB), Y13, Y7
-	VBLENDVPS Y10, c_one<>(SB), Y15, Y14
+	VBLENDVPS Y13, c_negOne<>(SB), Y14, Y15
+	VCMPPS $0x1e, c_zero<>(SB), Y0, Y1
+	VBLENDVPS Y1, c_one<>(SB), Y3, Y2
+	VCMPPS $0x1e, c_zero<>(SB), Y4, Y5
+	VBLENDVPS Y5, c_one<>(SB), Y7, Y6
+	VCMPPS $0x1e, c_zero<>(SB), Y8, Y9
+	VBLENDVPS Y9, c_one<>(SB), Y11, Y10
+	VCMPPS $0x1e, c_zero<>(SB), Y12, Y13
+	VBLENDVPS Y13, c_one<>(SB), Y15, Y14
 	VMOVUPS (DX), Y0
-	VMOVUPS 32(DX), Y1
-	VMOVUPS 64(DX), Y2
-	VMOVUPS 96(DX), Y3
+	VMULPS Y0, Y2, Y1
+	VMOVUPS 32(DX), Y3
+	VMULPS Y3, Y6, Y4
+	VMOVUPS 64(DX), Y5
+	VMULPS Y5, Y10, Y7
+	VMOVUPS 96(DX), Y8
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VMULPS Y0, Y6, Y4
-	VMULPS Y1, Y12, Y9
-	VMULPS Y2, Y7, Y8
-	VMULPS Y3, Y14, Y11
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y8, 64(DI)
-	VMOVUPS Y11, 96(DI)
+	VMULPS Y8, Y14, Y9
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y9, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -6063,53 +7217,53 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
+	VSQRTPS Y0, Y1
+	VMOVUPS 32(SI), Y2
+	VSQRTPS Y2, Y3
+	VMOVUPS 64(SI), Y4
+	VSQRTPS Y4, Y5
+	VMOVUPS 96(SI), Y6
+	VSQRTPS Y6, Y7
+	VMULPS c_two<>(SB), Y1, Y8
+	VMULPS c_two<>(SB), Y3, Y9
+	VMULPS c_two<>(SB), Y5, Y10
+	VMULPS c_two<>(SB), Y7, Y11
+	VMOVUPS c_one<>(SB), Y12
+	VDIVPS Y8, Y12, Y13
+	VMOVUPS c_one<>(SB), Y14
+	VDIVPS Y9, Y14, Y15
+	VMOVUPS c_one<>(SB), Y1
+	VDIVPS Y10, Y1, Y3
+	VMOVUPS c_one<>(SB), Y5
+	VDIVPS Y11, Y5, Y7
+	VMOVUPS (DX), Y12
+	VMULPS Y13, Y12, Y8
+	VMOVUPS 32(DX), Y14
+	VMULPS Y15, Y14, Y9
+	VMOVUPS 64(DX), Y1
+	VMULPS Y3, Y1, Y10
+	VMOVUPS 96(DX), Y5
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VSQRTPS Y0, Y8
-	VSQRTPS Y1, Y9
-	VSQRTPS Y2, Y10
-	VSQRTPS Y3, Y11
-	VMULPS c_two<>(SB), Y8, Y12
-	VMULPS c_two<>(SB), Y9, Y13
-	VMULPS c_two<>(SB), Y10, Y14
-	VMULPS c_two<>(SB), Y11, Y15
-	VMOVUPS c_one<>(SB), Y8
-	VDIVPS Y12, Y8, Y9
-	VMOVUPS c_one<>(SB), Y10
-	VDIVPS Y13, Y10, Y11
-	VMOVUPS c_one<>(SB), Y8
-	VDIVPS Y14, Y8, Y12
-	VMOVUPS c_one<>(SB), Y10
-	VDIVPS Y15, Y10, Y13
-	VMULPS Y9, Y4, Y8
-	VMULPS Y11, Y5, Y14
-	VMULPS Y12, Y6, Y10
-	VMULPS Y13, Y7, Y15
-	VCMPPS $0x1e, c_zero<>(SB), Y0, Y4
-	VCMPPS $0x1e, c_zero<>(SB), Y1, Y9
-	VCMPPS $0x1e, c_zero<>(SB), Y2, Y5
-	VCMPPS $0x1e, c_zero<>(SB), Y3, Y11
-	VMOVUPS c_zero<>(SB), Y6
-	VBLENDVPS Y4, Y8, Y6, Y12
+	VMULPS Y7, Y5, Y11
+	VCMPPS $0x1e, c_zero<>(SB), Y0, Y12
+	VMOVUPS c_zero<>(SB), Y13
+	VBLENDVPS Y12, Y8, Y13, Y14
+	VCMPPS $0x1e, c_zero<>(SB), Y2, Y15
+	VMOVUPS c_zero<>(SB), Y1
+	VBLENDVPS Y15, Y9, Y1, Y3
+	VCMPPS $0x1e, c_zero<>(SB), Y4, Y5
 	VMOVUPS c_zero<>(SB), Y7
-	VBLENDVPS Y9, Y14, Y7, Y13
-	VMOVUPS c_zero<>(SB), Y0
-	VBLENDVPS Y5, Y10, Y0, Y1
-	VMOVUPS c_zero<>(SB), Y2
-	VBLENDVPS Y11, Y15, Y2, Y3
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS Y1, 64(DI)
-	VMOVUPS Y3, 96(DI)
+	VBLENDVPS Y5, Y10, Y7, Y0
+	VCMPPS $0x1e, c_zero<>(SB), Y6, Y12
+	VMOVUPS c_zero<>(SB), Y8
+	VBLENDVPS Y12, Y11, Y8, Y13
+	VMOVUPS Y14, (DI)
+	VMOVUPS Y3, 32(DI)
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y13, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -6120,12 +7274,12 @@ loop1:
 	TESTQ CX, CX
 	JZ   done
 	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VSQRTPS Y0, Y2
-	VMULPS c_two<>(SB), Y2, Y3
-	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y3, Y4, Y5
-	VMULPS Y5, Y1, Y6
+	VSQRTPS Y0, Y1
+	VMULPS c_two<>(SB), Y1, Y2
+	VMOVUPS c_one<>(SB), Y3
+	VDIVPS Y2, Y3, Y4
+	VMOVUPS (DX), Y5
+	VMULPS Y4, Y5, Y6
 	VCMPPS $0x1e, c_zero<>(SB), Y0, Y7
 	VMOVUPS c_zero<>(SB), Y8
 	VBLENDVPS Y7, Y6, Y8, Y9
@@ -6152,24 +7306,24 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (DX), Y0
-	VMOVUPS 32(DX), Y1
-	VMOVUPS 64(DX), Y2
-	VMOVUPS 96(DX), Y3
-	VMOVUPS (SI), Y4
-	VMOVUPS 32(SI), Y5
-	VMOVUPS 64(SI), Y6
-	VMOVUPS 96(SI), Y7
+	VMOVUPS (SI), Y1
+	VDIVPS Y1, Y0, Y2
+	VMOVUPS 32(DX), Y3
+	VMOVUPS 32(SI), Y4
+	VDIVPS Y4, Y3, Y5
+	VMOVUPS 64(DX), Y6
+	VMOVUPS 64(SI), Y7
+	VDIVPS Y7, Y6, Y8
+	VMOVUPS 96(DX), Y9
+	VMOVUPS 96(SI), Y10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VDIVPS Y4, Y0, Y8
-	VDIVPS Y5, Y1, Y9
-	VDIVPS Y6, Y2, Y10
-	VDIVPS Y7, Y3, Y11
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y10, 64(DI)
+	VDIVPS Y10, Y9, Y11
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y8, 64(DI)
 	VMOVUPS Y11, 96(DI)
 next4:
 	ADDQ $128, DI
@@ -6206,41 +7360,41 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
+	VMOVUPS c_one<>(SB), Y1
+	VDIVPS Y0, Y1, Y2
+	VMOVUPS 32(SI), Y3
 	VMOVUPS c_one<>(SB), Y4
-	VDIVPS Y0, Y4, Y5
-	VMOVUPS c_one<>(SB), Y6
-	VDIVPS Y1, Y6, Y7
-	VMOVUPS c_one<>(SB), Y8
-	VDIVPS Y2, Y8, Y9
+	VDIVPS Y3, Y4, Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS c_one<>(SB), Y7
+	VDIVPS Y6, Y7, Y8
+	VMOVUPS 96(SI), Y9
 	VMOVUPS c_one<>(SB), Y10
-	VDIVPS Y3, Y10, Y11
+	VDIVPS Y9, Y10, Y11
 	VMOVUPS (DX), Y12
-	VMOVUPS 32(DX), Y13
-	VMOVUPS 64(DX), Y14
-	VMOVUPS 96(DX), Y15
+	VMULPS Y2, Y12, Y13
+	VMOVUPS 32(DX), Y14
+	VMULPS Y5, Y14, Y15
+	VMOVUPS 64(DX), Y1
+	VMULPS Y8, Y1, Y0
+	VMOVUPS 96(DX), Y4
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VMULPS Y5, Y12, Y4
-	VMULPS Y7, Y13, Y0
-	VMULPS Y9, Y14, Y6
-	VMULPS Y11, Y15, Y1
-	VMULPS Y5, Y4, Y8
-	VMULPS Y7, Y0, Y2
-	VMULPS Y9, Y6, Y10
-	VMULPS Y11, Y1, Y3
-	VXORPS c_signMask<>(SB), Y8, Y12
-	VXORPS c_signMask<>(SB), Y2, Y13
-	VXORPS c_signMask<>(SB), Y10, Y14
-	VXORPS c_signMask<>(SB), Y3, Y15
+	VMULPS Y11, Y4, Y3
+	VMULPS Y2, Y13, Y7
+	VMULPS Y5, Y15, Y6
+	VMULPS Y8, Y0, Y10
+	VMULPS Y11, Y3, Y9
+	VXORPS c_signMask<>(SB), Y7, Y12
+	VXORPS c_signMask<>(SB), Y6, Y14
+	VXORPS c_signMask<>(SB), Y10, Y1
+	VXORPS c_signMask<>(SB), Y9, Y4
 	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS Y14, 64(DI)
-	VMOVUPS Y15, 96(DI)
+	VMOVUPS Y14, 32(DI)
+	VMOVUPS Y1, 64(DI)
+	VMOVUPS Y4, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -6282,41 +7436,41 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VCMPPS $0x1e, Y15, Y0, Y4
-	VCMPPS $0x1e, Y15, Y1, Y5
-	VCMPPS $0x1e, Y15, Y2, Y6
-	VCMPPS $0x1e, Y15, Y3, Y7
-	VCMPPS $0x11, Y14, Y0, Y8
-	VCMPPS $0x11, Y14, Y1, Y9
-	VCMPPS $0x11, Y14, Y2, Y10
-	VCMPPS $0x11, Y14, Y3, Y11
-	VANDPS Y8, Y4, Y12
-	VANDPS Y9, Y5, Y13
-	VANDPS Y10, Y6, Y0
-	VANDPS Y11, Y7, Y1
-	VMOVUPS (DX), Y2
-	VMOVUPS 32(DX), Y3
+	VCMPPS $0x1e, Y15, Y0, Y1
+	VCMPPS $0x11, Y14, Y0, Y2
+	VANDPS Y2, Y1, Y3
+	VMOVUPS (DX), Y4
+	VMOVUPS c_zero<>(SB), Y5
+	VBLENDVPS Y3, Y4, Y5, Y6
+	VMOVUPS 32(SI), Y7
+	VCMPPS $0x1e, Y15, Y7, Y8
+	VCMPPS $0x11, Y14, Y7, Y9
+	VANDPS Y9, Y8, Y10
+	VMOVUPS 32(DX), Y11
+	VMOVUPS c_zero<>(SB), Y12
+	VBLENDVPS Y10, Y11, Y12, Y13
+	VMOVUPS 64(SI), Y0
+	VCMPPS $0x1e, Y15, Y0, Y1
+	VCMPPS $0x11, Y14, Y0, Y2
+	VANDPS Y2, Y1, Y3
 	VMOVUPS 64(DX), Y4
-	VMOVUPS 96(DX), Y8
+	VMOVUPS c_zero<>(SB), Y5
+	VBLENDVPS Y3, Y4, Y5, Y7
+	VMOVUPS 96(SI), Y8
+	VCMPPS $0x1e, Y15, Y8, Y9
+	VCMPPS $0x11, Y14, Y8, Y10
+	VANDPS Y10, Y9, Y11
+	VMOVUPS 96(DX), Y12
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
-	VMOVUPS c_zero<>(SB), Y5
-	VBLENDVPS Y12, Y2, Y5, Y9
-	VMOVUPS c_zero<>(SB), Y6
-	VBLENDVPS Y13, Y3, Y6, Y10
-	VMOVUPS c_zero<>(SB), Y7
-	VBLENDVPS Y0, Y4, Y7, Y11
-	VMOVUPS c_zero<>(SB), Y12
-	VBLENDVPS Y1, Y8, Y12, Y2
-	VMOVUPS Y9, (DI)
-	VMOVUPS Y10, 32(DI)
-	VMOVUPS Y11, 64(DI)
-	VMOVUPS Y2, 96(DI)
+	VMOVUPS c_zero<>(SB), Y0
+	VBLENDVPS Y11, Y12, Y0, Y1
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y13, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y1, 96(DI)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, SI
@@ -6354,72 +7508,57 @@ TEXT ·vkMaxBwdAVX2(SB), NOSPLIT, $0-56
 	MOVQ i2+40(FP), BX
 	SHRQ $3, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop2:
+	CMPQ CX, $2
 	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS (DX), Y3
-	VMOVUPS 32(DX), Y4
-	VMOVUPS 64(DX), Y5
-	VMOVUPS (BX), Y6
-	VMOVUPS 32(BX), Y7
-	VMOVUPS 64(BX), Y8
+	VMOVUPS (BX), Y0
+	VMULPS c_half<>(SB), Y0, Y1
+	VMOVUPS 32(BX), Y2
+	VMULPS c_half<>(SB), Y2, Y3
+	VMOVUPS (DX), Y4
+	VMOVUPS (SI), Y5
+	VCMPPS $0x1e, Y5, Y4, Y6
+	VBLENDVPS Y6, c_zero<>(SB), Y1, Y7
+	VMOVUPS 32(DX), Y8
+	VMOVUPS 32(SI), Y9
 	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
 	PREFETCHT0 2048(BX)
-	PREFETCHT0 2112(BX)
-	VMULPS c_half<>(SB), Y6, Y9
-	VMULPS c_half<>(SB), Y7, Y10
-	VMULPS c_half<>(SB), Y8, Y11
-	VCMPPS $0x1e, Y3, Y0, Y12
-	VCMPPS $0x1e, Y4, Y1, Y13
-	VCMPPS $0x1e, Y5, Y2, Y14
-	VCMPPS $0x1e, Y0, Y3, Y15
-	VCMPPS $0x1e, Y1, Y4, Y3
-	VCMPPS $0x1e, Y2, Y5, Y0
-	VBLENDVPS Y15, c_zero<>(SB), Y9, Y4
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y1
-	VBLENDVPS Y0, c_zero<>(SB), Y11, Y5
-	VBLENDVPS Y12, Y6, Y4, Y2
-	VBLENDVPS Y13, Y7, Y1, Y4
-	VBLENDVPS Y14, Y8, Y5, Y1
-	VBLENDVPS Y12, c_zero<>(SB), Y9, Y5
-	VBLENDVPS Y13, c_zero<>(SB), Y10, Y12
-	VBLENDVPS Y14, c_zero<>(SB), Y11, Y9
-	VBLENDVPS Y15, Y6, Y5, Y13
-	VBLENDVPS Y3, Y7, Y12, Y10
-	VBLENDVPS Y0, Y8, Y9, Y14
-	VMOVUPS Y2, (DI)
-	VMOVUPS Y4, 32(DI)
-	VMOVUPS Y1, 64(DI)
-	VMOVUPS Y13, (R8)
-	VMOVUPS Y10, 32(R8)
-	VMOVUPS Y14, 64(R8)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, R8
-	ADDQ $96, SI
-	ADDQ $96, DX
-	ADDQ $96, BX
-	SUBQ $3, CX
-	JMP  loop3
+	VCMPPS $0x1e, Y9, Y8, Y10
+	VBLENDVPS Y10, c_zero<>(SB), Y3, Y11
+	VCMPPS $0x1e, Y4, Y5, Y12
+	VBLENDVPS Y12, Y0, Y7, Y13
+	VCMPPS $0x1e, Y8, Y9, Y14
+	VBLENDVPS Y14, Y2, Y11, Y15
+	VBLENDVPS Y12, c_zero<>(SB), Y1, Y5
+	VBLENDVPS Y14, c_zero<>(SB), Y3, Y4
+	VBLENDVPS Y6, Y0, Y5, Y7
+	VBLENDVPS Y10, Y2, Y4, Y9
+	VMOVUPS Y13, (DI)
+	VMOVUPS Y15, 32(DI)
+	VMOVUPS Y7, (R8)
+	VMOVUPS Y9, 32(R8)
+next2:
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, BX
+	SUBQ $2, CX
+	JMP  loop2
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMOVUPS (BX), Y2
-	VMULPS c_half<>(SB), Y2, Y3
-	VCMPPS $0x1e, Y1, Y0, Y4
-	VCMPPS $0x1e, Y0, Y1, Y5
-	VBLENDVPS Y5, c_zero<>(SB), Y3, Y6
-	VBLENDVPS Y4, Y2, Y6, Y7
-	VBLENDVPS Y4, c_zero<>(SB), Y3, Y8
-	VBLENDVPS Y5, Y2, Y8, Y9
+	VMOVUPS (BX), Y0
+	VMULPS c_half<>(SB), Y0, Y1
+	VMOVUPS (DX), Y2
+	VMOVUPS (SI), Y3
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y1, Y5
+	VCMPPS $0x1e, Y2, Y3, Y6
+	VBLENDVPS Y6, Y0, Y5, Y7
+	VBLENDVPS Y6, c_zero<>(SB), Y1, Y8
+	VBLENDVPS Y4, Y0, Y8, Y9
 	VMOVUPS Y7, (DI)
 	VMOVUPS Y9, (R8)
 next1:
@@ -6444,72 +7583,57 @@ TEXT ·vkMinBwdAVX2(SB), NOSPLIT, $0-56
 	MOVQ i2+40(FP), BX
 	SHRQ $3, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop2:
+	CMPQ CX, $2
 	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS (DX), Y3
-	VMOVUPS 32(DX), Y4
-	VMOVUPS 64(DX), Y5
-	VMOVUPS (BX), Y6
-	VMOVUPS 32(BX), Y7
-	VMOVUPS 64(BX), Y8
+	VMOVUPS (BX), Y0
+	VMULPS c_half<>(SB), Y0, Y1
+	VMOVUPS 32(BX), Y2
+	VMULPS c_half<>(SB), Y2, Y3
+	VMOVUPS (DX), Y4
+	VMOVUPS (SI), Y5
+	VCMPPS $0x11, Y5, Y4, Y6
+	VBLENDVPS Y6, c_zero<>(SB), Y1, Y7
+	VMOVUPS 32(DX), Y8
+	VMOVUPS 32(SI), Y9
 	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
-	PREFETCHT0 2112(DX)
 	PREFETCHT0 2048(BX)
-	PREFETCHT0 2112(BX)
-	VMULPS c_half<>(SB), Y6, Y9
-	VMULPS c_half<>(SB), Y7, Y10
-	VMULPS c_half<>(SB), Y8, Y11
-	VCMPPS $0x11, Y3, Y0, Y12
-	VCMPPS $0x11, Y4, Y1, Y13
-	VCMPPS $0x11, Y5, Y2, Y14
-	VCMPPS $0x11, Y0, Y3, Y15
-	VCMPPS $0x11, Y1, Y4, Y3
-	VCMPPS $0x11, Y2, Y5, Y0
-	VBLENDVPS Y15, c_zero<>(SB), Y9, Y4
-	VBLENDVPS Y3, c_zero<>(SB), Y10, Y1
-	VBLENDVPS Y0, c_zero<>(SB), Y11, Y5
-	VBLENDVPS Y12, Y6, Y4, Y2
-	VBLENDVPS Y13, Y7, Y1, Y4
-	VBLENDVPS Y14, Y8, Y5, Y1
-	VBLENDVPS Y12, c_zero<>(SB), Y9, Y5
-	VBLENDVPS Y13, c_zero<>(SB), Y10, Y12
-	VBLENDVPS Y14, c_zero<>(SB), Y11, Y9
-	VBLENDVPS Y15, Y6, Y5, Y13
-	VBLENDVPS Y3, Y7, Y12, Y10
-	VBLENDVPS Y0, Y8, Y9, Y14
-	VMOVUPS Y2, (DI)
-	VMOVUPS Y4, 32(DI)
-	VMOVUPS Y1, 64(DI)
-	VMOVUPS Y13, (R8)
-	VMOVUPS Y10, 32(R8)
-	VMOVUPS Y14, 64(R8)
-next3:
-	ADDQ $96, DI
-	ADDQ $96, R8
-	ADDQ $96, SI
-	ADDQ $96, DX
-	ADDQ $96, BX
-	SUBQ $3, CX
-	JMP  loop3
+	VCMPPS $0x11, Y9, Y8, Y10
+	VBLENDVPS Y10, c_zero<>(SB), Y3, Y11
+	VCMPPS $0x11, Y4, Y5, Y12
+	VBLENDVPS Y12, Y0, Y7, Y13
+	VCMPPS $0x11, Y8, Y9, Y14
+	VBLENDVPS Y14, Y2, Y11, Y15
+	VBLENDVPS Y12, c_zero<>(SB), Y1, Y5
+	VBLENDVPS Y14, c_zero<>(SB), Y3, Y4
+	VBLENDVPS Y6, Y0, Y5, Y7
+	VBLENDVPS Y10, Y2, Y4, Y9
+	VMOVUPS Y13, (DI)
+	VMOVUPS Y15, 32(DI)
+	VMOVUPS Y7, (R8)
+	VMOVUPS Y9, 32(R8)
+next2:
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, BX
+	SUBQ $2, CX
+	JMP  loop2
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Y0
-	VMOVUPS (DX), Y1
-	VMOVUPS (BX), Y2
-	VMULPS c_half<>(SB), Y2, Y3
-	VCMPPS $0x11, Y1, Y0, Y4
-	VCMPPS $0x11, Y0, Y1, Y5
-	VBLENDVPS Y5, c_zero<>(SB), Y3, Y6
-	VBLENDVPS Y4, Y2, Y6, Y7
-	VBLENDVPS Y4, c_zero<>(SB), Y3, Y8
-	VBLENDVPS Y5, Y2, Y8, Y9
+	VMOVUPS (BX), Y0
+	VMULPS c_half<>(SB), Y0, Y1
+	VMOVUPS (DX), Y2
+	VMOVUPS (SI), Y3
+	VCMPPS $0x11, Y3, Y2, Y4
+	VBLENDVPS Y4, c_zero<>(SB), Y1, Y5
+	VCMPPS $0x11, Y2, Y3, Y6
+	VBLENDVPS Y6, Y0, Y5, Y7
+	VBLENDVPS Y6, c_zero<>(SB), Y1, Y8
+	VBLENDVPS Y4, Y0, Y8, Y9
 	VMOVUPS Y7, (DI)
 	VMOVUPS Y9, (R8)
 next1:
@@ -6537,40 +7661,40 @@ TEXT ·vkMulBwdAVX2(SB), NOSPLIT, $0-56
 loop4:
 	CMPQ CX, $4
 	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
-	VMOVUPS (BX), Y8
-	VMOVUPS 32(BX), Y9
-	VMOVUPS 64(BX), Y10
-	VMOVUPS 96(BX), Y11
+	VMOVUPS (BX), Y0
+	VMOVUPS (DX), Y1
+	VMULPS Y1, Y0, Y2
+	VMOVUPS 32(BX), Y3
+	VMOVUPS 32(DX), Y4
+	VMULPS Y4, Y3, Y5
+	VMOVUPS 64(BX), Y6
+	VMOVUPS 64(DX), Y7
+	VMULPS Y7, Y6, Y8
+	VMOVUPS 96(BX), Y9
+	VMOVUPS 96(DX), Y10
+	VMULPS Y10, Y9, Y11
+	VMOVUPS (SI), Y12
+	VMULPS Y12, Y0, Y13
+	VMOVUPS 32(SI), Y14
+	VMULPS Y14, Y3, Y15
+	VMOVUPS 64(SI), Y1
+	VMULPS Y1, Y6, Y4
+	VMOVUPS 96(SI), Y7
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2048(BX)
 	PREFETCHT0 2112(BX)
-	VMULPS Y4, Y8, Y12
-	VMULPS Y5, Y9, Y13
-	VMULPS Y6, Y10, Y14
-	VMULPS Y7, Y11, Y15
-	VMULPS Y0, Y8, Y4
-	VMULPS Y1, Y9, Y5
-	VMULPS Y2, Y10, Y6
-	VMULPS Y3, Y11, Y7
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS Y14, 64(DI)
-	VMOVUPS Y15, 96(DI)
-	VMOVUPS Y4, (R8)
-	VMOVUPS Y5, 32(R8)
-	VMOVUPS Y6, 64(R8)
-	VMOVUPS Y7, 96(R8)
+	VMULPS Y7, Y9, Y10
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y8, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	VMOVUPS Y13, (R8)
+	VMOVUPS Y15, 32(R8)
+	VMOVUPS Y4, 64(R8)
+	VMOVUPS Y10, 96(R8)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, R8
@@ -6582,12 +7706,12 @@ next4:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Y0
+	VMOVUPS (BX), Y0
 	VMOVUPS (DX), Y1
-	VMOVUPS (BX), Y2
-	VMULPS Y1, Y2, Y3
-	VMULPS Y0, Y2, Y4
-	VMOVUPS Y3, (DI)
+	VMULPS Y1, Y0, Y2
+	VMOVUPS (SI), Y3
+	VMULPS Y3, Y0, Y4
+	VMOVUPS Y2, (DI)
 	VMOVUPS Y4, (R8)
 next1:
 	ADDQ $32, DI
@@ -6614,52 +7738,52 @@ TEXT ·vkDivBwdAVX2(SB), NOSPLIT, $0-56
 loop4:
 	CMPQ CX, $4
 	JLT  loop1
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	VMOVUPS 64(DX), Y6
-	VMOVUPS 96(DX), Y7
-	VMOVUPS (BX), Y8
-	VMOVUPS 32(BX), Y9
-	VMOVUPS 64(BX), Y10
-	VMOVUPS 96(BX), Y11
+	VMOVUPS (BX), Y0
+	VMOVUPS (DX), Y1
+	VDIVPS Y1, Y0, Y2
+	VMOVUPS 32(BX), Y3
+	VMOVUPS 32(DX), Y4
+	VDIVPS Y4, Y3, Y5
+	VMOVUPS 64(BX), Y6
+	VMOVUPS 64(DX), Y7
+	VDIVPS Y7, Y6, Y8
+	VMOVUPS 96(BX), Y9
+	VMOVUPS 96(DX), Y10
+	VDIVPS Y10, Y9, Y11
+	VMULPS Y1, Y1, Y12
+	VMULPS Y4, Y4, Y13
+	VMULPS Y7, Y7, Y14
+	VMULPS Y10, Y10, Y15
+	VMOVUPS (SI), Y1
+	VDIVPS Y12, Y1, Y4
+	VMOVUPS 32(SI), Y7
+	VDIVPS Y13, Y7, Y10
+	VMOVUPS 64(SI), Y1
+	VDIVPS Y14, Y1, Y12
+	VMOVUPS 96(SI), Y7
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2048(BX)
 	PREFETCHT0 2112(BX)
-	VDIVPS Y4, Y8, Y12
-	VDIVPS Y5, Y9, Y13
-	VDIVPS Y6, Y10, Y14
-	VDIVPS Y7, Y11, Y15
-	VMULPS Y4, Y4, Y4
-	VMULPS Y5, Y5, Y5
-	VMULPS Y6, Y6, Y6
-	VMULPS Y7, Y7, Y7
-	VDIVPS Y4, Y0, Y0
-	VDIVPS Y5, Y1, Y4
-	VDIVPS Y6, Y2, Y1
-	VDIVPS Y7, Y3, Y5
-	VMULPS Y0, Y8, Y2
-	VMULPS Y4, Y9, Y6
-	VMULPS Y1, Y10, Y3
-	VMULPS Y5, Y11, Y7
-	VXORPS c_signMask<>(SB), Y2, Y8
-	VXORPS c_signMask<>(SB), Y6, Y0
-	VXORPS c_signMask<>(SB), Y3, Y9
-	VXORPS c_signMask<>(SB), Y7, Y4
-	VMOVUPS Y12, (DI)
-	VMOVUPS Y13, 32(DI)
-	VMOVUPS Y14, 64(DI)
-	VMOVUPS Y15, 96(DI)
-	VMOVUPS Y8, (R8)
-	VMOVUPS Y0, 32(R8)
-	VMOVUPS Y9, 64(R8)
-	VMOVUPS Y4, 96(R8)
+	VDIVPS Y15, Y7, Y13
+	VMULPS Y4, Y0, Y1
+	VMULPS Y10, Y3, Y14
+	VMULPS Y12, Y6, Y7
+	VMULPS Y13, Y9, Y15
+	VXORPS c_signMask<>(SB), Y1, Y0
+	VXORPS c_signMask<>(SB), Y14, Y4
+	VXORPS c_signMask<>(SB), Y7, Y3
+	VXORPS c_signMask<>(SB), Y15, Y10
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y8, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y4, 32(R8)
+	VMOVUPS Y3, 64(R8)
+	VMOVUPS Y10, 96(R8)
 next4:
 	ADDQ $128, DI
 	ADDQ $128, R8
@@ -6671,15 +7795,15 @@ next4:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Y0
+	VMOVUPS (BX), Y0
 	VMOVUPS (DX), Y1
-	VMOVUPS (BX), Y2
-	VDIVPS Y1, Y2, Y3
-	VMULPS Y1, Y1, Y4
-	VDIVPS Y4, Y0, Y5
-	VMULPS Y5, Y2, Y6
+	VDIVPS Y1, Y0, Y2
+	VMULPS Y1, Y1, Y3
+	VMOVUPS (SI), Y4
+	VDIVPS Y3, Y4, Y5
+	VMULPS Y5, Y0, Y6
 	VXORPS c_signMask<>(SB), Y6, Y7
-	VMOVUPS Y3, (DI)
+	VMOVUPS Y2, (DI)
 	VMOVUPS Y7, (R8)
 next1:
 	ADDQ $32, DI
@@ -6700,127 +7824,255 @@ TEXT ·vkExpAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop10:
+	CMPQ CX, $10
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPANDD.BCST c_absMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPANDD.BCST c_absMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VPANDD.BCST c_absMask<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	VPANDD.BCST c_absMask<>(SB), Z14, Z15
+	VMOVUPS 512(SI), Z16
+	VPANDD.BCST c_absMask<>(SB), Z16, Z17
+	VMOVUPS 576(SI), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z4, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
-	KORTESTW K7, K7
-	JCC general4
-	VMULPS.BCST c_log2e<>(SB), Z0, Z8
-	VMULPS.BCST c_log2e<>(SB), Z1, Z9
-	VMULPS.BCST c_log2e<>(SB), Z2, Z10
-	VMULPS.BCST c_log2e<>(SB), Z3, Z11
-	VADDPS.BCST c_magic<>(SB), Z8, Z12
-	VADDPS.BCST c_magic<>(SB), Z9, Z13
-	VADDPS.BCST c_magic<>(SB), Z10, Z14
-	VADDPS.BCST c_magic<>(SB), Z11, Z15
-	VSUBPS.BCST c_magic<>(SB), Z12, Z16
-	VSUBPS.BCST c_magic<>(SB), Z13, Z17
-	VSUBPS.BCST c_magic<>(SB), Z14, Z18
-	VSUBPS.BCST c_magic<>(SB), Z15, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z16, Z20
-	VMULPS.BCST c_ln2Hi<>(SB), Z17, Z21
-	VMULPS.BCST c_ln2Hi<>(SB), Z18, Z22
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z23
-	VSUBPS Z20, Z0, Z24
-	VSUBPS Z21, Z1, Z25
-	VSUBPS Z22, Z2, Z26
-	VSUBPS Z23, Z3, Z27
-	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z29
-	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z30
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z31
-	VSUBPS Z28, Z24, Z4
-	VSUBPS Z29, Z25, Z5
-	VSUBPS Z30, Z26, Z6
-	VSUBPS Z31, Z27, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z5, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z6, Z10
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z0
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z20
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z1
-	VADDPS.BCST c_expQ3<>(SB), Z11, Z21
-	VMULPS Z0, Z4, Z2
-	VMULPS Z20, Z5, Z22
-	VMULPS Z1, Z6, Z3
-	VMULPS Z21, Z7, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z2, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z3, Z18
-	VADDPS.BCST c_expQ2<>(SB), Z23, Z19
-	VMULPS Z16, Z4, Z24
-	VMULPS Z17, Z5, Z28
-	VMULPS Z18, Z6, Z25
-	VMULPS Z19, Z7, Z29
-	VADDPS.BCST c_expQ1<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ1<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z25, Z27
-	VADDPS.BCST c_expQ1<>(SB), Z29, Z31
-	VMULPS Z26, Z4, Z8
-	VMULPS Z30, Z5, Z9
-	VMULPS Z27, Z6, Z10
-	VMULPS Z31, Z7, Z11
-	VADDPS.BCST c_expQ0<>(SB), Z8, Z0
-	VADDPS.BCST c_expQ0<>(SB), Z9, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z10, Z1
-	VADDPS.BCST c_expQ0<>(SB), Z11, Z21
-	VMULPS Z0, Z4, Z2
-	VMULPS Z20, Z5, Z22
-	VMULPS Z1, Z6, Z3
-	VMULPS Z21, Z7, Z23
-	VMULPS Z2, Z4, Z16
-	VMULPS Z22, Z5, Z17
-	VMULPS Z3, Z6, Z18
-	VMULPS Z23, Z7, Z19
-	VADDPS Z16, Z4, Z24
-	VADDPS Z17, Z5, Z28
-	VADDPS Z18, Z6, Z25
-	VADDPS Z19, Z7, Z29
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VADDPS.BCST c_one<>(SB), Z25, Z27
-	VADDPS.BCST c_one<>(SB), Z29, Z31
-	VPSLLD $23, Z12, Z8
-	VPSLLD $23, Z13, Z9
-	VPSLLD $23, Z14, Z10
-	VPSLLD $23, Z15, Z11
-	VPADDD.BCST c_expBias<>(SB), Z8, Z0
-	VPADDD.BCST c_expBias<>(SB), Z9, Z20
-	VPADDD.BCST c_expBias<>(SB), Z10, Z1
-	VPADDD.BCST c_expBias<>(SB), Z11, Z21
-	VMULPS Z0, Z26, Z2
-	VMULPS Z20, Z30, Z22
-	VMULPS Z1, Z27, Z3
-	VMULPS Z21, Z31, Z23
-	VMOVUPS Z2, (DI)
-	VMOVUPS Z22, 64(DI)
-	VMOVUPS Z3, 128(DI)
-	VMOVUPS Z23, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	VPANDD.BCST c_absMask<>(SB), Z18, Z19
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z13, K5
+	KANDW K5, K4, K6
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K7
+	KANDW K7, K6, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z17, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z19, K4
+	KANDW K4, K3, K5
+	KORTESTW K5, K5
+	JCC general10
+	VMULPS.BCST c_log2e<>(SB), Z0, Z20
+	VMULPS.BCST c_log2e<>(SB), Z2, Z21
+	VMULPS.BCST c_log2e<>(SB), Z4, Z22
+	VMULPS.BCST c_log2e<>(SB), Z6, Z23
+	VMULPS.BCST c_log2e<>(SB), Z8, Z24
+	VMULPS.BCST c_log2e<>(SB), Z10, Z25
+	VMULPS.BCST c_log2e<>(SB), Z12, Z26
+	VMULPS.BCST c_log2e<>(SB), Z14, Z27
+	VMULPS.BCST c_log2e<>(SB), Z16, Z28
+	VMULPS.BCST c_log2e<>(SB), Z18, Z29
+	VRNDSCALEPS $0, Z20, Z30
+	VRNDSCALEPS $0, Z21, Z31
+	VRNDSCALEPS $0, Z22, Z1
+	VRNDSCALEPS $0, Z23, Z3
+	VRNDSCALEPS $0, Z24, Z5
+	VRNDSCALEPS $0, Z25, Z7
+	VRNDSCALEPS $0, Z26, Z9
+	VRNDSCALEPS $0, Z27, Z11
+	VRNDSCALEPS $0, Z28, Z13
+	VRNDSCALEPS $0, Z29, Z15
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z0
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z31, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z10
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z12
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z14
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z13, Z16
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z15, Z18
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z31, Z19
+	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z20
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z23
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z26
+	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z27
+	VSUBPS Z17, Z0, Z28
+	VSUBPS Z19, Z2, Z29
+	VSUBPS Z20, Z4, Z0
+	VSUBPS Z21, Z6, Z17
+	VSUBPS Z22, Z8, Z2
+	VSUBPS Z23, Z10, Z19
+	VSUBPS Z24, Z12, Z4
+	VSUBPS Z25, Z14, Z20
+	VSUBPS Z26, Z16, Z6
+	VSUBPS Z27, Z18, Z21
+	VMULPS.BCST c_expQ4<>(SB), Z28, Z8
+	VMULPS.BCST c_expQ4<>(SB), Z29, Z22
+	VMULPS.BCST c_expQ4<>(SB), Z0, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z17, Z23
+	VMULPS.BCST c_expQ4<>(SB), Z2, Z12
+	VMULPS.BCST c_expQ4<>(SB), Z19, Z24
+	VMULPS.BCST c_expQ4<>(SB), Z4, Z14
+	VMULPS.BCST c_expQ4<>(SB), Z20, Z25
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z16
+	VMULPS.BCST c_expQ4<>(SB), Z21, Z26
+	VADDPS.BCST c_expQ3<>(SB), Z8, Z18
+	VADDPS.BCST c_expQ3<>(SB), Z22, Z27
+	VADDPS.BCST c_expQ3<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ3<>(SB), Z23, Z22
+	VADDPS.BCST c_expQ3<>(SB), Z12, Z10
+	VADDPS.BCST c_expQ3<>(SB), Z24, Z23
+	VADDPS.BCST c_expQ3<>(SB), Z14, Z12
+	VADDPS.BCST c_expQ3<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ3<>(SB), Z16, Z14
+	VADDPS.BCST c_expQ3<>(SB), Z26, Z25
+	VMULPS Z18, Z28, Z16
+	VMULPS Z27, Z29, Z26
+	VMULPS Z8, Z0, Z18
+	VMULPS Z22, Z17, Z27
+	VMULPS Z10, Z2, Z8
+	VMULPS Z23, Z19, Z22
+	VMULPS Z12, Z4, Z10
+	VMULPS Z24, Z20, Z23
+	VMULPS Z14, Z6, Z12
+	VMULPS Z25, Z21, Z24
+	VADDPS.BCST c_expQ2<>(SB), Z16, Z14
+	VADDPS.BCST c_expQ2<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ2<>(SB), Z18, Z16
+	VADDPS.BCST c_expQ2<>(SB), Z27, Z26
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z18
+	VADDPS.BCST c_expQ2<>(SB), Z22, Z27
+	VADDPS.BCST c_expQ2<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z23, Z22
+	VADDPS.BCST c_expQ2<>(SB), Z12, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z24, Z23
+	VMULPS Z14, Z28, Z12
+	VMULPS Z25, Z29, Z24
+	VMULPS Z16, Z0, Z14
+	VMULPS Z26, Z17, Z25
+	VMULPS Z18, Z2, Z16
+	VMULPS Z27, Z19, Z26
+	VMULPS Z8, Z4, Z18
+	VMULPS Z22, Z20, Z27
+	VMULPS Z10, Z6, Z8
+	VMULPS Z23, Z21, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z12, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z24, Z23
+	VADDPS.BCST c_expQ1<>(SB), Z14, Z12
+	VADDPS.BCST c_expQ1<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ1<>(SB), Z16, Z14
+	VADDPS.BCST c_expQ1<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ1<>(SB), Z18, Z16
+	VADDPS.BCST c_expQ1<>(SB), Z27, Z26
+	VADDPS.BCST c_expQ1<>(SB), Z8, Z18
+	VADDPS.BCST c_expQ1<>(SB), Z22, Z27
+	VMULPS Z10, Z28, Z8
+	VMULPS Z23, Z29, Z22
+	VMULPS Z12, Z0, Z10
+	VMULPS Z24, Z17, Z23
+	VMULPS Z14, Z2, Z12
+	VMULPS Z25, Z19, Z24
+	VMULPS Z16, Z4, Z14
+	VMULPS Z26, Z20, Z25
+	VMULPS Z18, Z6, Z16
+	VMULPS Z27, Z21, Z26
+	VADDPS.BCST c_expQ0<>(SB), Z8, Z18
+	VADDPS.BCST c_expQ0<>(SB), Z22, Z27
+	VADDPS.BCST c_expQ0<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ0<>(SB), Z23, Z22
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z10
+	VADDPS.BCST c_expQ0<>(SB), Z24, Z23
+	VADDPS.BCST c_expQ0<>(SB), Z14, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ0<>(SB), Z16, Z14
+	VADDPS.BCST c_expQ0<>(SB), Z26, Z25
+	VMULPS Z18, Z28, Z16
+	VMULPS Z27, Z29, Z26
+	VMULPS Z8, Z0, Z18
+	VMULPS Z22, Z17, Z27
+	VMULPS Z10, Z2, Z8
+	VMULPS Z23, Z19, Z22
+	VMULPS Z12, Z4, Z10
+	VMULPS Z24, Z20, Z23
+	VMULPS Z14, Z6, Z12
+	VMULPS Z25, Z21, Z24
+	VMULPS Z16, Z28, Z14
+	VMULPS Z26, Z29, Z25
+	VMULPS Z18, Z0, Z16
+	VMULPS Z27, Z17, Z26
+	VMULPS Z8, Z2, Z18
+	VMULPS Z22, Z19, Z27
+	VMULPS Z10, Z4, Z8
+	VMULPS Z23, Z20, Z22
+	VMULPS Z12, Z6, Z10
+	VMULPS Z24, Z21, Z23
+	VADDPS Z14, Z28, Z12
+	VADDPS Z25, Z29, Z24
+	VADDPS Z16, Z0, Z28
+	VADDPS Z26, Z17, Z14
+	VADDPS Z18, Z2, Z29
+	VADDPS Z27, Z19, Z25
+	VADDPS Z8, Z4, Z0
+	VADDPS Z22, Z20, Z16
+	VADDPS Z10, Z6, Z17
+	VADDPS Z23, Z21, Z26
+	VADDPS.BCST c_one<>(SB), Z12, Z2
+	VADDPS.BCST c_one<>(SB), Z24, Z18
+	VADDPS.BCST c_one<>(SB), Z28, Z19
+	VADDPS.BCST c_one<>(SB), Z14, Z27
+	VADDPS.BCST c_one<>(SB), Z29, Z4
+	VADDPS.BCST c_one<>(SB), Z25, Z8
+	VADDPS.BCST c_one<>(SB), Z0, Z20
+	VADDPS.BCST c_one<>(SB), Z16, Z22
+	VADDPS.BCST c_one<>(SB), Z17, Z6
+	VADDPS.BCST c_one<>(SB), Z26, Z10
+	VSCALEFPS Z30, Z2, Z21
+	VSCALEFPS Z31, Z18, Z23
+	VSCALEFPS Z1, Z19, Z12
+	VSCALEFPS Z3, Z27, Z24
+	VSCALEFPS Z5, Z4, Z28
+	VSCALEFPS Z7, Z8, Z14
+	VSCALEFPS Z9, Z20, Z29
+	VSCALEFPS Z11, Z22, Z25
+	VSCALEFPS Z13, Z6, Z0
+	VSCALEFPS Z15, Z10, Z16
+	VMOVUPS Z21, (DI)
+	VMOVUPS Z23, 64(DI)
+	VMOVUPS Z12, 128(DI)
+	VMOVUPS Z24, 192(DI)
+	VMOVUPS Z28, 256(DI)
+	VMOVUPS Z14, 320(DI)
+	VMOVUPS Z29, 384(DI)
+	VMOVUPS Z25, 448(DI)
+	VMOVUPS Z0, 512(DI)
+	VMOVUPS Z16, 576(DI)
+next10:
+	ADDQ $640, DI
+	ADDQ $640, SI
+	SUBQ $10, CX
+	JMP  loop10
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -6830,28 +8082,24 @@ loop1:
 	KORTESTW K1, K1
 	JCC general1
 	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VMOVUPS Z23, (DI)
+	VRNDSCALEPS $0, Z2, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z4
+	VSUBPS Z4, Z0, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z3, Z17, Z18
+	VMOVUPS Z18, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -6860,219 +8108,306 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general4:
+general10:
 	VMOVUPS (SI), Z0
 	VMULPS.BCST c_log2e<>(SB), Z0, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z2
-	VSUBPS.BCST c_magic<>(SB), Z2, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z4
-	VSUBPS Z4, Z0, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z6
-	VSUBPS Z6, Z5, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z8
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z9
-	VMULPS Z9, Z7, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z11
-	VMULPS Z11, Z7, Z12
-	VADDPS.BCST c_expQ1<>(SB), Z12, Z13
-	VMULPS Z13, Z7, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z15
-	VMULPS Z15, Z7, Z16
-	VMULPS Z16, Z7, Z17
-	VADDPS Z17, Z7, Z18
-	VADDPS.BCST c_one<>(SB), Z18, Z19
-	VPSLLD $23, Z2, Z20
-	VPADDD.BCST c_expBias<>(SB), Z20, Z21
-	VMULPS Z21, Z19, Z22
-	VPSUBD.BCST c_magic<>(SB), Z2, Z23
-	VPSRAD $1, Z23, Z24
-	VPSUBD Z24, Z23, Z25
-	VPADDD.BCST c_i127<>(SB), Z24, Z26
-	VPSLLD $23, Z26, Z27
-	VPADDD.BCST c_i127<>(SB), Z25, Z28
-	VPSLLD $23, Z28, Z29
-	VMULPS Z27, Z19, Z30
-	VMULPS Z29, Z30, Z31
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z31, K1, Z1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
-	VBLENDMPS Z22, Z3, K4, Z6
-	VMOVUPS Z6, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, (DI)
 	VMOVUPS 64(SI), Z0
 	VMULPS.BCST c_log2e<>(SB), Z0, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z2
-	VSUBPS.BCST c_magic<>(SB), Z2, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z4
-	VSUBPS Z4, Z0, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z6
-	VSUBPS Z6, Z5, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z8
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z9
-	VMULPS Z9, Z7, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z11
-	VMULPS Z11, Z7, Z12
-	VADDPS.BCST c_expQ1<>(SB), Z12, Z13
-	VMULPS Z13, Z7, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z15
-	VMULPS Z15, Z7, Z16
-	VMULPS Z16, Z7, Z17
-	VADDPS Z17, Z7, Z18
-	VADDPS.BCST c_one<>(SB), Z18, Z19
-	VPSLLD $23, Z2, Z20
-	VPADDD.BCST c_expBias<>(SB), Z20, Z21
-	VMULPS Z21, Z19, Z22
-	VPSUBD.BCST c_magic<>(SB), Z2, Z23
-	VPSRAD $1, Z23, Z24
-	VPSUBD Z24, Z23, Z25
-	VPADDD.BCST c_i127<>(SB), Z24, Z26
-	VPSLLD $23, Z26, Z27
-	VPADDD.BCST c_i127<>(SB), Z25, Z28
-	VPSLLD $23, Z28, Z29
-	VMULPS Z27, Z19, Z30
-	VMULPS Z29, Z30, Z31
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z31, K1, Z1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
-	VBLENDMPS Z22, Z3, K4, Z6
-	VMOVUPS Z6, 64(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VMULPS.BCST c_log2e<>(SB), Z0, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z2
-	VSUBPS.BCST c_magic<>(SB), Z2, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z4
-	VSUBPS Z4, Z0, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z6
-	VSUBPS Z6, Z5, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z8
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z9
-	VMULPS Z9, Z7, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z11
-	VMULPS Z11, Z7, Z12
-	VADDPS.BCST c_expQ1<>(SB), Z12, Z13
-	VMULPS Z13, Z7, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z15
-	VMULPS Z15, Z7, Z16
-	VMULPS Z16, Z7, Z17
-	VADDPS Z17, Z7, Z18
-	VADDPS.BCST c_one<>(SB), Z18, Z19
-	VPSLLD $23, Z2, Z20
-	VPADDD.BCST c_expBias<>(SB), Z20, Z21
-	VMULPS Z21, Z19, Z22
-	VPSUBD.BCST c_magic<>(SB), Z2, Z23
-	VPSRAD $1, Z23, Z24
-	VPSUBD Z24, Z23, Z25
-	VPADDD.BCST c_i127<>(SB), Z24, Z26
-	VPSLLD $23, Z26, Z27
-	VPADDD.BCST c_i127<>(SB), Z25, Z28
-	VPSLLD $23, Z28, Z29
-	VMULPS Z27, Z19, Z30
-	VMULPS Z29, Z30, Z31
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z31, K1, Z1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
-	VBLENDMPS Z22, Z3, K4, Z6
-	VMOVUPS Z6, 128(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VMULPS.BCST c_log2e<>(SB), Z0, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z2
-	VSUBPS.BCST c_magic<>(SB), Z2, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z4
-	VSUBPS Z4, Z0, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z6
-	VSUBPS Z6, Z5, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z8
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z9
-	VMULPS Z9, Z7, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z11
-	VMULPS Z11, Z7, Z12
-	VADDPS.BCST c_expQ1<>(SB), Z12, Z13
-	VMULPS Z13, Z7, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z15
-	VMULPS Z15, Z7, Z16
-	VMULPS Z16, Z7, Z17
-	VADDPS Z17, Z7, Z18
-	VADDPS.BCST c_one<>(SB), Z18, Z19
-	VPSLLD $23, Z2, Z20
-	VPADDD.BCST c_expBias<>(SB), Z20, Z21
-	VMULPS Z21, Z19, Z22
-	VPSUBD.BCST c_magic<>(SB), Z2, Z23
-	VPSRAD $1, Z23, Z24
-	VPSUBD Z24, Z23, Z25
-	VPADDD.BCST c_i127<>(SB), Z24, Z26
-	VPSLLD $23, Z26, Z27
-	VPADDD.BCST c_i127<>(SB), Z25, Z28
-	VPSLLD $23, Z28, Z29
-	VMULPS Z27, Z19, Z30
-	VMULPS Z29, Z30, Z31
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z31, K1, Z1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
-	VBLENDMPS Z22, Z3, K4, Z6
-	VMOVUPS Z6, 192(DI)
-	JMP  next4
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 448(DI)
+	VMOVUPS 512(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 512(DI)
+	VMOVUPS 576(SI), Z0
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
+	VCMPPS $0x03, Z0, Z0, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, 576(DI)
+	JMP  next10
 general1:
 	VMOVUPS (SI), Z0
 	VMULPS.BCST c_log2e<>(SB), Z0, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z2
-	VSUBPS.BCST c_magic<>(SB), Z2, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z4
-	VSUBPS Z4, Z0, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z6
-	VSUBPS Z6, Z5, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z8
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z9
-	VMULPS Z9, Z7, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z11
-	VMULPS Z11, Z7, Z12
-	VADDPS.BCST c_expQ1<>(SB), Z12, Z13
-	VMULPS Z13, Z7, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z15
-	VMULPS Z15, Z7, Z16
-	VMULPS Z16, Z7, Z17
-	VADDPS Z17, Z7, Z18
-	VADDPS.BCST c_one<>(SB), Z18, Z19
-	VPSLLD $23, Z2, Z20
-	VPADDD.BCST c_expBias<>(SB), Z20, Z21
-	VMULPS Z21, Z19, Z22
-	VPSUBD.BCST c_magic<>(SB), Z2, Z23
-	VPSRAD $1, Z23, Z24
-	VPSUBD Z24, Z23, Z25
-	VPADDD.BCST c_i127<>(SB), Z24, Z26
-	VPSLLD $23, Z26, Z27
-	VPADDD.BCST c_i127<>(SB), Z25, Z28
-	VPSLLD $23, Z28, Z29
-	VMULPS Z27, Z19, Z30
-	VMULPS Z29, Z30, Z31
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z31, K1, Z1
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
-	VBLENDMPS Z22, Z3, K4, Z6
-	VMOVUPS Z6, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS Z21, (DI)
 	JMP  next1
 
 // func vkSigmoidAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Sigmoidf(x) = 1/(1 + Expf(-x))
@@ -7082,143 +8417,295 @@ TEXT ·vkSigmoidAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop10:
+	CMPQ CX, $10
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPXORD.BCST c_signMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPXORD.BCST c_signMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPXORD.BCST c_signMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPXORD.BCST c_signMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPXORD.BCST c_signMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VPXORD.BCST c_signMask<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	VPXORD.BCST c_signMask<>(SB), Z14, Z15
+	VMOVUPS 512(SI), Z16
+	VPXORD.BCST c_signMask<>(SB), Z16, Z17
+	VMOVUPS 576(SI), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VPXORD.BCST c_signMask<>(SB), Z0, Z4
-	VPXORD.BCST c_signMask<>(SB), Z1, Z5
-	VPXORD.BCST c_signMask<>(SB), Z2, Z6
-	VPXORD.BCST c_signMask<>(SB), Z3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z4, Z8
-	VPANDD.BCST c_absMask<>(SB), Z5, Z9
-	VPANDD.BCST c_absMask<>(SB), Z6, Z10
-	VPANDD.BCST c_absMask<>(SB), Z7, Z11
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
-	KORTESTW K7, K7
-	JCC general4
-	VMULPS.BCST c_log2e<>(SB), Z4, Z12
-	VMULPS.BCST c_log2e<>(SB), Z5, Z13
-	VMULPS.BCST c_log2e<>(SB), Z6, Z14
-	VMULPS.BCST c_log2e<>(SB), Z7, Z15
-	VADDPS.BCST c_magic<>(SB), Z12, Z16
-	VADDPS.BCST c_magic<>(SB), Z13, Z17
-	VADDPS.BCST c_magic<>(SB), Z14, Z18
-	VADDPS.BCST c_magic<>(SB), Z15, Z19
-	VSUBPS.BCST c_magic<>(SB), Z16, Z20
-	VSUBPS.BCST c_magic<>(SB), Z17, Z21
-	VSUBPS.BCST c_magic<>(SB), Z18, Z22
-	VSUBPS.BCST c_magic<>(SB), Z19, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z25
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z27
-	VSUBPS Z24, Z4, Z28
-	VSUBPS Z25, Z5, Z29
-	VSUBPS Z26, Z6, Z30
-	VSUBPS Z27, Z7, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z0
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z1
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z2
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z3
-	VSUBPS Z0, Z28, Z8
-	VSUBPS Z1, Z29, Z9
-	VSUBPS Z2, Z30, Z10
-	VSUBPS Z3, Z31, Z11
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z12
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z10, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z11, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z12, Z4
-	VADDPS.BCST c_expQ3<>(SB), Z13, Z24
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z5
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z25
-	VMULPS Z4, Z8, Z6
-	VMULPS Z24, Z9, Z26
-	VMULPS Z5, Z10, Z7
-	VMULPS Z25, Z11, Z27
-	VADDPS.BCST c_expQ2<>(SB), Z6, Z20
-	VADDPS.BCST c_expQ2<>(SB), Z26, Z21
-	VADDPS.BCST c_expQ2<>(SB), Z7, Z22
-	VADDPS.BCST c_expQ2<>(SB), Z27, Z23
-	VMULPS Z20, Z8, Z28
-	VMULPS Z21, Z9, Z0
-	VMULPS Z22, Z10, Z29
-	VMULPS Z23, Z11, Z1
-	VADDPS.BCST c_expQ1<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z0, Z2
-	VADDPS.BCST c_expQ1<>(SB), Z29, Z31
-	VADDPS.BCST c_expQ1<>(SB), Z1, Z3
-	VMULPS Z30, Z8, Z12
-	VMULPS Z2, Z9, Z13
-	VMULPS Z31, Z10, Z14
-	VMULPS Z3, Z11, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z12, Z4
-	VADDPS.BCST c_expQ0<>(SB), Z13, Z24
-	VADDPS.BCST c_expQ0<>(SB), Z14, Z5
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z25
-	VMULPS Z4, Z8, Z6
-	VMULPS Z24, Z9, Z26
-	VMULPS Z5, Z10, Z7
-	VMULPS Z25, Z11, Z27
-	VMULPS Z6, Z8, Z20
-	VMULPS Z26, Z9, Z21
-	VMULPS Z7, Z10, Z22
-	VMULPS Z27, Z11, Z23
-	VADDPS Z20, Z8, Z28
-	VADDPS Z21, Z9, Z0
-	VADDPS Z22, Z10, Z29
-	VADDPS Z23, Z11, Z1
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VADDPS.BCST c_one<>(SB), Z0, Z2
-	VADDPS.BCST c_one<>(SB), Z29, Z31
-	VADDPS.BCST c_one<>(SB), Z1, Z3
-	VPSLLD $23, Z16, Z12
-	VPSLLD $23, Z17, Z13
-	VPSLLD $23, Z18, Z14
-	VPSLLD $23, Z19, Z15
-	VPADDD.BCST c_expBias<>(SB), Z12, Z4
-	VPADDD.BCST c_expBias<>(SB), Z13, Z24
-	VPADDD.BCST c_expBias<>(SB), Z14, Z5
-	VPADDD.BCST c_expBias<>(SB), Z15, Z25
-	VMULPS Z4, Z30, Z6
-	VMULPS Z24, Z2, Z26
-	VMULPS Z5, Z31, Z7
-	VMULPS Z25, Z3, Z27
-	VADDPS.BCST c_one<>(SB), Z6, Z8
-	VADDPS.BCST c_one<>(SB), Z26, Z20
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VADDPS.BCST c_one<>(SB), Z27, Z21
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z8, Z10, Z22
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	VPXORD.BCST c_signMask<>(SB), Z18, Z19
+	VPANDD.BCST c_absMask<>(SB), Z1, Z20
+	VPANDD.BCST c_absMask<>(SB), Z3, Z21
+	VPANDD.BCST c_absMask<>(SB), Z5, Z22
+	VPANDD.BCST c_absMask<>(SB), Z7, Z23
+	VPANDD.BCST c_absMask<>(SB), Z9, Z24
+	VPANDD.BCST c_absMask<>(SB), Z11, Z25
+	VPANDD.BCST c_absMask<>(SB), Z13, Z26
+	VPANDD.BCST c_absMask<>(SB), Z15, Z27
+	VPANDD.BCST c_absMask<>(SB), Z17, Z28
+	VPANDD.BCST c_absMask<>(SB), Z19, Z29
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z20, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z21, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z22, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z23, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z24, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z25, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K5
+	KANDW K5, K4, K6
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z27, K7
+	KANDW K7, K6, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z28, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z29, K4
+	KANDW K4, K3, K5
+	KORTESTW K5, K5
+	JCC general10
+	VMULPS.BCST c_log2e<>(SB), Z1, Z30
+	VMULPS.BCST c_log2e<>(SB), Z3, Z31
+	VMULPS.BCST c_log2e<>(SB), Z5, Z0
+	VMULPS.BCST c_log2e<>(SB), Z7, Z2
+	VMULPS.BCST c_log2e<>(SB), Z9, Z4
+	VMULPS.BCST c_log2e<>(SB), Z11, Z6
+	VMULPS.BCST c_log2e<>(SB), Z13, Z8
+	VMULPS.BCST c_log2e<>(SB), Z15, Z10
+	VMULPS.BCST c_log2e<>(SB), Z17, Z12
+	VMULPS.BCST c_log2e<>(SB), Z19, Z14
+	VRNDSCALEPS $0, Z30, Z16
+	VRNDSCALEPS $0, Z31, Z18
+	VRNDSCALEPS $0, Z0, Z20
+	VRNDSCALEPS $0, Z2, Z21
+	VRNDSCALEPS $0, Z4, Z22
+	VRNDSCALEPS $0, Z6, Z23
+	VRNDSCALEPS $0, Z8, Z24
+	VRNDSCALEPS $0, Z10, Z25
+	VRNDSCALEPS $0, Z12, Z26
+	VRNDSCALEPS $0, Z14, Z27
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z18, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z20, Z5
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z21, Z7
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z22, Z9
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z23, Z11
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z24, Z13
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z25, Z15
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z17
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z19
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z28
+	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z29
+	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z31
+	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z10
+	VSUBPS Z28, Z1, Z12
+	VSUBPS Z29, Z3, Z14
+	VSUBPS Z30, Z5, Z1
+	VSUBPS Z31, Z7, Z28
+	VSUBPS Z0, Z9, Z3
+	VSUBPS Z2, Z11, Z29
+	VSUBPS Z4, Z13, Z5
+	VSUBPS Z6, Z15, Z30
+	VSUBPS Z8, Z17, Z7
+	VSUBPS Z10, Z19, Z31
+	VMULPS.BCST c_expQ4<>(SB), Z12, Z9
+	VMULPS.BCST c_expQ4<>(SB), Z14, Z0
+	VMULPS.BCST c_expQ4<>(SB), Z1, Z11
+	VMULPS.BCST c_expQ4<>(SB), Z28, Z2
+	VMULPS.BCST c_expQ4<>(SB), Z3, Z13
+	VMULPS.BCST c_expQ4<>(SB), Z29, Z4
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z15
+	VMULPS.BCST c_expQ4<>(SB), Z30, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z7, Z17
+	VMULPS.BCST c_expQ4<>(SB), Z31, Z8
+	VADDPS.BCST c_expQ3<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ3<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z9
+	VADDPS.BCST c_expQ3<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z13, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z15, Z13
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z17, Z15
+	VADDPS.BCST c_expQ3<>(SB), Z8, Z6
+	VMULPS Z19, Z12, Z17
+	VMULPS Z10, Z14, Z8
+	VMULPS Z9, Z1, Z19
+	VMULPS Z0, Z28, Z10
+	VMULPS Z11, Z3, Z9
+	VMULPS Z2, Z29, Z0
+	VMULPS Z13, Z5, Z11
+	VMULPS Z4, Z30, Z2
+	VMULPS Z15, Z7, Z13
+	VMULPS Z6, Z31, Z4
+	VADDPS.BCST c_expQ2<>(SB), Z17, Z15
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z6
+	VADDPS.BCST c_expQ2<>(SB), Z19, Z17
+	VADDPS.BCST c_expQ2<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ2<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z11, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z11
+	VADDPS.BCST c_expQ2<>(SB), Z4, Z2
+	VMULPS Z15, Z12, Z13
+	VMULPS Z6, Z14, Z4
+	VMULPS Z17, Z1, Z15
+	VMULPS Z8, Z28, Z6
+	VMULPS Z19, Z3, Z17
+	VMULPS Z10, Z29, Z8
+	VMULPS Z9, Z5, Z19
+	VMULPS Z0, Z30, Z10
+	VMULPS Z11, Z7, Z9
+	VMULPS Z2, Z31, Z0
+	VADDPS.BCST c_expQ1<>(SB), Z13, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z13
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ1<>(SB), Z17, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z8, Z6
+	VADDPS.BCST c_expQ1<>(SB), Z19, Z17
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ1<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ1<>(SB), Z0, Z10
+	VMULPS Z11, Z12, Z9
+	VMULPS Z2, Z14, Z0
+	VMULPS Z13, Z1, Z11
+	VMULPS Z4, Z28, Z2
+	VMULPS Z15, Z3, Z13
+	VMULPS Z6, Z29, Z4
+	VMULPS Z17, Z5, Z15
+	VMULPS Z8, Z30, Z6
+	VMULPS Z19, Z7, Z17
+	VMULPS Z10, Z31, Z8
+	VADDPS.BCST c_expQ0<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ0<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ0<>(SB), Z11, Z9
+	VADDPS.BCST c_expQ0<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z11
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z15, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z15
+	VADDPS.BCST c_expQ0<>(SB), Z8, Z6
+	VMULPS Z19, Z12, Z17
+	VMULPS Z10, Z14, Z8
+	VMULPS Z9, Z1, Z19
+	VMULPS Z0, Z28, Z10
+	VMULPS Z11, Z3, Z9
+	VMULPS Z2, Z29, Z0
+	VMULPS Z13, Z5, Z11
+	VMULPS Z4, Z30, Z2
+	VMULPS Z15, Z7, Z13
+	VMULPS Z6, Z31, Z4
+	VMULPS Z17, Z12, Z15
+	VMULPS Z8, Z14, Z6
+	VMULPS Z19, Z1, Z17
+	VMULPS Z10, Z28, Z8
+	VMULPS Z9, Z3, Z19
+	VMULPS Z0, Z29, Z10
+	VMULPS Z11, Z5, Z9
+	VMULPS Z2, Z30, Z0
+	VMULPS Z13, Z7, Z11
+	VMULPS Z4, Z31, Z2
+	VADDPS Z15, Z12, Z13
+	VADDPS Z6, Z14, Z4
+	VADDPS Z17, Z1, Z12
+	VADDPS Z8, Z28, Z15
+	VADDPS Z19, Z3, Z14
+	VADDPS Z10, Z29, Z6
+	VADDPS Z9, Z5, Z1
+	VADDPS Z0, Z30, Z17
+	VADDPS Z11, Z7, Z28
+	VADDPS Z2, Z31, Z8
+	VADDPS.BCST c_one<>(SB), Z13, Z3
+	VADDPS.BCST c_one<>(SB), Z4, Z19
+	VADDPS.BCST c_one<>(SB), Z12, Z29
+	VADDPS.BCST c_one<>(SB), Z15, Z10
+	VADDPS.BCST c_one<>(SB), Z14, Z5
+	VADDPS.BCST c_one<>(SB), Z6, Z9
+	VADDPS.BCST c_one<>(SB), Z1, Z30
+	VADDPS.BCST c_one<>(SB), Z17, Z0
+	VADDPS.BCST c_one<>(SB), Z28, Z7
+	VADDPS.BCST c_one<>(SB), Z8, Z11
+	VSCALEFPS Z16, Z3, Z31
+	VSCALEFPS Z18, Z19, Z2
+	VSCALEFPS Z20, Z29, Z13
+	VSCALEFPS Z21, Z10, Z4
+	VSCALEFPS Z22, Z5, Z12
+	VSCALEFPS Z23, Z9, Z15
+	VSCALEFPS Z24, Z30, Z14
+	VSCALEFPS Z25, Z0, Z6
+	VSCALEFPS Z26, Z7, Z1
+	VSCALEFPS Z27, Z11, Z17
+	VADDPS.BCST c_one<>(SB), Z31, Z28
+	VADDPS.BCST c_one<>(SB), Z2, Z8
+	VADDPS.BCST c_one<>(SB), Z13, Z3
+	VADDPS.BCST c_one<>(SB), Z4, Z16
+	VADDPS.BCST c_one<>(SB), Z12, Z19
+	VADDPS.BCST c_one<>(SB), Z15, Z18
+	VADDPS.BCST c_one<>(SB), Z14, Z29
+	VADDPS.BCST c_one<>(SB), Z6, Z20
+	VADDPS.BCST c_one<>(SB), Z1, Z10
+	VADDPS.BCST c_one<>(SB), Z17, Z21
+	VBROADCASTSS c_one<>(SB), Z5
+	VDIVPS Z28, Z5, Z22
+	VBROADCASTSS c_one<>(SB), Z9
+	VDIVPS Z8, Z9, Z23
+	VBROADCASTSS c_one<>(SB), Z30
+	VDIVPS Z3, Z30, Z24
+	VBROADCASTSS c_one<>(SB), Z0
+	VDIVPS Z16, Z0, Z25
+	VBROADCASTSS c_one<>(SB), Z7
+	VDIVPS Z19, Z7, Z26
 	VBROADCASTSS c_one<>(SB), Z11
-	VDIVPS Z20, Z11, Z23
-	VBROADCASTSS c_one<>(SB), Z28
-	VDIVPS Z9, Z28, Z0
-	VBROADCASTSS c_one<>(SB), Z29
-	VDIVPS Z21, Z29, Z1
+	VDIVPS Z18, Z11, Z27
+	VBROADCASTSS c_one<>(SB), Z31
+	VDIVPS Z29, Z31, Z2
+	VBROADCASTSS c_one<>(SB), Z13
+	VDIVPS Z20, Z13, Z4
+	VBROADCASTSS c_one<>(SB), Z12
+	VDIVPS Z10, Z12, Z15
+	VBROADCASTSS c_one<>(SB), Z14
+	VDIVPS Z21, Z14, Z6
 	VMOVUPS Z22, (DI)
 	VMOVUPS Z23, 64(DI)
-	VMOVUPS Z0, 128(DI)
-	VMOVUPS Z1, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	VMOVUPS Z24, 128(DI)
+	VMOVUPS Z25, 192(DI)
+	VMOVUPS Z26, 256(DI)
+	VMOVUPS Z27, 320(DI)
+	VMOVUPS Z2, 384(DI)
+	VMOVUPS Z4, 448(DI)
+	VMOVUPS Z15, 512(DI)
+	VMOVUPS Z6, 576(DI)
+next10:
+	ADDQ $640, DI
+	ADDQ $640, SI
+	SUBQ $10, CX
+	JMP  loop10
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -7229,31 +8716,27 @@ loop1:
 	KORTESTW K1, K1
 	JCC general1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z1, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VBROADCASTSS c_one<>(SB), Z26
-	VDIVPS Z25, Z26, Z27
-	VMOVUPS Z27, (DI)
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z1, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z4, Z18, Z19
+	VADDPS.BCST c_one<>(SB), Z19, Z20
+	VBROADCASTSS c_one<>(SB), Z21
+	VDIVPS Z20, Z21, Z22
+	VMOVUPS Z22, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -7262,239 +8745,350 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general4:
+general10:
 	VMOVUPS (SI), Z0
 	VPXORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z0
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z0, K1, Z2
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z2, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z6
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K4
-	VBLENDMPS Z23, Z4, K4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z9, Z10, Z11
-	VMOVUPS Z11, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, (DI)
 	VMOVUPS 64(SI), Z0
 	VPXORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z0
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z0, K1, Z2
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z2, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z6
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K4
-	VBLENDMPS Z23, Z4, K4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z9, Z10, Z11
-	VMOVUPS Z11, 64(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VPXORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z0
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z0, K1, Z2
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z2, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z6
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K4
-	VBLENDMPS Z23, Z4, K4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z9, Z10, Z11
-	VMOVUPS Z11, 128(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VPXORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z0
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z0, K1, Z2
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z2, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z6
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K4
-	VBLENDMPS Z23, Z4, K4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z9, Z10, Z11
-	VMOVUPS Z11, 192(DI)
-	JMP  next4
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 448(DI)
+	VMOVUPS 512(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 512(DI)
+	VMOVUPS 576(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, 576(DI)
+	JMP  next10
 general1:
 	VMOVUPS (SI), Z0
 	VPXORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z0
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z0, K1, Z2
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z2, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z6
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K4
-	VBLENDMPS Z23, Z4, K4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z9, Z10, Z11
-	VMOVUPS Z11, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS Z25, (DI)
 	JMP  next1
 
 // func vkTanhAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Tanhf(x)
@@ -7504,151 +9098,345 @@ TEXT ·vkTanhAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop10:
+	CMPQ CX, $10
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPANDD.BCST c_absMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPANDD.BCST c_absMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VPANDD.BCST c_absMask<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	VPANDD.BCST c_absMask<>(SB), Z14, Z15
+	VMOVUPS 512(SI), Z16
+	VPANDD.BCST c_absMask<>(SB), Z16, Z17
+	VMOVUPS 576(SI), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z4, K1
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z5, K2
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z6, K3
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z7, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
-	KORTESTW K7, K7
-	JCC general4
-	VADDPS Z4, Z4, Z8
-	VADDPS Z5, Z5, Z9
-	VADDPS Z6, Z6, Z10
-	VADDPS Z7, Z7, Z11
-	VMULPS.BCST c_log2e<>(SB), Z8, Z12
-	VMULPS.BCST c_log2e<>(SB), Z9, Z13
-	VMULPS.BCST c_log2e<>(SB), Z10, Z14
-	VMULPS.BCST c_log2e<>(SB), Z11, Z15
-	VADDPS.BCST c_magic<>(SB), Z12, Z16
-	VADDPS.BCST c_magic<>(SB), Z13, Z17
-	VADDPS.BCST c_magic<>(SB), Z14, Z18
-	VADDPS.BCST c_magic<>(SB), Z15, Z19
-	VSUBPS.BCST c_magic<>(SB), Z16, Z20
-	VSUBPS.BCST c_magic<>(SB), Z17, Z21
-	VSUBPS.BCST c_magic<>(SB), Z18, Z22
-	VSUBPS.BCST c_magic<>(SB), Z19, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z25
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z27
-	VSUBPS Z24, Z8, Z28
-	VSUBPS Z25, Z9, Z29
-	VSUBPS Z26, Z10, Z30
-	VSUBPS Z27, Z11, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z4
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z7
-	VSUBPS Z4, Z28, Z12
-	VSUBPS Z5, Z29, Z13
-	VSUBPS Z6, Z30, Z14
-	VSUBPS Z7, Z31, Z15
-	VMULPS.BCST c_expQ4<>(SB), Z12, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z24
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z15, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z27
-	VMULPS Z10, Z12, Z20
-	VMULPS Z26, Z13, Z21
-	VMULPS Z11, Z14, Z22
-	VMULPS Z27, Z15, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z20, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z21, Z4
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z29
-	VADDPS.BCST c_expQ2<>(SB), Z23, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z8
-	VADDPS.BCST c_expQ1<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ1<>(SB), Z31, Z9
-	VADDPS.BCST c_expQ1<>(SB), Z7, Z25
-	VMULPS Z8, Z12, Z10
-	VMULPS Z24, Z13, Z26
-	VMULPS Z9, Z14, Z11
-	VMULPS Z25, Z15, Z27
-	VADDPS.BCST c_expQ0<>(SB), Z10, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z26, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z11, Z22
-	VADDPS.BCST c_expQ0<>(SB), Z27, Z23
-	VMULPS Z20, Z12, Z28
-	VMULPS Z21, Z13, Z4
-	VMULPS Z22, Z14, Z29
-	VMULPS Z23, Z15, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS Z30, Z12, Z8
-	VADDPS Z6, Z13, Z24
-	VADDPS Z31, Z14, Z9
-	VADDPS Z7, Z15, Z25
-	VPSLLD $23, Z16, Z10
-	VPSLLD $23, Z17, Z26
-	VPSLLD $23, Z18, Z11
-	VPSLLD $23, Z19, Z27
-	VPADDD.BCST c_expBias<>(SB), Z10, Z20
-	VPADDD.BCST c_expBias<>(SB), Z26, Z21
-	VPADDD.BCST c_expBias<>(SB), Z11, Z22
-	VPADDD.BCST c_expBias<>(SB), Z27, Z23
-	VMULPS Z8, Z20, Z28
-	VMULPS Z24, Z21, Z4
-	VMULPS Z9, Z22, Z29
-	VMULPS Z25, Z23, Z5
-	VSUBPS.BCST c_one<>(SB), Z20, Z12
-	VSUBPS.BCST c_one<>(SB), Z21, Z30
-	VSUBPS.BCST c_one<>(SB), Z22, Z13
-	VSUBPS.BCST c_one<>(SB), Z23, Z6
-	VADDPS Z12, Z28, Z14
-	VADDPS Z30, Z4, Z31
-	VADDPS Z13, Z29, Z15
-	VADDPS Z6, Z5, Z7
-	VADDPS.BCST c_two<>(SB), Z14, Z16
-	VADDPS.BCST c_two<>(SB), Z31, Z17
-	VADDPS.BCST c_two<>(SB), Z15, Z18
-	VADDPS.BCST c_two<>(SB), Z7, Z19
-	VDIVPS Z16, Z14, Z10
-	VDIVPS Z17, Z31, Z26
-	VDIVPS Z18, Z15, Z11
-	VDIVPS Z19, Z7, Z27
-	VPANDD.BCST c_signMask<>(SB), Z0, Z8
-	VPANDD.BCST c_signMask<>(SB), Z1, Z24
-	VPANDD.BCST c_signMask<>(SB), Z2, Z9
-	VPANDD.BCST c_signMask<>(SB), Z3, Z25
-	VPORD Z8, Z10, Z20
-	VPORD Z24, Z26, Z21
-	VPORD Z9, Z11, Z22
-	VPORD Z25, Z27, Z23
-	VMOVUPS Z20, (DI)
-	VMOVUPS Z21, 64(DI)
-	VMOVUPS Z22, 128(DI)
-	VMOVUPS Z23, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	VPANDD.BCST c_absMask<>(SB), Z18, Z19
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z9, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z11, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z13, K5
+	KANDW K5, K4, K6
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z15, K7
+	KANDW K7, K6, K1
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z17, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z19, K4
+	KANDW K4, K3, K5
+	KORTESTW K5, K5
+	JCC general10
+	VADDPS Z1, Z1, Z20
+	VADDPS Z3, Z3, Z21
+	VADDPS Z5, Z5, Z22
+	VADDPS Z7, Z7, Z23
+	VADDPS Z9, Z9, Z24
+	VADDPS Z11, Z11, Z25
+	VADDPS Z13, Z13, Z26
+	VADDPS Z15, Z15, Z27
+	VADDPS Z17, Z17, Z28
+	VADDPS Z19, Z19, Z29
+	VMULPS.BCST c_log2e<>(SB), Z20, Z30
+	VMULPS.BCST c_log2e<>(SB), Z21, Z31
+	VMULPS.BCST c_log2e<>(SB), Z22, Z0
+	VMULPS.BCST c_log2e<>(SB), Z23, Z2
+	VMULPS.BCST c_log2e<>(SB), Z24, Z4
+	VMULPS.BCST c_log2e<>(SB), Z25, Z6
+	VMULPS.BCST c_log2e<>(SB), Z26, Z8
+	VMULPS.BCST c_log2e<>(SB), Z27, Z10
+	VMULPS.BCST c_log2e<>(SB), Z28, Z12
+	VMULPS.BCST c_log2e<>(SB), Z29, Z14
+	VRNDSCALEPS $0, Z30, Z16
+	VRNDSCALEPS $0, Z31, Z18
+	VRNDSCALEPS $0, Z0, Z1
+	VRNDSCALEPS $0, Z2, Z3
+	VRNDSCALEPS $0, Z4, Z5
+	VRNDSCALEPS $0, Z6, Z7
+	VRNDSCALEPS $0, Z8, Z9
+	VRNDSCALEPS $0, Z10, Z11
+	VRNDSCALEPS $0, Z12, Z13
+	VRNDSCALEPS $0, Z14, Z15
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z20
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z18, Z21
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z1, Z22
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z23
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z5, Z24
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z25
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z26
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z13, Z28
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z15, Z29
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z19
+	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z31
+	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z10
+	VSUBPS Z17, Z20, Z12
+	VSUBPS Z19, Z21, Z14
+	VSUBPS Z30, Z22, Z20
+	VSUBPS Z31, Z23, Z17
+	VSUBPS Z0, Z24, Z21
+	VSUBPS Z2, Z25, Z19
+	VSUBPS Z4, Z26, Z22
+	VSUBPS Z6, Z27, Z30
+	VSUBPS Z8, Z28, Z23
+	VSUBPS Z10, Z29, Z31
+	VMULPS.BCST c_expQ4<>(SB), Z12, Z24
+	VMULPS.BCST c_expQ4<>(SB), Z14, Z0
+	VMULPS.BCST c_expQ4<>(SB), Z20, Z25
+	VMULPS.BCST c_expQ4<>(SB), Z17, Z2
+	VMULPS.BCST c_expQ4<>(SB), Z21, Z26
+	VMULPS.BCST c_expQ4<>(SB), Z19, Z4
+	VMULPS.BCST c_expQ4<>(SB), Z22, Z27
+	VMULPS.BCST c_expQ4<>(SB), Z30, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z23, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z31, Z8
+	VADDPS.BCST c_expQ3<>(SB), Z24, Z29
+	VADDPS.BCST c_expQ3<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ3<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ3<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ3<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z27, Z26
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z27
+	VADDPS.BCST c_expQ3<>(SB), Z8, Z6
+	VMULPS Z29, Z12, Z28
+	VMULPS Z10, Z14, Z8
+	VMULPS Z24, Z20, Z29
+	VMULPS Z0, Z17, Z10
+	VMULPS Z25, Z21, Z24
+	VMULPS Z2, Z19, Z0
+	VMULPS Z26, Z22, Z25
+	VMULPS Z4, Z30, Z2
+	VMULPS Z27, Z23, Z26
+	VMULPS Z6, Z31, Z4
+	VADDPS.BCST c_expQ2<>(SB), Z28, Z27
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z6
+	VADDPS.BCST c_expQ2<>(SB), Z29, Z28
+	VADDPS.BCST c_expQ2<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z24, Z29
+	VADDPS.BCST c_expQ2<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ2<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ2<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ2<>(SB), Z4, Z2
+	VMULPS Z27, Z12, Z26
+	VMULPS Z6, Z14, Z4
+	VMULPS Z28, Z20, Z27
+	VMULPS Z8, Z17, Z6
+	VMULPS Z29, Z21, Z28
+	VMULPS Z10, Z19, Z8
+	VMULPS Z24, Z22, Z29
+	VMULPS Z0, Z30, Z10
+	VMULPS Z25, Z23, Z24
+	VMULPS Z2, Z31, Z0
+	VADDPS.BCST c_expQ1<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ1<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ1<>(SB), Z27, Z26
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ1<>(SB), Z28, Z27
+	VADDPS.BCST c_expQ1<>(SB), Z8, Z6
+	VADDPS.BCST c_expQ1<>(SB), Z29, Z28
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z8
+	VADDPS.BCST c_expQ1<>(SB), Z24, Z29
+	VADDPS.BCST c_expQ1<>(SB), Z0, Z10
+	VMULPS Z25, Z12, Z24
+	VMULPS Z2, Z14, Z0
+	VMULPS Z26, Z20, Z25
+	VMULPS Z4, Z17, Z2
+	VMULPS Z27, Z21, Z26
+	VMULPS Z6, Z19, Z4
+	VMULPS Z28, Z22, Z27
+	VMULPS Z8, Z30, Z6
+	VMULPS Z29, Z23, Z28
+	VMULPS Z10, Z31, Z8
+	VADDPS.BCST c_expQ0<>(SB), Z24, Z29
+	VADDPS.BCST c_expQ0<>(SB), Z0, Z10
+	VADDPS.BCST c_expQ0<>(SB), Z25, Z24
+	VADDPS.BCST c_expQ0<>(SB), Z2, Z0
+	VADDPS.BCST c_expQ0<>(SB), Z26, Z25
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z27, Z26
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z28, Z27
+	VADDPS.BCST c_expQ0<>(SB), Z8, Z6
+	VMULPS Z29, Z12, Z28
+	VMULPS Z10, Z14, Z8
+	VMULPS Z24, Z20, Z29
+	VMULPS Z0, Z17, Z10
+	VMULPS Z25, Z21, Z24
+	VMULPS Z2, Z19, Z0
+	VMULPS Z26, Z22, Z25
+	VMULPS Z4, Z30, Z2
+	VMULPS Z27, Z23, Z26
+	VMULPS Z6, Z31, Z4
+	VMULPS Z28, Z12, Z27
+	VMULPS Z8, Z14, Z6
+	VMULPS Z29, Z20, Z28
+	VMULPS Z10, Z17, Z8
+	VMULPS Z24, Z21, Z29
+	VMULPS Z0, Z19, Z10
+	VMULPS Z25, Z22, Z24
+	VMULPS Z2, Z30, Z0
+	VMULPS Z26, Z23, Z25
+	VMULPS Z4, Z31, Z2
+	VADDPS Z27, Z12, Z26
+	VADDPS Z6, Z14, Z4
+	VADDPS Z28, Z20, Z12
+	VADDPS Z8, Z17, Z27
+	VADDPS Z29, Z21, Z14
+	VADDPS Z10, Z19, Z6
+	VADDPS Z24, Z22, Z20
+	VADDPS Z0, Z30, Z28
+	VADDPS Z25, Z23, Z17
+	VADDPS Z2, Z31, Z8
+	VBROADCASTSS c_one<>(SB), Z21
+	VSCALEFPS Z16, Z21, Z29
+	VBROADCASTSS c_one<>(SB), Z19
+	VSCALEFPS Z18, Z19, Z10
+	VBROADCASTSS c_one<>(SB), Z22
+	VSCALEFPS Z1, Z22, Z24
+	VBROADCASTSS c_one<>(SB), Z30
+	VSCALEFPS Z3, Z30, Z0
+	VBROADCASTSS c_one<>(SB), Z23
+	VSCALEFPS Z5, Z23, Z25
+	VBROADCASTSS c_one<>(SB), Z31
+	VSCALEFPS Z7, Z31, Z2
+	VBROADCASTSS c_one<>(SB), Z21
+	VSCALEFPS Z9, Z21, Z19
+	VBROADCASTSS c_one<>(SB), Z22
+	VSCALEFPS Z11, Z22, Z30
+	VBROADCASTSS c_one<>(SB), Z23
+	VSCALEFPS Z13, Z23, Z31
+	VBROADCASTSS c_one<>(SB), Z21
+	VSCALEFPS Z15, Z21, Z22
+	VSUBPS.BCST c_one<>(SB), Z29, Z23
+	VSUBPS.BCST c_one<>(SB), Z10, Z21
+	VSUBPS.BCST c_one<>(SB), Z24, Z29
+	VSUBPS.BCST c_one<>(SB), Z0, Z10
+	VSUBPS.BCST c_one<>(SB), Z25, Z24
+	VSUBPS.BCST c_one<>(SB), Z2, Z0
+	VSUBPS.BCST c_one<>(SB), Z19, Z25
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VSUBPS.BCST c_one<>(SB), Z31, Z19
+	VSUBPS.BCST c_one<>(SB), Z22, Z30
+	VSCALEFPS Z16, Z26, Z31
+	VSCALEFPS Z18, Z4, Z22
+	VSCALEFPS Z1, Z12, Z26
+	VSCALEFPS Z3, Z27, Z16
+	VSCALEFPS Z5, Z14, Z4
+	VSCALEFPS Z7, Z6, Z18
+	VSCALEFPS Z9, Z20, Z12
+	VSCALEFPS Z11, Z28, Z1
+	VSCALEFPS Z13, Z17, Z27
+	VSCALEFPS Z15, Z8, Z3
+	VADDPS Z23, Z31, Z14
+	VADDPS Z21, Z22, Z5
+	VADDPS Z29, Z26, Z6
+	VADDPS Z10, Z16, Z7
+	VADDPS Z24, Z4, Z20
+	VADDPS Z0, Z18, Z9
+	VADDPS Z25, Z12, Z28
+	VADDPS Z2, Z1, Z11
+	VADDPS Z19, Z27, Z17
+	VADDPS Z30, Z3, Z13
+	VADDPS.BCST c_two<>(SB), Z14, Z8
+	VADDPS.BCST c_two<>(SB), Z5, Z15
+	VADDPS.BCST c_two<>(SB), Z6, Z31
+	VADDPS.BCST c_two<>(SB), Z7, Z23
+	VADDPS.BCST c_two<>(SB), Z20, Z22
+	VADDPS.BCST c_two<>(SB), Z9, Z21
+	VADDPS.BCST c_two<>(SB), Z28, Z26
+	VADDPS.BCST c_two<>(SB), Z11, Z29
+	VADDPS.BCST c_two<>(SB), Z17, Z16
+	VADDPS.BCST c_two<>(SB), Z13, Z10
+	VDIVPS Z8, Z14, Z4
+	VDIVPS Z15, Z5, Z24
+	VDIVPS Z31, Z6, Z18
+	VDIVPS Z23, Z7, Z0
+	VDIVPS Z22, Z20, Z12
+	VDIVPS Z21, Z9, Z25
+	VDIVPS Z26, Z28, Z1
+	VDIVPS Z29, Z11, Z2
+	VDIVPS Z16, Z17, Z27
+	VDIVPS Z10, Z13, Z19
+	VMOVUPS (SI), Z3
+	VPANDD.BCST c_signMask<>(SB), Z3, Z30
+	VMOVUPS 64(SI), Z14
+	VPANDD.BCST c_signMask<>(SB), Z14, Z8
+	VMOVUPS 128(SI), Z5
+	VPANDD.BCST c_signMask<>(SB), Z5, Z15
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_signMask<>(SB), Z6, Z31
+	VMOVUPS 256(SI), Z7
+	VPANDD.BCST c_signMask<>(SB), Z7, Z23
+	VMOVUPS 320(SI), Z20
+	VPANDD.BCST c_signMask<>(SB), Z20, Z22
+	VMOVUPS 384(SI), Z9
+	VPANDD.BCST c_signMask<>(SB), Z9, Z21
+	VMOVUPS 448(SI), Z28
+	VPANDD.BCST c_signMask<>(SB), Z28, Z26
+	VMOVUPS 512(SI), Z11
+	VPANDD.BCST c_signMask<>(SB), Z11, Z29
+	VMOVUPS 576(SI), Z17
+	VPANDD.BCST c_signMask<>(SB), Z17, Z16
+	VPORD Z30, Z4, Z13
+	VPORD Z8, Z24, Z10
+	VPORD Z15, Z18, Z3
+	VPORD Z31, Z0, Z14
+	VPORD Z23, Z12, Z5
+	VPORD Z22, Z25, Z6
+	VPORD Z21, Z1, Z7
+	VPORD Z26, Z2, Z20
+	VPORD Z29, Z27, Z9
+	VPORD Z16, Z19, Z28
+	VMOVUPS Z13, (DI)
+	VMOVUPS Z10, 64(DI)
+	VMOVUPS Z3, 128(DI)
+	VMOVUPS Z14, 192(DI)
+	VMOVUPS Z5, 256(DI)
+	VMOVUPS Z6, 320(DI)
+	VMOVUPS Z7, 384(DI)
+	VMOVUPS Z20, 448(DI)
+	VMOVUPS Z9, 512(DI)
+	VMOVUPS Z28, 576(DI)
+next10:
+	ADDQ $640, DI
+	ADDQ $640, SI
+	SUBQ $10, CX
+	JMP  loop10
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -7659,33 +9447,32 @@ loop1:
 	JCC general1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
-	VPANDD.BCST c_signMask<>(SB), Z0, Z28
-	VPORD Z28, Z27, Z29
-	VMOVUPS Z29, (DI)
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VMOVUPS (SI), Z25
+	VPANDD.BCST c_signMask<>(SB), Z25, Z26
+	VPORD Z26, Z24, Z27
+	VMOVUPS Z27, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -7694,189 +9481,383 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general4:
+general10:
 	VMOVUPS (SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
-	VMOVUPS Z3, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, (DI)
 	VMOVUPS 64(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
-	VMOVUPS Z3, 64(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
-	VMOVUPS Z3, 128(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
-	VMOVUPS Z3, 192(DI)
-	JMP  next4
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 448(DI)
+	VMOVUPS 512(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 512(DI)
+	VMOVUPS 576(SI), Z0
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VADDPS Z1, Z1, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
+	VCMPPS $0x03, Z1, Z1, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, 576(DI)
+	JMP  next10
 general1:
 	VMOVUPS (SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
-	VMOVUPS Z3, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMOVUPS Z29, (DI)
 	JMP  next1
 
 // func vkGeluAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Geluf(x)
@@ -7886,159 +9867,335 @@ TEXT ·vkGeluAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop10:
+	CMPQ CX, $10
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VMULPS.BCST c_geluC<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VMULPS.BCST c_geluC<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VMULPS.BCST c_geluC<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VMULPS.BCST c_geluC<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VMULPS.BCST c_geluC<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VMULPS.BCST c_geluC<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	VMULPS.BCST c_geluC<>(SB), Z14, Z15
+	VMOVUPS 512(SI), Z16
+	VMULPS.BCST c_geluC<>(SB), Z16, Z17
+	VMOVUPS 576(SI), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VMULPS.BCST c_geluC<>(SB), Z0, Z4
-	VMULPS.BCST c_geluC<>(SB), Z1, Z5
-	VMULPS.BCST c_geluC<>(SB), Z2, Z6
-	VMULPS.BCST c_geluC<>(SB), Z3, Z7
-	VMULPS Z0, Z4, Z8
-	VMULPS Z1, Z5, Z9
-	VMULPS Z2, Z6, Z10
-	VMULPS Z3, Z7, Z11
-	VMULPS Z0, Z8, Z12
-	VMULPS Z1, Z9, Z13
-	VMULPS Z2, Z10, Z14
-	VMULPS Z3, Z11, Z15
-	VADDPS Z12, Z0, Z16
-	VADDPS Z13, Z1, Z17
-	VADDPS Z14, Z2, Z18
-	VADDPS Z15, Z3, Z19
-	VMULPS.BCST c_geluK2<>(SB), Z16, Z20
-	VMULPS.BCST c_geluK2<>(SB), Z17, Z21
-	VMULPS.BCST c_geluK2<>(SB), Z18, Z22
-	VMULPS.BCST c_geluK2<>(SB), Z19, Z23
-	VPXORD.BCST c_signMask<>(SB), Z20, Z24
-	VPXORD.BCST c_signMask<>(SB), Z21, Z25
-	VPXORD.BCST c_signMask<>(SB), Z22, Z26
-	VPXORD.BCST c_signMask<>(SB), Z23, Z27
-	VPANDD.BCST c_absMask<>(SB), Z24, Z28
-	VPANDD.BCST c_absMask<>(SB), Z25, Z29
-	VPANDD.BCST c_absMask<>(SB), Z26, Z30
-	VPANDD.BCST c_absMask<>(SB), Z27, Z31
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z28, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z29, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z30, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z31, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
-	KORTESTW K7, K7
-	JCC general4
-	VMULPS.BCST c_log2e<>(SB), Z24, Z4
-	VMULPS.BCST c_log2e<>(SB), Z25, Z5
-	VMULPS.BCST c_log2e<>(SB), Z26, Z6
-	VMULPS.BCST c_log2e<>(SB), Z27, Z7
-	VADDPS.BCST c_magic<>(SB), Z4, Z8
-	VADDPS.BCST c_magic<>(SB), Z5, Z9
-	VADDPS.BCST c_magic<>(SB), Z6, Z10
-	VADDPS.BCST c_magic<>(SB), Z7, Z11
-	VSUBPS.BCST c_magic<>(SB), Z8, Z12
-	VSUBPS.BCST c_magic<>(SB), Z9, Z13
-	VSUBPS.BCST c_magic<>(SB), Z10, Z14
-	VSUBPS.BCST c_magic<>(SB), Z11, Z15
-	VMULPS.BCST c_ln2Hi<>(SB), Z12, Z16
-	VMULPS.BCST c_ln2Hi<>(SB), Z13, Z17
-	VMULPS.BCST c_ln2Hi<>(SB), Z14, Z18
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z19
-	VSUBPS Z16, Z24, Z20
-	VSUBPS Z17, Z25, Z21
-	VSUBPS Z18, Z26, Z22
-	VSUBPS Z19, Z27, Z23
-	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z29
-	VMULPS.BCST c_ln2Lo<>(SB), Z14, Z30
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z31
-	VSUBPS Z28, Z20, Z4
-	VSUBPS Z29, Z21, Z5
-	VSUBPS Z30, Z22, Z6
-	VSUBPS Z31, Z23, Z7
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z24
-	VMULPS.BCST c_expQ4<>(SB), Z5, Z16
-	VMULPS.BCST c_expQ4<>(SB), Z6, Z25
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z17
-	VADDPS.BCST c_expQ3<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ3<>(SB), Z16, Z18
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z27
-	VADDPS.BCST c_expQ3<>(SB), Z17, Z19
-	VMULPS Z26, Z4, Z12
-	VMULPS Z18, Z5, Z13
-	VMULPS Z27, Z6, Z14
-	VMULPS Z19, Z7, Z15
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z20
-	VADDPS.BCST c_expQ2<>(SB), Z13, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z14, Z21
-	VADDPS.BCST c_expQ2<>(SB), Z15, Z29
-	VMULPS Z20, Z4, Z22
-	VMULPS Z28, Z5, Z30
-	VMULPS Z21, Z6, Z23
-	VMULPS Z29, Z7, Z31
-	VADDPS.BCST c_expQ1<>(SB), Z22, Z24
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z16
-	VADDPS.BCST c_expQ1<>(SB), Z23, Z25
-	VADDPS.BCST c_expQ1<>(SB), Z31, Z17
-	VMULPS Z24, Z4, Z26
-	VMULPS Z16, Z5, Z18
-	VMULPS Z25, Z6, Z27
-	VMULPS Z17, Z7, Z19
-	VADDPS.BCST c_expQ0<>(SB), Z26, Z12
-	VADDPS.BCST c_expQ0<>(SB), Z18, Z13
-	VADDPS.BCST c_expQ0<>(SB), Z27, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z19, Z15
-	VMULPS Z12, Z4, Z20
-	VMULPS Z13, Z5, Z28
-	VMULPS Z14, Z6, Z21
-	VMULPS Z15, Z7, Z29
-	VMULPS Z20, Z4, Z22
-	VMULPS Z28, Z5, Z30
-	VMULPS Z21, Z6, Z23
-	VMULPS Z29, Z7, Z31
-	VADDPS Z22, Z4, Z24
-	VADDPS Z30, Z5, Z16
-	VADDPS Z23, Z6, Z25
-	VADDPS Z31, Z7, Z17
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_one<>(SB), Z16, Z18
-	VADDPS.BCST c_one<>(SB), Z25, Z27
-	VADDPS.BCST c_one<>(SB), Z17, Z19
-	VPSLLD $23, Z8, Z12
-	VPSLLD $23, Z9, Z13
-	VPSLLD $23, Z10, Z14
-	VPSLLD $23, Z11, Z15
-	VPADDD.BCST c_expBias<>(SB), Z12, Z20
-	VPADDD.BCST c_expBias<>(SB), Z13, Z28
-	VPADDD.BCST c_expBias<>(SB), Z14, Z21
-	VPADDD.BCST c_expBias<>(SB), Z15, Z29
-	VMULPS Z20, Z26, Z4
-	VMULPS Z28, Z18, Z22
-	VMULPS Z21, Z27, Z5
-	VMULPS Z29, Z19, Z30
-	VADDPS.BCST c_one<>(SB), Z4, Z6
-	VADDPS.BCST c_one<>(SB), Z22, Z23
-	VADDPS.BCST c_one<>(SB), Z5, Z7
-	VADDPS.BCST c_one<>(SB), Z30, Z31
-	VDIVPS Z6, Z0, Z24
-	VDIVPS Z23, Z1, Z16
-	VDIVPS Z7, Z2, Z25
-	VDIVPS Z31, Z3, Z17
-	VMOVUPS Z24, (DI)
-	VMOVUPS Z16, 64(DI)
-	VMOVUPS Z25, 128(DI)
-	VMOVUPS Z17, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	VMULPS.BCST c_geluC<>(SB), Z18, Z19
+	VMULPS Z0, Z1, Z20
+	VMULPS Z2, Z3, Z21
+	VMULPS Z4, Z5, Z22
+	VMULPS Z6, Z7, Z23
+	VMULPS Z8, Z9, Z24
+	VMULPS Z10, Z11, Z25
+	VMULPS Z12, Z13, Z26
+	VMULPS Z14, Z15, Z27
+	VMULPS Z16, Z17, Z28
+	VMULPS Z18, Z19, Z29
+	VMULPS Z0, Z20, Z30
+	VMULPS Z2, Z21, Z31
+	VMULPS Z4, Z22, Z1
+	VMULPS Z6, Z23, Z3
+	VMULPS Z8, Z24, Z5
+	VMULPS Z10, Z25, Z7
+	VMULPS Z12, Z26, Z9
+	VMULPS Z14, Z27, Z11
+	VMULPS Z16, Z28, Z13
+	VMULPS Z18, Z29, Z15
+	VADDPS Z30, Z0, Z17
+	VADDPS Z31, Z2, Z19
+	VADDPS Z1, Z4, Z20
+	VADDPS Z3, Z6, Z21
+	VADDPS Z5, Z8, Z22
+	VADDPS Z7, Z10, Z23
+	VADDPS Z9, Z12, Z24
+	VADDPS Z11, Z14, Z25
+	VADDPS Z13, Z16, Z26
+	VADDPS Z15, Z18, Z27
+	VMULPS.BCST c_negGeluK2<>(SB), Z17, Z28
+	VMULPS.BCST c_negGeluK2<>(SB), Z19, Z29
+	VMULPS.BCST c_negGeluK2<>(SB), Z20, Z0
+	VMULPS.BCST c_negGeluK2<>(SB), Z21, Z30
+	VMULPS.BCST c_negGeluK2<>(SB), Z22, Z2
+	VMULPS.BCST c_negGeluK2<>(SB), Z23, Z31
+	VMULPS.BCST c_negGeluK2<>(SB), Z24, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z25, Z1
+	VMULPS.BCST c_negGeluK2<>(SB), Z26, Z6
+	VMULPS.BCST c_negGeluK2<>(SB), Z27, Z3
+	VPANDD.BCST c_absMask<>(SB), Z28, Z8
+	VPANDD.BCST c_absMask<>(SB), Z29, Z5
+	VPANDD.BCST c_absMask<>(SB), Z0, Z10
+	VPANDD.BCST c_absMask<>(SB), Z30, Z7
+	VPANDD.BCST c_absMask<>(SB), Z2, Z12
+	VPANDD.BCST c_absMask<>(SB), Z31, Z9
+	VPANDD.BCST c_absMask<>(SB), Z4, Z14
+	VPANDD.BCST c_absMask<>(SB), Z1, Z11
+	VPANDD.BCST c_absMask<>(SB), Z6, Z16
+	VPANDD.BCST c_absMask<>(SB), Z3, Z13
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z14, K5
+	KANDW K5, K4, K6
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K7
+	KANDW K7, K6, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z16, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z13, K4
+	KANDW K4, K3, K5
+	KORTESTW K5, K5
+	JCC general10
+	VMULPS.BCST c_log2e<>(SB), Z28, Z18
+	VMULPS.BCST c_log2e<>(SB), Z29, Z15
+	VMULPS.BCST c_log2e<>(SB), Z0, Z17
+	VMULPS.BCST c_log2e<>(SB), Z30, Z19
+	VMULPS.BCST c_log2e<>(SB), Z2, Z20
+	VMULPS.BCST c_log2e<>(SB), Z31, Z21
+	VMULPS.BCST c_log2e<>(SB), Z4, Z22
+	VMULPS.BCST c_log2e<>(SB), Z1, Z23
+	VMULPS.BCST c_log2e<>(SB), Z6, Z24
+	VMULPS.BCST c_log2e<>(SB), Z3, Z25
+	VRNDSCALEPS $0, Z18, Z26
+	VRNDSCALEPS $0, Z15, Z27
+	VRNDSCALEPS $0, Z17, Z8
+	VRNDSCALEPS $0, Z19, Z5
+	VRNDSCALEPS $0, Z20, Z10
+	VRNDSCALEPS $0, Z21, Z7
+	VRNDSCALEPS $0, Z22, Z12
+	VRNDSCALEPS $0, Z23, Z9
+	VRNDSCALEPS $0, Z24, Z14
+	VRNDSCALEPS $0, Z25, Z11
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z28
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z29
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z0
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z5, Z30
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z10, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z31
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z12, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z14, Z6
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z13
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z18
+	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z15
+	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z19
+	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z20
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z14, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z23
+	VSUBPS Z16, Z28, Z24
+	VSUBPS Z13, Z29, Z25
+	VSUBPS Z18, Z0, Z28
+	VSUBPS Z15, Z30, Z16
+	VSUBPS Z17, Z2, Z29
+	VSUBPS Z19, Z31, Z13
+	VSUBPS Z20, Z4, Z0
+	VSUBPS Z21, Z1, Z18
+	VSUBPS Z22, Z6, Z30
+	VSUBPS Z23, Z3, Z15
+	VMULPS.BCST c_expQ4<>(SB), Z24, Z2
+	VMULPS.BCST c_expQ4<>(SB), Z25, Z17
+	VMULPS.BCST c_expQ4<>(SB), Z28, Z31
+	VMULPS.BCST c_expQ4<>(SB), Z16, Z19
+	VMULPS.BCST c_expQ4<>(SB), Z29, Z4
+	VMULPS.BCST c_expQ4<>(SB), Z13, Z20
+	VMULPS.BCST c_expQ4<>(SB), Z0, Z1
+	VMULPS.BCST c_expQ4<>(SB), Z18, Z21
+	VMULPS.BCST c_expQ4<>(SB), Z30, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z15, Z22
+	VADDPS.BCST c_expQ3<>(SB), Z2, Z3
+	VADDPS.BCST c_expQ3<>(SB), Z17, Z23
+	VADDPS.BCST c_expQ3<>(SB), Z31, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z19, Z17
+	VADDPS.BCST c_expQ3<>(SB), Z4, Z31
+	VADDPS.BCST c_expQ3<>(SB), Z20, Z19
+	VADDPS.BCST c_expQ3<>(SB), Z1, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z21, Z20
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z1
+	VADDPS.BCST c_expQ3<>(SB), Z22, Z21
+	VMULPS Z3, Z24, Z6
+	VMULPS Z23, Z25, Z22
+	VMULPS Z2, Z28, Z3
+	VMULPS Z17, Z16, Z23
+	VMULPS Z31, Z29, Z2
+	VMULPS Z19, Z13, Z17
+	VMULPS Z4, Z0, Z31
+	VMULPS Z20, Z18, Z19
+	VMULPS Z1, Z30, Z4
+	VMULPS Z21, Z15, Z20
+	VADDPS.BCST c_expQ2<>(SB), Z6, Z1
+	VADDPS.BCST c_expQ2<>(SB), Z22, Z21
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z6
+	VADDPS.BCST c_expQ2<>(SB), Z23, Z22
+	VADDPS.BCST c_expQ2<>(SB), Z2, Z3
+	VADDPS.BCST c_expQ2<>(SB), Z17, Z23
+	VADDPS.BCST c_expQ2<>(SB), Z31, Z2
+	VADDPS.BCST c_expQ2<>(SB), Z19, Z17
+	VADDPS.BCST c_expQ2<>(SB), Z4, Z31
+	VADDPS.BCST c_expQ2<>(SB), Z20, Z19
+	VMULPS Z1, Z24, Z4
+	VMULPS Z21, Z25, Z20
+	VMULPS Z6, Z28, Z1
+	VMULPS Z22, Z16, Z21
+	VMULPS Z3, Z29, Z6
+	VMULPS Z23, Z13, Z22
+	VMULPS Z2, Z0, Z3
+	VMULPS Z17, Z18, Z23
+	VMULPS Z31, Z30, Z2
+	VMULPS Z19, Z15, Z17
+	VADDPS.BCST c_expQ1<>(SB), Z4, Z31
+	VADDPS.BCST c_expQ1<>(SB), Z20, Z19
+	VADDPS.BCST c_expQ1<>(SB), Z1, Z4
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z20
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z1
+	VADDPS.BCST c_expQ1<>(SB), Z22, Z21
+	VADDPS.BCST c_expQ1<>(SB), Z3, Z6
+	VADDPS.BCST c_expQ1<>(SB), Z23, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z2, Z3
+	VADDPS.BCST c_expQ1<>(SB), Z17, Z23
+	VMULPS Z31, Z24, Z2
+	VMULPS Z19, Z25, Z17
+	VMULPS Z4, Z28, Z31
+	VMULPS Z20, Z16, Z19
+	VMULPS Z1, Z29, Z4
+	VMULPS Z21, Z13, Z20
+	VMULPS Z6, Z0, Z1
+	VMULPS Z22, Z18, Z21
+	VMULPS Z3, Z30, Z6
+	VMULPS Z23, Z15, Z22
+	VADDPS.BCST c_expQ0<>(SB), Z2, Z3
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z23
+	VADDPS.BCST c_expQ0<>(SB), Z31, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z19, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z31
+	VADDPS.BCST c_expQ0<>(SB), Z20, Z19
+	VADDPS.BCST c_expQ0<>(SB), Z1, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z21, Z20
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z1
+	VADDPS.BCST c_expQ0<>(SB), Z22, Z21
+	VMULPS Z3, Z24, Z6
+	VMULPS Z23, Z25, Z22
+	VMULPS Z2, Z28, Z3
+	VMULPS Z17, Z16, Z23
+	VMULPS Z31, Z29, Z2
+	VMULPS Z19, Z13, Z17
+	VMULPS Z4, Z0, Z31
+	VMULPS Z20, Z18, Z19
+	VMULPS Z1, Z30, Z4
+	VMULPS Z21, Z15, Z20
+	VMULPS Z6, Z24, Z1
+	VMULPS Z22, Z25, Z21
+	VMULPS Z3, Z28, Z6
+	VMULPS Z23, Z16, Z22
+	VMULPS Z2, Z29, Z3
+	VMULPS Z17, Z13, Z23
+	VMULPS Z31, Z0, Z2
+	VMULPS Z19, Z18, Z17
+	VMULPS Z4, Z30, Z31
+	VMULPS Z20, Z15, Z19
+	VADDPS Z1, Z24, Z4
+	VADDPS Z21, Z25, Z20
+	VADDPS Z6, Z28, Z24
+	VADDPS Z22, Z16, Z1
+	VADDPS Z3, Z29, Z25
+	VADDPS Z23, Z13, Z21
+	VADDPS Z2, Z0, Z28
+	VADDPS Z17, Z18, Z6
+	VADDPS Z31, Z30, Z16
+	VADDPS Z19, Z15, Z22
+	VADDPS.BCST c_one<>(SB), Z4, Z29
+	VADDPS.BCST c_one<>(SB), Z20, Z3
+	VADDPS.BCST c_one<>(SB), Z24, Z13
+	VADDPS.BCST c_one<>(SB), Z1, Z23
+	VADDPS.BCST c_one<>(SB), Z25, Z0
+	VADDPS.BCST c_one<>(SB), Z21, Z2
+	VADDPS.BCST c_one<>(SB), Z28, Z18
+	VADDPS.BCST c_one<>(SB), Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z16, Z30
+	VADDPS.BCST c_one<>(SB), Z22, Z31
+	VSCALEFPS Z26, Z29, Z15
+	VSCALEFPS Z27, Z3, Z19
+	VSCALEFPS Z8, Z13, Z4
+	VSCALEFPS Z5, Z23, Z20
+	VSCALEFPS Z10, Z0, Z24
+	VSCALEFPS Z7, Z2, Z1
+	VSCALEFPS Z12, Z18, Z25
+	VSCALEFPS Z9, Z17, Z21
+	VSCALEFPS Z14, Z30, Z28
+	VSCALEFPS Z11, Z31, Z6
+	VADDPS.BCST c_one<>(SB), Z15, Z16
+	VADDPS.BCST c_one<>(SB), Z19, Z22
+	VADDPS.BCST c_one<>(SB), Z4, Z29
+	VADDPS.BCST c_one<>(SB), Z20, Z26
+	VADDPS.BCST c_one<>(SB), Z24, Z3
+	VADDPS.BCST c_one<>(SB), Z1, Z27
+	VADDPS.BCST c_one<>(SB), Z25, Z13
+	VADDPS.BCST c_one<>(SB), Z21, Z8
+	VADDPS.BCST c_one<>(SB), Z28, Z23
+	VADDPS.BCST c_one<>(SB), Z6, Z5
+	VMOVUPS (SI), Z0
+	VDIVPS Z16, Z0, Z10
+	VMOVUPS 64(SI), Z2
+	VDIVPS Z22, Z2, Z7
+	VMOVUPS 128(SI), Z18
+	VDIVPS Z29, Z18, Z12
+	VMOVUPS 192(SI), Z17
+	VDIVPS Z26, Z17, Z9
+	VMOVUPS 256(SI), Z30
+	VDIVPS Z3, Z30, Z14
+	VMOVUPS 320(SI), Z31
+	VDIVPS Z27, Z31, Z11
+	VMOVUPS 384(SI), Z15
+	VDIVPS Z13, Z15, Z19
+	VMOVUPS 448(SI), Z4
+	VDIVPS Z8, Z4, Z20
+	VMOVUPS 512(SI), Z24
+	VDIVPS Z23, Z24, Z1
+	VMOVUPS 576(SI), Z25
+	VDIVPS Z5, Z25, Z21
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z7, 64(DI)
+	VMOVUPS Z12, 128(DI)
+	VMOVUPS Z9, 192(DI)
+	VMOVUPS Z14, 256(DI)
+	VMOVUPS Z11, 320(DI)
+	VMOVUPS Z19, 384(DI)
+	VMOVUPS Z20, 448(DI)
+	VMOVUPS Z1, 512(DI)
+	VMOVUPS Z21, 576(DI)
+next10:
+	ADDQ $640, DI
+	ADDQ $640, SI
+	SUBQ $10, CX
+	JMP  loop10
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -8047,37 +10204,33 @@ loop1:
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VPANDD.BCST c_absMask<>(SB), Z6, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K1
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VPANDD.BCST c_absMask<>(SB), Z5, Z6
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMULPS.BCST c_log2e<>(SB), Z6, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z6, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VADDPS.BCST c_one<>(SB), Z29, Z30
-	VDIVPS Z30, Z0, Z31
-	VMOVUPS Z31, (DI)
+	VMULPS.BCST c_log2e<>(SB), Z5, Z7
+	VRNDSCALEPS $0, Z7, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z5
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z9
+	VSUBPS Z9, Z5, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z8, Z22, Z23
+	VADDPS.BCST c_one<>(SB), Z23, Z24
+	VMOVUPS (SI), Z25
+	VDIVPS Z24, Z25, Z26
+	VMOVUPS Z26, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -8086,259 +10239,383 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general4:
+general10:
 	VMOVUPS (SI), Z0
 	VMULPS.BCST c_geluC<>(SB), Z0, Z1
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VMULPS.BCST c_log2e<>(SB), Z6, Z7
-	VADDPS.BCST c_magic<>(SB), Z7, Z8
-	VSUBPS.BCST c_magic<>(SB), Z8, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z10
-	VSUBPS Z10, Z6, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z12
-	VSUBPS Z12, Z11, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z16, Z17
-	VMULPS Z17, Z13, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z21
-	VMULPS Z21, Z13, Z22
-	VMULPS Z22, Z13, Z23
-	VADDPS Z23, Z13, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VPSLLD $23, Z8, Z26
-	VPADDD.BCST c_expBias<>(SB), Z26, Z27
-	VMULPS Z27, Z25, Z28
-	VPSUBD.BCST c_magic<>(SB), Z8, Z29
-	VPSRAD $1, Z29, Z30
-	VPSUBD Z30, Z29, Z31
-	VPADDD.BCST c_i127<>(SB), Z30, Z1
-	VPSLLD $23, Z1, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VMULPS Z2, Z25, Z5
-	VMULPS Z4, Z5, Z7
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z6, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z7, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z6, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z9
-	VCMPPS $0x03, Z6, Z6, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K3, Z11
-	VPANDD.BCST c_absMask<>(SB), Z6, Z12
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K4
-	VBLENDMPS Z28, Z11, K4, Z14
-	VADDPS.BCST c_one<>(SB), Z14, Z15
-	VDIVPS Z15, Z0, Z16
-	VMOVUPS Z16, (DI)
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, (DI)
 	VMOVUPS 64(SI), Z0
 	VMULPS.BCST c_geluC<>(SB), Z0, Z1
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VMULPS.BCST c_log2e<>(SB), Z6, Z7
-	VADDPS.BCST c_magic<>(SB), Z7, Z8
-	VSUBPS.BCST c_magic<>(SB), Z8, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z10
-	VSUBPS Z10, Z6, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z12
-	VSUBPS Z12, Z11, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z16, Z17
-	VMULPS Z17, Z13, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z21
-	VMULPS Z21, Z13, Z22
-	VMULPS Z22, Z13, Z23
-	VADDPS Z23, Z13, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VPSLLD $23, Z8, Z26
-	VPADDD.BCST c_expBias<>(SB), Z26, Z27
-	VMULPS Z27, Z25, Z28
-	VPSUBD.BCST c_magic<>(SB), Z8, Z29
-	VPSRAD $1, Z29, Z30
-	VPSUBD Z30, Z29, Z31
-	VPADDD.BCST c_i127<>(SB), Z30, Z1
-	VPSLLD $23, Z1, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VMULPS Z2, Z25, Z5
-	VMULPS Z4, Z5, Z7
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z6, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z7, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z6, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z9
-	VCMPPS $0x03, Z6, Z6, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K3, Z11
-	VPANDD.BCST c_absMask<>(SB), Z6, Z12
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K4
-	VBLENDMPS Z28, Z11, K4, Z14
-	VADDPS.BCST c_one<>(SB), Z14, Z15
-	VDIVPS Z15, Z0, Z16
-	VMOVUPS Z16, 64(DI)
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VMULPS.BCST c_geluC<>(SB), Z0, Z1
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VMULPS.BCST c_log2e<>(SB), Z6, Z7
-	VADDPS.BCST c_magic<>(SB), Z7, Z8
-	VSUBPS.BCST c_magic<>(SB), Z8, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z10
-	VSUBPS Z10, Z6, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z12
-	VSUBPS Z12, Z11, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z16, Z17
-	VMULPS Z17, Z13, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z21
-	VMULPS Z21, Z13, Z22
-	VMULPS Z22, Z13, Z23
-	VADDPS Z23, Z13, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VPSLLD $23, Z8, Z26
-	VPADDD.BCST c_expBias<>(SB), Z26, Z27
-	VMULPS Z27, Z25, Z28
-	VPSUBD.BCST c_magic<>(SB), Z8, Z29
-	VPSRAD $1, Z29, Z30
-	VPSUBD Z30, Z29, Z31
-	VPADDD.BCST c_i127<>(SB), Z30, Z1
-	VPSLLD $23, Z1, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VMULPS Z2, Z25, Z5
-	VMULPS Z4, Z5, Z7
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z6, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z7, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z6, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z9
-	VCMPPS $0x03, Z6, Z6, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K3, Z11
-	VPANDD.BCST c_absMask<>(SB), Z6, Z12
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K4
-	VBLENDMPS Z28, Z11, K4, Z14
-	VADDPS.BCST c_one<>(SB), Z14, Z15
-	VDIVPS Z15, Z0, Z16
-	VMOVUPS Z16, 128(DI)
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VMULPS.BCST c_geluC<>(SB), Z0, Z1
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VMULPS.BCST c_log2e<>(SB), Z6, Z7
-	VADDPS.BCST c_magic<>(SB), Z7, Z8
-	VSUBPS.BCST c_magic<>(SB), Z8, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z10
-	VSUBPS Z10, Z6, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z12
-	VSUBPS Z12, Z11, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z16, Z17
-	VMULPS Z17, Z13, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z21
-	VMULPS Z21, Z13, Z22
-	VMULPS Z22, Z13, Z23
-	VADDPS Z23, Z13, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VPSLLD $23, Z8, Z26
-	VPADDD.BCST c_expBias<>(SB), Z26, Z27
-	VMULPS Z27, Z25, Z28
-	VPSUBD.BCST c_magic<>(SB), Z8, Z29
-	VPSRAD $1, Z29, Z30
-	VPSUBD Z30, Z29, Z31
-	VPADDD.BCST c_i127<>(SB), Z30, Z1
-	VPSLLD $23, Z1, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VMULPS Z2, Z25, Z5
-	VMULPS Z4, Z5, Z7
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z6, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z7, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z6, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z9
-	VCMPPS $0x03, Z6, Z6, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K3, Z11
-	VPANDD.BCST c_absMask<>(SB), Z6, Z12
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K4
-	VBLENDMPS Z28, Z11, K4, Z14
-	VADDPS.BCST c_one<>(SB), Z14, Z15
-	VDIVPS Z15, Z0, Z16
-	VMOVUPS Z16, 192(DI)
-	JMP  next4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 448(DI)
+	VMOVUPS 512(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 512(DI)
+	VMOVUPS 576(SI), Z0
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
+	VMULPS Z0, Z2, Z3
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, 576(DI)
+	JMP  next10
 general1:
 	VMOVUPS (SI), Z0
 	VMULPS.BCST c_geluC<>(SB), Z0, Z1
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VMULPS.BCST c_log2e<>(SB), Z6, Z7
-	VADDPS.BCST c_magic<>(SB), Z7, Z8
-	VSUBPS.BCST c_magic<>(SB), Z8, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z10
-	VSUBPS Z10, Z6, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z12
-	VSUBPS Z12, Z11, Z13
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VADDPS.BCST c_expQ2<>(SB), Z16, Z17
-	VMULPS Z17, Z13, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z21
-	VMULPS Z21, Z13, Z22
-	VMULPS Z22, Z13, Z23
-	VADDPS Z23, Z13, Z24
-	VADDPS.BCST c_one<>(SB), Z24, Z25
-	VPSLLD $23, Z8, Z26
-	VPADDD.BCST c_expBias<>(SB), Z26, Z27
-	VMULPS Z27, Z25, Z28
-	VPSUBD.BCST c_magic<>(SB), Z8, Z29
-	VPSRAD $1, Z29, Z30
-	VPSUBD Z30, Z29, Z31
-	VPADDD.BCST c_i127<>(SB), Z30, Z1
-	VPSLLD $23, Z1, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VMULPS Z2, Z25, Z5
-	VMULPS Z4, Z5, Z7
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z6, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z7, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z6, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z9
-	VCMPPS $0x03, Z6, Z6, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K3, Z11
-	VPANDD.BCST c_absMask<>(SB), Z6, Z12
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z12, K4
-	VBLENDMPS Z28, Z11, K4, Z14
-	VADDPS.BCST c_one<>(SB), Z14, Z15
-	VDIVPS Z15, Z0, Z16
-	VMOVUPS Z16, (DI)
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VDIVPS Z27, Z0, Z28
+	VMOVUPS Z28, (DI)
 	JMP  next1
 
 // func vkGeluBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = GeluBwdf(x, g)
@@ -8353,50 +10630,133 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMULPS.BCST c_geluC<>(SB), Z0, Z4
-	VMULPS.BCST c_geluC<>(SB), Z1, Z5
-	VMULPS.BCST c_geluC<>(SB), Z2, Z6
-	VMULPS.BCST c_geluC<>(SB), Z3, Z7
-	VMULPS Z0, Z4, Z8
-	VMULPS Z1, Z5, Z9
-	VMULPS Z2, Z6, Z10
-	VMULPS Z3, Z7, Z11
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VMULPS.BCST c_geluC<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VMULPS.BCST c_geluC<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VMULPS.BCST c_geluC<>(SB), Z6, Z7
+	VMULPS Z0, Z1, Z8
+	VMULPS Z2, Z3, Z9
+	VMULPS Z4, Z5, Z10
+	VMULPS Z6, Z7, Z11
 	VMULPS Z0, Z8, Z12
-	VMULPS Z1, Z9, Z13
-	VMULPS Z2, Z10, Z14
-	VMULPS Z3, Z11, Z15
+	VMULPS Z2, Z9, Z13
+	VMULPS Z4, Z10, Z14
+	VMULPS Z6, Z11, Z15
 	VADDPS Z12, Z0, Z16
-	VADDPS Z13, Z1, Z17
-	VADDPS Z14, Z2, Z18
-	VADDPS Z15, Z3, Z19
-	VMULPS.BCST c_geluK2<>(SB), Z16, Z20
-	VMULPS.BCST c_geluK2<>(SB), Z17, Z21
-	VMULPS.BCST c_geluK2<>(SB), Z18, Z22
-	VMULPS.BCST c_geluK2<>(SB), Z19, Z23
-	VPXORD.BCST c_signMask<>(SB), Z20, Z24
-	VPXORD.BCST c_signMask<>(SB), Z21, Z25
-	VPXORD.BCST c_signMask<>(SB), Z22, Z26
-	VPXORD.BCST c_signMask<>(SB), Z23, Z27
-	VPANDD.BCST c_absMask<>(SB), Z24, Z28
-	VPANDD.BCST c_absMask<>(SB), Z25, Z29
-	VPANDD.BCST c_absMask<>(SB), Z26, Z30
-	VPANDD.BCST c_absMask<>(SB), Z27, Z31
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z28, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z29, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z30, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z31, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
+	VADDPS Z13, Z2, Z17
+	VADDPS Z14, Z4, Z18
+	VADDPS Z15, Z6, Z19
+	VMULPS.BCST c_negGeluK2<>(SB), Z16, Z20
+	VMULPS.BCST c_negGeluK2<>(SB), Z17, Z21
+	VMULPS.BCST c_negGeluK2<>(SB), Z18, Z22
+	VMULPS.BCST c_negGeluK2<>(SB), Z19, Z23
+	VPANDD.BCST c_absMask<>(SB), Z20, Z24
+	VPANDD.BCST c_absMask<>(SB), Z21, Z25
+	VPANDD.BCST c_absMask<>(SB), Z22, Z26
+	VPANDD.BCST c_absMask<>(SB), Z23, Z27
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z24, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z25, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z27, K6
+	KANDW K6, K5, K7
 	KORTESTW K7, K7
 	JCC general4
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
+	VMULPS.BCST c_log2e<>(SB), Z20, Z28
+	VMULPS.BCST c_log2e<>(SB), Z21, Z29
+	VMULPS.BCST c_log2e<>(SB), Z22, Z30
+	VMULPS.BCST c_log2e<>(SB), Z23, Z31
+	VRNDSCALEPS $0, Z28, Z1
+	VRNDSCALEPS $0, Z29, Z3
+	VRNDSCALEPS $0, Z30, Z5
+	VRNDSCALEPS $0, Z31, Z7
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z1, Z20
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z21
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z5, Z22
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z23
+	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z9
+	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z11
+	VSUBPS Z8, Z20, Z0
+	VSUBPS Z9, Z21, Z12
+	VSUBPS Z10, Z22, Z2
+	VSUBPS Z11, Z23, Z13
+	VMULPS.BCST c_expQ4<>(SB), Z0, Z4
+	VMULPS.BCST c_expQ4<>(SB), Z12, Z14
+	VMULPS.BCST c_expQ4<>(SB), Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z13, Z15
+	VADDPS.BCST c_expQ3<>(SB), Z4, Z16
+	VADDPS.BCST c_expQ3<>(SB), Z14, Z17
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z18
+	VADDPS.BCST c_expQ3<>(SB), Z15, Z19
+	VMULPS Z16, Z0, Z24
+	VMULPS Z17, Z12, Z25
+	VMULPS Z18, Z2, Z26
+	VMULPS Z19, Z13, Z27
+	VADDPS.BCST c_expQ2<>(SB), Z24, Z28
+	VADDPS.BCST c_expQ2<>(SB), Z25, Z29
+	VADDPS.BCST c_expQ2<>(SB), Z26, Z30
+	VADDPS.BCST c_expQ2<>(SB), Z27, Z31
+	VMULPS Z28, Z0, Z20
+	VMULPS Z29, Z12, Z8
+	VMULPS Z30, Z2, Z21
+	VMULPS Z31, Z13, Z9
+	VADDPS.BCST c_expQ1<>(SB), Z20, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z8, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z23
+	VADDPS.BCST c_expQ1<>(SB), Z9, Z11
+	VMULPS Z22, Z0, Z4
+	VMULPS Z10, Z12, Z14
+	VMULPS Z23, Z2, Z6
+	VMULPS Z11, Z13, Z15
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z16
+	VADDPS.BCST c_expQ0<>(SB), Z14, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z18
+	VADDPS.BCST c_expQ0<>(SB), Z15, Z19
+	VMULPS Z16, Z0, Z24
+	VMULPS Z17, Z12, Z25
+	VMULPS Z18, Z2, Z26
+	VMULPS Z19, Z13, Z27
+	VMULPS Z24, Z0, Z28
+	VMULPS Z25, Z12, Z29
+	VMULPS Z26, Z2, Z30
+	VMULPS Z27, Z13, Z31
+	VADDPS Z28, Z0, Z20
+	VADDPS Z29, Z12, Z8
+	VADDPS Z30, Z2, Z21
+	VADDPS Z31, Z13, Z9
+	VADDPS.BCST c_one<>(SB), Z20, Z22
+	VADDPS.BCST c_one<>(SB), Z8, Z10
+	VADDPS.BCST c_one<>(SB), Z21, Z23
+	VADDPS.BCST c_one<>(SB), Z9, Z11
+	VSCALEFPS Z1, Z22, Z4
+	VSCALEFPS Z3, Z10, Z14
+	VSCALEFPS Z5, Z23, Z6
+	VSCALEFPS Z7, Z11, Z15
+	VADDPS.BCST c_one<>(SB), Z4, Z16
+	VADDPS.BCST c_one<>(SB), Z14, Z17
+	VADDPS.BCST c_one<>(SB), Z6, Z18
+	VADDPS.BCST c_one<>(SB), Z15, Z19
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z16, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VDIVPS Z17, Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z0
+	VDIVPS Z18, Z0, Z28
+	VBROADCASTSS c_one<>(SB), Z12
+	VDIVPS Z19, Z12, Z29
+	VMOVUPS (SI), Z2
+	VMULPS.BCST c_gelu3C<>(SB), Z2, Z30
+	VMOVUPS 64(SI), Z13
+	VMULPS.BCST c_gelu3C<>(SB), Z13, Z31
+	VMOVUPS 128(SI), Z20
+	VMULPS.BCST c_gelu3C<>(SB), Z20, Z8
+	VMOVUPS 192(SI), Z21
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -8405,154 +10765,55 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS.BCST c_log2e<>(SB), Z24, Z8
-	VMULPS.BCST c_log2e<>(SB), Z25, Z9
-	VMULPS.BCST c_log2e<>(SB), Z26, Z10
-	VMULPS.BCST c_log2e<>(SB), Z27, Z11
-	VADDPS.BCST c_magic<>(SB), Z8, Z12
-	VADDPS.BCST c_magic<>(SB), Z9, Z13
-	VADDPS.BCST c_magic<>(SB), Z10, Z14
-	VADDPS.BCST c_magic<>(SB), Z11, Z15
-	VSUBPS.BCST c_magic<>(SB), Z12, Z16
-	VSUBPS.BCST c_magic<>(SB), Z13, Z17
-	VSUBPS.BCST c_magic<>(SB), Z14, Z18
-	VSUBPS.BCST c_magic<>(SB), Z15, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z16, Z20
-	VMULPS.BCST c_ln2Hi<>(SB), Z17, Z21
-	VMULPS.BCST c_ln2Hi<>(SB), Z18, Z22
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z23
-	VSUBPS Z20, Z24, Z28
-	VSUBPS Z21, Z25, Z29
-	VSUBPS Z22, Z26, Z30
-	VSUBPS Z23, Z27, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z9
-	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z10
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z11
-	VSUBPS Z8, Z28, Z24
-	VSUBPS Z9, Z29, Z20
-	VSUBPS Z10, Z30, Z25
-	VSUBPS Z11, Z31, Z21
-	VMULPS.BCST c_expQ4<>(SB), Z24, Z26
-	VMULPS.BCST c_expQ4<>(SB), Z20, Z22
-	VMULPS.BCST c_expQ4<>(SB), Z25, Z27
-	VMULPS.BCST c_expQ4<>(SB), Z21, Z23
-	VADDPS.BCST c_expQ3<>(SB), Z26, Z16
-	VADDPS.BCST c_expQ3<>(SB), Z22, Z17
-	VADDPS.BCST c_expQ3<>(SB), Z27, Z18
-	VADDPS.BCST c_expQ3<>(SB), Z23, Z19
-	VMULPS Z16, Z24, Z28
-	VMULPS Z17, Z20, Z8
-	VMULPS Z18, Z25, Z29
-	VMULPS Z19, Z21, Z9
-	VADDPS.BCST c_expQ2<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ2<>(SB), Z8, Z10
-	VADDPS.BCST c_expQ2<>(SB), Z29, Z31
-	VADDPS.BCST c_expQ2<>(SB), Z9, Z11
-	VMULPS Z30, Z24, Z26
-	VMULPS Z10, Z20, Z22
-	VMULPS Z31, Z25, Z27
-	VMULPS Z11, Z21, Z23
-	VADDPS.BCST c_expQ1<>(SB), Z26, Z16
-	VADDPS.BCST c_expQ1<>(SB), Z22, Z17
-	VADDPS.BCST c_expQ1<>(SB), Z27, Z18
-	VADDPS.BCST c_expQ1<>(SB), Z23, Z19
-	VMULPS Z16, Z24, Z28
-	VMULPS Z17, Z20, Z8
-	VMULPS Z18, Z25, Z29
-	VMULPS Z19, Z21, Z9
-	VADDPS.BCST c_expQ0<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ0<>(SB), Z8, Z10
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z31
-	VADDPS.BCST c_expQ0<>(SB), Z9, Z11
-	VMULPS Z30, Z24, Z26
-	VMULPS Z10, Z20, Z22
-	VMULPS Z31, Z25, Z27
-	VMULPS Z11, Z21, Z23
-	VMULPS Z26, Z24, Z16
-	VMULPS Z22, Z20, Z17
-	VMULPS Z27, Z25, Z18
-	VMULPS Z23, Z21, Z19
-	VADDPS Z16, Z24, Z28
-	VADDPS Z17, Z20, Z8
-	VADDPS Z18, Z25, Z29
-	VADDPS Z19, Z21, Z9
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VADDPS.BCST c_one<>(SB), Z8, Z10
-	VADDPS.BCST c_one<>(SB), Z29, Z31
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VPSLLD $23, Z12, Z26
-	VPSLLD $23, Z13, Z22
-	VPSLLD $23, Z14, Z27
-	VPSLLD $23, Z15, Z23
-	VPADDD.BCST c_expBias<>(SB), Z26, Z24
-	VPADDD.BCST c_expBias<>(SB), Z22, Z16
-	VPADDD.BCST c_expBias<>(SB), Z27, Z20
-	VPADDD.BCST c_expBias<>(SB), Z23, Z17
-	VMULPS Z24, Z30, Z25
-	VMULPS Z16, Z10, Z18
-	VMULPS Z20, Z31, Z21
-	VMULPS Z17, Z11, Z19
-	VADDPS.BCST c_one<>(SB), Z25, Z28
-	VADDPS.BCST c_one<>(SB), Z18, Z8
-	VADDPS.BCST c_one<>(SB), Z21, Z29
-	VADDPS.BCST c_one<>(SB), Z19, Z9
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z28, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VDIVPS Z8, Z14, Z15
+	VMULPS.BCST c_gelu3C<>(SB), Z21, Z9
+	VMULPS Z2, Z30, Z22
+	VMULPS Z13, Z31, Z1
+	VMULPS Z20, Z8, Z10
+	VMULPS Z21, Z9, Z3
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VADDPS.BCST c_one<>(SB), Z1, Z5
+	VADDPS.BCST c_one<>(SB), Z10, Z11
+	VADDPS.BCST c_one<>(SB), Z3, Z7
+	VBROADCASTSS c_one<>(SB), Z4
+	VSUBPS Z25, Z4, Z14
+	VBROADCASTSS c_one<>(SB), Z6
+	VSUBPS Z27, Z6, Z15
+	VBROADCASTSS c_one<>(SB), Z24
+	VSUBPS Z28, Z24, Z16
 	VBROADCASTSS c_one<>(SB), Z26
-	VDIVPS Z29, Z26, Z22
-	VBROADCASTSS c_one<>(SB), Z27
-	VDIVPS Z9, Z27, Z23
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
-	VMULPS.BCST c_gelu3C<>(SB), Z1, Z24
-	VMULPS.BCST c_gelu3C<>(SB), Z2, Z10
-	VMULPS.BCST c_gelu3C<>(SB), Z3, Z16
-	VMULPS Z0, Z30, Z31
-	VMULPS Z1, Z24, Z20
-	VMULPS Z2, Z10, Z11
-	VMULPS Z3, Z16, Z17
-	VADDPS.BCST c_one<>(SB), Z31, Z25
-	VADDPS.BCST c_one<>(SB), Z20, Z18
-	VADDPS.BCST c_one<>(SB), Z11, Z21
-	VADDPS.BCST c_one<>(SB), Z17, Z19
-	VBROADCASTSS c_one<>(SB), Z12
-	VSUBPS Z13, Z12, Z28
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z15, Z14, Z8
-	VBROADCASTSS c_one<>(SB), Z26
-	VSUBPS Z22, Z26, Z29
-	VBROADCASTSS c_one<>(SB), Z27
-	VSUBPS Z23, Z27, Z9
-	VMULPS Z28, Z13, Z30
-	VMULPS Z8, Z15, Z24
-	VMULPS Z29, Z22, Z10
-	VMULPS Z9, Z23, Z16
-	VMULPS Z30, Z0, Z31
-	VMULPS Z24, Z1, Z20
-	VMULPS Z10, Z2, Z11
-	VMULPS Z16, Z3, Z17
-	VMULPS.BCST c_geluK2<>(SB), Z31, Z12
-	VMULPS.BCST c_geluK2<>(SB), Z20, Z14
-	VMULPS.BCST c_geluK2<>(SB), Z11, Z26
-	VMULPS.BCST c_geluK2<>(SB), Z17, Z27
-	VMULPS Z25, Z12, Z28
-	VMULPS Z18, Z14, Z8
-	VMULPS Z21, Z26, Z29
-	VMULPS Z19, Z27, Z9
-	VADDPS Z28, Z13, Z0
-	VADDPS Z8, Z15, Z30
-	VADDPS Z29, Z22, Z1
-	VADDPS Z9, Z23, Z24
-	VMULPS Z0, Z4, Z2
-	VMULPS Z30, Z5, Z10
-	VMULPS Z1, Z6, Z3
-	VMULPS Z24, Z7, Z16
-	VMOVUPS Z2, (DI)
-	VMOVUPS Z10, 64(DI)
-	VMOVUPS Z3, 128(DI)
-	VMOVUPS Z16, 192(DI)
+	VSUBPS Z29, Z26, Z17
+	VMULPS Z14, Z25, Z0
+	VMULPS Z15, Z27, Z18
+	VMULPS Z16, Z28, Z12
+	VMULPS Z17, Z29, Z19
+	VMULPS Z0, Z2, Z30
+	VMULPS Z18, Z13, Z31
+	VMULPS Z12, Z20, Z8
+	VMULPS Z19, Z21, Z9
+	VMULPS.BCST c_geluK2<>(SB), Z30, Z22
+	VMULPS.BCST c_geluK2<>(SB), Z31, Z1
+	VMULPS.BCST c_geluK2<>(SB), Z8, Z10
+	VMULPS.BCST c_geluK2<>(SB), Z9, Z3
+	VMULPS Z23, Z22, Z4
+	VMULPS Z5, Z1, Z6
+	VMULPS Z11, Z10, Z24
+	VMULPS Z7, Z3, Z26
+	VADDPS Z4, Z25, Z14
+	VADDPS Z6, Z27, Z15
+	VADDPS Z24, Z28, Z16
+	VADDPS Z26, Z29, Z17
+	VMOVUPS (DX), Z2
+	VMULPS Z14, Z2, Z0
+	VMOVUPS 64(DX), Z13
+	VMULPS Z15, Z13, Z18
+	VMOVUPS 128(DX), Z20
+	VMULPS Z16, Z20, Z12
+	VMOVUPS 192(DX), Z21
+	VMULPS Z17, Z21, Z19
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z18, 64(DI)
+	VMOVUPS Z12, 128(DI)
+	VMOVUPS Z19, 192(DI)
 next4:
 	ADDQ $256, DI
 	ADDQ $256, SI
@@ -8567,50 +10828,46 @@ loop1:
 	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
 	VADDPS Z3, Z0, Z4
-	VMULPS.BCST c_geluK2<>(SB), Z4, Z5
-	VPXORD.BCST c_signMask<>(SB), Z5, Z6
-	VPANDD.BCST c_absMask<>(SB), Z6, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K1
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VPANDD.BCST c_absMask<>(SB), Z5, Z6
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMOVUPS (DX), Z8
-	VMULPS.BCST c_log2e<>(SB), Z6, Z9
-	VADDPS.BCST c_magic<>(SB), Z9, Z10
-	VSUBPS.BCST c_magic<>(SB), Z10, Z11
-	VMULPS.BCST c_ln2Hi<>(SB), Z11, Z12
-	VSUBPS Z12, Z6, Z13
-	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z14
-	VSUBPS Z14, Z13, Z15
-	VMULPS.BCST c_expQ4<>(SB), Z15, Z16
-	VADDPS.BCST c_expQ3<>(SB), Z16, Z17
-	VMULPS Z17, Z15, Z18
-	VADDPS.BCST c_expQ2<>(SB), Z18, Z19
-	VMULPS Z19, Z15, Z20
-	VADDPS.BCST c_expQ1<>(SB), Z20, Z21
-	VMULPS Z21, Z15, Z22
-	VADDPS.BCST c_expQ0<>(SB), Z22, Z23
-	VMULPS Z23, Z15, Z24
-	VMULPS Z24, Z15, Z25
-	VADDPS Z25, Z15, Z26
-	VADDPS.BCST c_one<>(SB), Z26, Z27
-	VPSLLD $23, Z10, Z28
-	VPADDD.BCST c_expBias<>(SB), Z28, Z29
-	VMULPS Z29, Z27, Z30
-	VADDPS.BCST c_one<>(SB), Z30, Z31
-	VBROADCASTSS c_one<>(SB), Z1
-	VDIVPS Z31, Z1, Z2
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS.BCST c_one<>(SB), Z4, Z5
-	VBROADCASTSS c_one<>(SB), Z7
-	VSUBPS Z2, Z7, Z9
-	VMULPS Z9, Z2, Z6
-	VMULPS Z6, Z0, Z12
-	VMULPS.BCST c_geluK2<>(SB), Z12, Z11
-	VMULPS Z5, Z11, Z13
-	VADDPS Z13, Z2, Z14
-	VMULPS Z14, Z8, Z16
-	VMOVUPS Z16, (DI)
+	VMULPS.BCST c_log2e<>(SB), Z5, Z7
+	VRNDSCALEPS $0, Z7, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z5
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z9
+	VSUBPS Z9, Z5, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
+	VADDPS.BCST c_one<>(SB), Z21, Z22
+	VSCALEFPS Z8, Z22, Z23
+	VADDPS.BCST c_one<>(SB), Z23, Z24
+	VBROADCASTSS c_one<>(SB), Z25
+	VDIVPS Z24, Z25, Z26
+	VMOVUPS (SI), Z27
+	VMULPS.BCST c_gelu3C<>(SB), Z27, Z28
+	VMULPS Z27, Z28, Z29
+	VADDPS.BCST c_one<>(SB), Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z26, Z31, Z1
+	VMULPS Z1, Z26, Z2
+	VMULPS Z2, Z27, Z0
+	VMULPS.BCST c_geluK2<>(SB), Z0, Z3
+	VMULPS Z30, Z3, Z4
+	VADDPS Z4, Z26, Z6
+	VMOVUPS (DX), Z7
+	VMULPS Z6, Z7, Z5
+	VMOVUPS Z5, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -8622,1062 +10879,560 @@ done:
 	RET
 general4:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMULPS.BCST c_geluC<>(SB), Z0, Z2
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS Z4, Z0, Z5
-	VMULPS.BCST c_geluK2<>(SB), Z5, Z6
-	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMULPS.BCST c_log2e<>(SB), Z7, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z7, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VPSUBD.BCST c_magic<>(SB), Z9, Z30
-	VPSRAD $1, Z30, Z31
-	VPSUBD Z31, Z30, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VPADDD.BCST c_i127<>(SB), Z2, Z5
-	VPSLLD $23, Z5, Z6
-	VMULPS Z4, Z26, Z8
-	VMULPS Z6, Z8, Z11
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z7, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z11, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z7, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z12
-	VCMPPS $0x03, Z7, Z7, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z12, K3, Z13
-	VPANDD.BCST c_absMask<>(SB), Z7, Z15
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K4
-	VBLENDMPS Z29, Z13, K4, Z16
-	VADDPS.BCST c_one<>(SB), Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z17, Z18, Z19
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z20
-	VMULPS Z0, Z20, Z21
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
 	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z19, Z23, Z14
-	VMULPS Z14, Z19, Z24
-	VMULPS Z24, Z0, Z25
-	VMULPS.BCST c_geluK2<>(SB), Z25, Z27
-	VMULPS Z22, Z27, Z28
-	VADDPS Z28, Z19, Z9
-	VMULPS Z9, Z1, Z30
-	VMOVUPS Z30, (DI)
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
+	VMULPS Z0, Z30, Z31
+	VADDPS.BCST c_one<>(SB), Z31, Z1
+	VBROADCASTSS c_one<>(SB), Z2
+	VSUBPS Z29, Z2, Z3
+	VMULPS Z3, Z29, Z4
+	VMULPS Z4, Z0, Z6
+	VMULPS.BCST c_geluK2<>(SB), Z6, Z8
+	VMULPS Z1, Z8, Z9
+	VADDPS Z9, Z29, Z11
+	VMOVUPS (DX), Z12
+	VMULPS Z11, Z12, Z13
+	VMOVUPS Z13, (DI)
 	VMOVUPS 64(SI), Z0
-	VMOVUPS 64(DX), Z1
-	VMULPS.BCST c_geluC<>(SB), Z0, Z2
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS Z4, Z0, Z5
-	VMULPS.BCST c_geluK2<>(SB), Z5, Z6
-	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMULPS.BCST c_log2e<>(SB), Z7, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z7, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VPSUBD.BCST c_magic<>(SB), Z9, Z30
-	VPSRAD $1, Z30, Z31
-	VPSUBD Z31, Z30, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VPADDD.BCST c_i127<>(SB), Z2, Z5
-	VPSLLD $23, Z5, Z6
-	VMULPS Z4, Z26, Z8
-	VMULPS Z6, Z8, Z11
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z7, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z11, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z7, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z12
-	VCMPPS $0x03, Z7, Z7, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z12, K3, Z13
-	VPANDD.BCST c_absMask<>(SB), Z7, Z15
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K4
-	VBLENDMPS Z29, Z13, K4, Z16
-	VADDPS.BCST c_one<>(SB), Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z17, Z18, Z19
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z20
-	VMULPS Z0, Z20, Z21
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
 	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z19, Z23, Z14
-	VMULPS Z14, Z19, Z24
-	VMULPS Z24, Z0, Z25
-	VMULPS.BCST c_geluK2<>(SB), Z25, Z27
-	VMULPS Z22, Z27, Z28
-	VADDPS Z28, Z19, Z9
-	VMULPS Z9, Z1, Z30
-	VMOVUPS Z30, 64(DI)
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
+	VMULPS Z0, Z30, Z31
+	VADDPS.BCST c_one<>(SB), Z31, Z1
+	VBROADCASTSS c_one<>(SB), Z2
+	VSUBPS Z29, Z2, Z3
+	VMULPS Z3, Z29, Z4
+	VMULPS Z4, Z0, Z6
+	VMULPS.BCST c_geluK2<>(SB), Z6, Z8
+	VMULPS Z1, Z8, Z9
+	VADDPS Z9, Z29, Z11
+	VMOVUPS 64(DX), Z12
+	VMULPS Z11, Z12, Z13
+	VMOVUPS Z13, 64(DI)
 	VMOVUPS 128(SI), Z0
-	VMOVUPS 128(DX), Z1
-	VMULPS.BCST c_geluC<>(SB), Z0, Z2
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS Z4, Z0, Z5
-	VMULPS.BCST c_geluK2<>(SB), Z5, Z6
-	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMULPS.BCST c_log2e<>(SB), Z7, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z7, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VPSUBD.BCST c_magic<>(SB), Z9, Z30
-	VPSRAD $1, Z30, Z31
-	VPSUBD Z31, Z30, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VPADDD.BCST c_i127<>(SB), Z2, Z5
-	VPSLLD $23, Z5, Z6
-	VMULPS Z4, Z26, Z8
-	VMULPS Z6, Z8, Z11
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z7, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z11, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z7, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z12
-	VCMPPS $0x03, Z7, Z7, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z12, K3, Z13
-	VPANDD.BCST c_absMask<>(SB), Z7, Z15
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K4
-	VBLENDMPS Z29, Z13, K4, Z16
-	VADDPS.BCST c_one<>(SB), Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z17, Z18, Z19
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z20
-	VMULPS Z0, Z20, Z21
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
 	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z19, Z23, Z14
-	VMULPS Z14, Z19, Z24
-	VMULPS Z24, Z0, Z25
-	VMULPS.BCST c_geluK2<>(SB), Z25, Z27
-	VMULPS Z22, Z27, Z28
-	VADDPS Z28, Z19, Z9
-	VMULPS Z9, Z1, Z30
-	VMOVUPS Z30, 128(DI)
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
+	VMULPS Z0, Z30, Z31
+	VADDPS.BCST c_one<>(SB), Z31, Z1
+	VBROADCASTSS c_one<>(SB), Z2
+	VSUBPS Z29, Z2, Z3
+	VMULPS Z3, Z29, Z4
+	VMULPS Z4, Z0, Z6
+	VMULPS.BCST c_geluK2<>(SB), Z6, Z8
+	VMULPS Z1, Z8, Z9
+	VADDPS Z9, Z29, Z11
+	VMOVUPS 128(DX), Z12
+	VMULPS Z11, Z12, Z13
+	VMOVUPS Z13, 128(DI)
 	VMOVUPS 192(SI), Z0
-	VMOVUPS 192(DX), Z1
-	VMULPS.BCST c_geluC<>(SB), Z0, Z2
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS Z4, Z0, Z5
-	VMULPS.BCST c_geluK2<>(SB), Z5, Z6
-	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMULPS.BCST c_log2e<>(SB), Z7, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z7, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VPSUBD.BCST c_magic<>(SB), Z9, Z30
-	VPSRAD $1, Z30, Z31
-	VPSUBD Z31, Z30, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VPADDD.BCST c_i127<>(SB), Z2, Z5
-	VPSLLD $23, Z5, Z6
-	VMULPS Z4, Z26, Z8
-	VMULPS Z6, Z8, Z11
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z7, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z11, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z7, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z12
-	VCMPPS $0x03, Z7, Z7, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z12, K3, Z13
-	VPANDD.BCST c_absMask<>(SB), Z7, Z15
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K4
-	VBLENDMPS Z29, Z13, K4, Z16
-	VADDPS.BCST c_one<>(SB), Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z17, Z18, Z19
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z20
-	VMULPS Z0, Z20, Z21
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
 	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z19, Z23, Z14
-	VMULPS Z14, Z19, Z24
-	VMULPS Z24, Z0, Z25
-	VMULPS.BCST c_geluK2<>(SB), Z25, Z27
-	VMULPS Z22, Z27, Z28
-	VADDPS Z28, Z19, Z9
-	VMULPS Z9, Z1, Z30
-	VMOVUPS Z30, 192(DI)
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
+	VMULPS Z0, Z30, Z31
+	VADDPS.BCST c_one<>(SB), Z31, Z1
+	VBROADCASTSS c_one<>(SB), Z2
+	VSUBPS Z29, Z2, Z3
+	VMULPS Z3, Z29, Z4
+	VMULPS Z4, Z0, Z6
+	VMULPS.BCST c_geluK2<>(SB), Z6, Z8
+	VMULPS Z1, Z8, Z9
+	VADDPS Z9, Z29, Z11
+	VMOVUPS 192(DX), Z12
+	VMULPS Z11, Z12, Z13
+	VMOVUPS Z13, 192(DI)
 	JMP  next4
 general1:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMULPS.BCST c_geluC<>(SB), Z0, Z2
+	VMULPS.BCST c_geluC<>(SB), Z0, Z1
+	VMULPS Z0, Z1, Z2
 	VMULPS Z0, Z2, Z3
-	VMULPS Z0, Z3, Z4
-	VADDPS Z4, Z0, Z5
-	VMULPS.BCST c_geluK2<>(SB), Z5, Z6
-	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMULPS.BCST c_log2e<>(SB), Z7, Z8
-	VADDPS.BCST c_magic<>(SB), Z8, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z10, Z11
-	VSUBPS Z11, Z7, Z12
-	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z13
-	VSUBPS Z13, Z12, Z14
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z15
-	VADDPS.BCST c_expQ3<>(SB), Z15, Z16
-	VMULPS Z16, Z14, Z17
-	VADDPS.BCST c_expQ2<>(SB), Z17, Z18
-	VMULPS Z18, Z14, Z19
-	VADDPS.BCST c_expQ1<>(SB), Z19, Z20
-	VMULPS Z20, Z14, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z21, Z22
-	VMULPS Z22, Z14, Z23
-	VMULPS Z23, Z14, Z24
-	VADDPS Z24, Z14, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VPSLLD $23, Z9, Z27
-	VPADDD.BCST c_expBias<>(SB), Z27, Z28
-	VMULPS Z28, Z26, Z29
-	VPSUBD.BCST c_magic<>(SB), Z9, Z30
-	VPSRAD $1, Z30, Z31
-	VPSUBD Z31, Z30, Z2
-	VPADDD.BCST c_i127<>(SB), Z31, Z3
-	VPSLLD $23, Z3, Z4
-	VPADDD.BCST c_i127<>(SB), Z2, Z5
-	VPSLLD $23, Z5, Z6
-	VMULPS Z4, Z26, Z8
-	VMULPS Z6, Z8, Z11
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z7, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z11, K1, Z10
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z7, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z12
-	VCMPPS $0x03, Z7, Z7, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z12, K3, Z13
-	VPANDD.BCST c_absMask<>(SB), Z7, Z15
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z15, K4
-	VBLENDMPS Z29, Z13, K4, Z16
-	VADDPS.BCST c_one<>(SB), Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z17, Z18, Z19
-	VMULPS.BCST c_gelu3C<>(SB), Z0, Z20
-	VMULPS Z0, Z20, Z21
+	VADDPS Z3, Z0, Z4
+	VMULPS.BCST c_negGeluK2<>(SB), Z4, Z5
+	VMULPS.BCST c_log2e<>(SB), Z5, Z6
+	VRNDSCALEPS $0, Z6, Z7
+	VMOVAPS Z5, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z9
+	VSUBPS Z9, Z8, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
+	VMULPS Z12, Z10, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
+	VMULPS Z14, Z10, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
+	VMULPS Z16, Z10, Z17
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
+	VMULPS Z18, Z10, Z19
+	VMULPS Z19, Z10, Z20
+	VADDPS Z20, Z10, Z21
 	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z19, Z23, Z14
-	VMULPS Z14, Z19, Z24
-	VMULPS Z24, Z0, Z25
-	VMULPS.BCST c_geluK2<>(SB), Z25, Z27
-	VMULPS Z22, Z27, Z28
-	VADDPS Z28, Z19, Z9
-	VMULPS Z9, Z1, Z30
-	VMOVUPS Z30, (DI)
+	VSCALEFPS Z7, Z22, Z23
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z5, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z23, K1, Z24
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z5, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z24, K2, Z25
+	VCMPPS $0x03, Z5, Z5, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z25, K3, Z26
+	VADDPS.BCST c_one<>(SB), Z26, Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMULPS.BCST c_gelu3C<>(SB), Z0, Z30
+	VMULPS Z0, Z30, Z31
+	VADDPS.BCST c_one<>(SB), Z31, Z1
+	VBROADCASTSS c_one<>(SB), Z2
+	VSUBPS Z29, Z2, Z3
+	VMULPS Z3, Z29, Z4
+	VMULPS Z4, Z0, Z6
+	VMULPS.BCST c_geluK2<>(SB), Z6, Z8
+	VMULPS Z1, Z8, Z9
+	VADDPS Z9, Z29, Z11
+	VMOVUPS (DX), Z12
+	VMULPS Z11, Z12, Z13
+	VMOVUPS Z13, (DI)
 	JMP  next1
 
 // func vkLogAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(x)
-TEXT ·vkLogAVX512(SB), NOSPLIT, $0-56
+TEXT ·vkLogAVX512(SB), $512-56
 	MOVQ n+0(FP), CX
 	MOVQ o0+8(FP), DI
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop8:
+	CMPQ CX, $8
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
 	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z0, K1
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z1, K2
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z2, K3
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z0, K4
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z1, K5
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z2, K6
-	KANDW K4, K1, K7
-	KANDW K5, K2, K1
-	KANDW K6, K3, K4
-	KANDW K1, K7, K2
-	KANDW K4, K2, K5
-	KORTESTW K5, K5
-	JCC general3
-	VPSRLD $23, Z0, Z3
-	VPSRLD $23, Z1, Z4
-	VPSRLD $23, Z2, Z5
-	VPSUBD.BCST c_i127<>(SB), Z3, Z6
-	VPSUBD.BCST c_i127<>(SB), Z4, Z7
-	VPSUBD.BCST c_i127<>(SB), Z5, Z8
-	VPANDD.BCST c_mantMask<>(SB), Z0, Z9
-	VPANDD.BCST c_mantMask<>(SB), Z1, Z10
-	VPANDD.BCST c_mantMask<>(SB), Z2, Z11
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K3
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z10, K6
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z11, K7
-	VPORD.BCST c_halfBits<>(SB), Z9, Z12
-	VPORD.BCST c_halfBits<>(SB), Z10, Z13
-	VPORD.BCST c_halfBits<>(SB), Z11, Z14
-	VPORD.BCST c_expBias<>(SB), Z9, Z15
-	VPORD.BCST c_expBias<>(SB), Z10, Z16
-	VPORD.BCST c_expBias<>(SB), Z11, Z17
-	VBLENDMPS Z12, Z15, K3, Z18
-	VBLENDMPS Z13, Z16, K6, Z19
-	VBLENDMPS Z14, Z17, K7, Z20
-	VPADDD.BCST c_one_i<>(SB), Z6, Z21
-	VPADDD.BCST c_one_i<>(SB), Z7, Z22
-	VPADDD.BCST c_one_i<>(SB), Z8, Z23
-	VBLENDMPS Z21, Z6, K3, Z24
-	VBLENDMPS Z22, Z7, K6, Z25
-	VBLENDMPS Z23, Z8, K7, Z26
-	VSUBPS.BCST c_one<>(SB), Z18, Z27
-	VSUBPS.BCST c_one<>(SB), Z19, Z28
-	VSUBPS.BCST c_one<>(SB), Z20, Z29
-	VADDPS.BCST c_two<>(SB), Z27, Z30
-	VADDPS.BCST c_two<>(SB), Z28, Z31
-	VADDPS.BCST c_two<>(SB), Z29, Z3
-	VDIVPS Z30, Z27, Z4
-	VDIVPS Z31, Z28, Z5
-	VDIVPS Z3, Z29, Z0
-	VMULPS Z4, Z4, Z1
-	VMULPS Z5, Z5, Z2
-	VMULPS Z0, Z0, Z9
-	VMULPS.BCST c_logL4<>(SB), Z1, Z10
-	VMULPS.BCST c_logL4<>(SB), Z2, Z11
-	VMULPS.BCST c_logL4<>(SB), Z9, Z12
-	VADDPS.BCST c_logL3<>(SB), Z10, Z15
-	VADDPS.BCST c_logL3<>(SB), Z11, Z13
-	VADDPS.BCST c_logL3<>(SB), Z12, Z16
-	VMULPS Z15, Z1, Z14
-	VMULPS Z13, Z2, Z17
-	VMULPS Z16, Z9, Z21
-	VADDPS.BCST c_logL2<>(SB), Z14, Z6
-	VADDPS.BCST c_logL2<>(SB), Z17, Z22
-	VADDPS.BCST c_logL2<>(SB), Z21, Z7
-	VMULPS Z6, Z1, Z23
-	VMULPS Z22, Z2, Z8
-	VMULPS Z7, Z9, Z18
-	VADDPS.BCST c_logL1<>(SB), Z23, Z19
-	VADDPS.BCST c_logL1<>(SB), Z8, Z20
-	VADDPS.BCST c_logL1<>(SB), Z18, Z30
-	VMULPS Z19, Z1, Z31
-	VMULPS Z20, Z2, Z3
-	VMULPS Z30, Z9, Z10
-	VSUBPS Z31, Z27, Z11
-	VSUBPS Z3, Z28, Z12
-	VSUBPS Z10, Z29, Z15
-	VMULPS Z11, Z4, Z13
-	VMULPS Z12, Z5, Z16
-	VMULPS Z15, Z0, Z14
-	VCVTDQ2PS Z24, Z17
-	VCVTDQ2PS Z25, Z21
-	VCVTDQ2PS Z26, Z6
-	VMULPS.BCST c_ln2Hi<>(SB), Z17, Z22
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z7
-	VMULPS.BCST c_ln2Hi<>(SB), Z6, Z23
-	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z18
-	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z1
-	VADDPS Z27, Z22, Z19
-	VADDPS Z28, Z7, Z2
-	VADDPS Z29, Z23, Z20
-	VSUBPS Z22, Z19, Z9
-	VSUBPS Z7, Z2, Z30
-	VSUBPS Z23, Z20, Z31
-	VSUBPS Z9, Z27, Z3
-	VSUBPS Z30, Z28, Z10
-	VSUBPS Z31, Z29, Z4
-	VSUBPS Z13, Z8, Z11
-	VSUBPS Z16, Z18, Z5
-	VSUBPS Z14, Z1, Z12
-	VADDPS Z11, Z3, Z0
-	VADDPS Z5, Z10, Z15
-	VADDPS Z12, Z4, Z24
-	VADDPS Z0, Z19, Z25
-	VADDPS Z15, Z2, Z26
-	VADDPS Z24, Z20, Z17
-	VMOVUPS Z25, (DI)
-	VMOVUPS Z26, 64(DI)
-	VMOVUPS Z17, 128(DI)
-next3:
-	ADDQ $192, DI
-	ADDQ $192, SI
-	SUBQ $3, CX
-	JMP  loop3
-loop1:
-	TESTQ CX, CX
-	JZ   done
-	VMOVUPS (SI), Z0
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z0, K1
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z0, K2
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z0, K2
 	KANDW K2, K1, K3
-	KORTESTW K3, K3
-	JCC general1
-	VPSRLD $23, Z0, Z1
-	VPSUBD.BCST c_i127<>(SB), Z1, Z2
-	VPANDD.BCST c_mantMask<>(SB), Z0, Z3
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z3, K4
-	VPORD.BCST c_halfBits<>(SB), Z3, Z4
-	VPORD.BCST c_expBias<>(SB), Z3, Z5
-	VBLENDMPS Z4, Z5, K4, Z6
-	VPADDD.BCST c_one_i<>(SB), Z2, Z7
-	VBLENDMPS Z7, Z2, K4, Z8
-	VSUBPS.BCST c_one<>(SB), Z6, Z9
-	VADDPS.BCST c_two<>(SB), Z9, Z10
-	VDIVPS Z10, Z9, Z11
-	VMULPS Z11, Z11, Z12
-	VMULPS.BCST c_logL4<>(SB), Z12, Z13
-	VADDPS.BCST c_logL3<>(SB), Z13, Z14
-	VMULPS Z14, Z12, Z15
-	VADDPS.BCST c_logL2<>(SB), Z15, Z16
-	VMULPS Z16, Z12, Z17
-	VADDPS.BCST c_logL1<>(SB), Z17, Z18
-	VMULPS Z18, Z12, Z19
-	VSUBPS Z19, Z9, Z20
-	VMULPS Z20, Z11, Z21
-	VCVTDQ2PS Z8, Z22
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z23
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z24
-	VADDPS Z9, Z23, Z25
-	VSUBPS Z23, Z25, Z26
-	VSUBPS Z26, Z9, Z27
-	VSUBPS Z21, Z24, Z28
-	VADDPS Z28, Z27, Z29
-	VADDPS Z29, Z25, Z30
-	VMOVUPS Z30, (DI)
-next1:
-	ADDQ $64, DI
-	ADDQ $64, SI
-	SUBQ $1, CX
-	JMP  loop1
-done:
-	VZEROUPPER
-	RET
-general3:
-	VMOVUPS (SI), Z0
-	VBROADCASTSS c_minNrmP<>(SB), Z1
-	VPCMPGTD Z0, Z1, K1
-	VMULPS.BCST c_two23<>(SB), Z0, Z2
-	VBLENDMPS Z2, Z0, K1, Z3
-	VPSRLD $23, Z3, Z4
-	VBROADCASTSS c_iM127<>(SB), Z5
-	VBLENDMPS.BCST c_iM150<>(SB), Z5, K1, Z6
-	VPADDD Z6, Z4, Z7
-	VPANDD.BCST c_mantMask<>(SB), Z3, Z8
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z8, K2
-	VPORD.BCST c_halfBits<>(SB), Z8, Z9
-	VPORD.BCST c_expBias<>(SB), Z8, Z10
-	VBLENDMPS Z9, Z10, K2, Z11
-	VPADDD.BCST c_one_i<>(SB), Z7, Z12
-	VBLENDMPS Z12, Z7, K2, Z13
-	VSUBPS.BCST c_one<>(SB), Z11, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z15
-	VDIVPS Z15, Z14, Z16
-	VMULPS Z16, Z16, Z17
-	VMULPS.BCST c_logL4<>(SB), Z17, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z17, Z20
-	VADDPS.BCST c_logL2<>(SB), Z20, Z21
-	VMULPS Z21, Z17, Z22
-	VADDPS.BCST c_logL1<>(SB), Z22, Z23
-	VMULPS Z23, Z17, Z24
-	VSUBPS Z24, Z14, Z25
-	VMULPS Z25, Z16, Z26
-	VCVTDQ2PS Z13, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z29
-	VADDPS Z14, Z28, Z30
-	VSUBPS Z28, Z30, Z31
-	VSUBPS Z31, Z14, Z1
-	VSUBPS Z26, Z29, Z2
-	VADDPS Z2, Z1, Z5
-	VADDPS Z5, Z30, Z4
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K3
-	VBLENDMPS Z0, Z4, K3, Z6
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z6, K4, Z3
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z3, K5, Z8
-	VMOVUPS Z8, (DI)
-	VMOVUPS 64(SI), Z0
-	VBROADCASTSS c_minNrmP<>(SB), Z1
-	VPCMPGTD Z0, Z1, K1
-	VMULPS.BCST c_two23<>(SB), Z0, Z2
-	VBLENDMPS Z2, Z0, K1, Z3
-	VPSRLD $23, Z3, Z4
-	VBROADCASTSS c_iM127<>(SB), Z5
-	VBLENDMPS.BCST c_iM150<>(SB), Z5, K1, Z6
-	VPADDD Z6, Z4, Z7
-	VPANDD.BCST c_mantMask<>(SB), Z3, Z8
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z8, K2
-	VPORD.BCST c_halfBits<>(SB), Z8, Z9
-	VPORD.BCST c_expBias<>(SB), Z8, Z10
-	VBLENDMPS Z9, Z10, K2, Z11
-	VPADDD.BCST c_one_i<>(SB), Z7, Z12
-	VBLENDMPS Z12, Z7, K2, Z13
-	VSUBPS.BCST c_one<>(SB), Z11, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z15
-	VDIVPS Z15, Z14, Z16
-	VMULPS Z16, Z16, Z17
-	VMULPS.BCST c_logL4<>(SB), Z17, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z17, Z20
-	VADDPS.BCST c_logL2<>(SB), Z20, Z21
-	VMULPS Z21, Z17, Z22
-	VADDPS.BCST c_logL1<>(SB), Z22, Z23
-	VMULPS Z23, Z17, Z24
-	VSUBPS Z24, Z14, Z25
-	VMULPS Z25, Z16, Z26
-	VCVTDQ2PS Z13, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z29
-	VADDPS Z14, Z28, Z30
-	VSUBPS Z28, Z30, Z31
-	VSUBPS Z31, Z14, Z1
-	VSUBPS Z26, Z29, Z2
-	VADDPS Z2, Z1, Z5
-	VADDPS Z5, Z30, Z4
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K3
-	VBLENDMPS Z0, Z4, K3, Z6
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z6, K4, Z3
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z3, K5, Z8
-	VMOVUPS Z8, 64(DI)
-	VMOVUPS 128(SI), Z0
-	VBROADCASTSS c_minNrmP<>(SB), Z1
-	VPCMPGTD Z0, Z1, K1
-	VMULPS.BCST c_two23<>(SB), Z0, Z2
-	VBLENDMPS Z2, Z0, K1, Z3
-	VPSRLD $23, Z3, Z4
-	VBROADCASTSS c_iM127<>(SB), Z5
-	VBLENDMPS.BCST c_iM150<>(SB), Z5, K1, Z6
-	VPADDD Z6, Z4, Z7
-	VPANDD.BCST c_mantMask<>(SB), Z3, Z8
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z8, K2
-	VPORD.BCST c_halfBits<>(SB), Z8, Z9
-	VPORD.BCST c_expBias<>(SB), Z8, Z10
-	VBLENDMPS Z9, Z10, K2, Z11
-	VPADDD.BCST c_one_i<>(SB), Z7, Z12
-	VBLENDMPS Z12, Z7, K2, Z13
-	VSUBPS.BCST c_one<>(SB), Z11, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z15
-	VDIVPS Z15, Z14, Z16
-	VMULPS Z16, Z16, Z17
-	VMULPS.BCST c_logL4<>(SB), Z17, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z17, Z20
-	VADDPS.BCST c_logL2<>(SB), Z20, Z21
-	VMULPS Z21, Z17, Z22
-	VADDPS.BCST c_logL1<>(SB), Z22, Z23
-	VMULPS Z23, Z17, Z24
-	VSUBPS Z24, Z14, Z25
-	VMULPS Z25, Z16, Z26
-	VCVTDQ2PS Z13, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z29
-	VADDPS Z14, Z28, Z30
-	VSUBPS Z28, Z30, Z31
-	VSUBPS Z31, Z14, Z1
-	VSUBPS Z26, Z29, Z2
-	VADDPS Z2, Z1, Z5
-	VADDPS Z5, Z30, Z4
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K3
-	VBLENDMPS Z0, Z4, K3, Z6
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z6, K4, Z3
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z3, K5, Z8
-	VMOVUPS Z8, 128(DI)
-	JMP  next3
-general1:
-	VMOVUPS (SI), Z0
-	VBROADCASTSS c_minNrmP<>(SB), Z1
-	VPCMPGTD Z0, Z1, K1
-	VMULPS.BCST c_two23<>(SB), Z0, Z2
-	VBLENDMPS Z2, Z0, K1, Z3
-	VPSRLD $23, Z3, Z4
-	VBROADCASTSS c_iM127<>(SB), Z5
-	VBLENDMPS.BCST c_iM150<>(SB), Z5, K1, Z6
-	VPADDD Z6, Z4, Z7
-	VPANDD.BCST c_mantMask<>(SB), Z3, Z8
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z8, K2
-	VPORD.BCST c_halfBits<>(SB), Z8, Z9
-	VPORD.BCST c_expBias<>(SB), Z8, Z10
-	VBLENDMPS Z9, Z10, K2, Z11
-	VPADDD.BCST c_one_i<>(SB), Z7, Z12
-	VBLENDMPS Z12, Z7, K2, Z13
-	VSUBPS.BCST c_one<>(SB), Z11, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z15
-	VDIVPS Z15, Z14, Z16
-	VMULPS Z16, Z16, Z17
-	VMULPS.BCST c_logL4<>(SB), Z17, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z17, Z20
-	VADDPS.BCST c_logL2<>(SB), Z20, Z21
-	VMULPS Z21, Z17, Z22
-	VADDPS.BCST c_logL1<>(SB), Z22, Z23
-	VMULPS Z23, Z17, Z24
-	VSUBPS Z24, Z14, Z25
-	VMULPS Z25, Z16, Z26
-	VCVTDQ2PS Z13, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z29
-	VADDPS Z14, Z28, Z30
-	VSUBPS Z28, Z30, Z31
-	VSUBPS Z31, Z14, Z1
-	VSUBPS Z26, Z29, Z2
-	VADDPS Z2, Z1, Z5
-	VADDPS Z5, Z30, Z4
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K3
-	VBLENDMPS Z0, Z4, K3, Z6
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z6, K4, Z3
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z3, K5, Z8
-	VMOVUPS Z8, (DI)
-	JMP  next1
-
-// func vkSoftplusAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Softplusf(x)
-TEXT ·vkSoftplusAVX512(SB), NOSPLIT, $0-56
-	MOVQ n+0(FP), CX
-	MOVQ o0+8(FP), DI
-	MOVQ i0+24(FP), SI
-	SHRQ $4, CX
-	PCALIGN $32
-loop4:
-	CMPQ CX, $4
-	JLT  loop1
-	VMOVUPS (SI), Z0
 	VMOVUPS 64(SI), Z1
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z1, K4
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z1, K5
+	KANDW K5, K4, K6
+	KANDW K6, K3, K7
 	VMOVUPS 128(SI), Z2
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z2, K1
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z2, K2
+	KANDW K2, K1, K4
+	KANDW K4, K7, K5
 	VMOVUPS 192(SI), Z3
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z3, K3
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z3, K6
+	KANDW K6, K3, K1
+	KANDW K1, K5, K2
+	VMOVUPS 256(SI), Z4
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z4, K7
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z4, K4
+	KANDW K4, K7, K3
+	KANDW K3, K2, K6
+	VMOVUPS 320(SI), Z5
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z5, K5
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z5, K1
+	KANDW K1, K5, K7
+	KANDW K7, K6, K4
+	VMOVUPS 384(SI), Z6
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z6, K2
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z6, K3
+	KANDW K3, K2, K5
+	KANDW K5, K4, K1
+	VMOVUPS 448(SI), Z7
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z4, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
-	KORTESTW K7, K7
-	JCC general4
-	VPORD.BCST c_signMask<>(SB), Z0, Z8
-	VPORD.BCST c_signMask<>(SB), Z1, Z9
-	VPORD.BCST c_signMask<>(SB), Z2, Z10
-	VPORD.BCST c_signMask<>(SB), Z3, Z11
-	VMULPS.BCST c_log2e<>(SB), Z8, Z12
-	VMULPS.BCST c_log2e<>(SB), Z9, Z13
-	VMULPS.BCST c_log2e<>(SB), Z10, Z14
-	VMULPS.BCST c_log2e<>(SB), Z11, Z15
-	VADDPS.BCST c_magic<>(SB), Z12, Z16
-	VADDPS.BCST c_magic<>(SB), Z13, Z17
-	VADDPS.BCST c_magic<>(SB), Z14, Z18
-	VADDPS.BCST c_magic<>(SB), Z15, Z19
-	VSUBPS.BCST c_magic<>(SB), Z16, Z20
-	VSUBPS.BCST c_magic<>(SB), Z17, Z21
-	VSUBPS.BCST c_magic<>(SB), Z18, Z22
-	VSUBPS.BCST c_magic<>(SB), Z19, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z25
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z27
-	VSUBPS Z24, Z8, Z28
-	VSUBPS Z25, Z9, Z29
-	VSUBPS Z26, Z10, Z30
-	VSUBPS Z27, Z11, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z4
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z7
-	VSUBPS Z4, Z28, Z12
-	VSUBPS Z5, Z29, Z13
-	VSUBPS Z6, Z30, Z14
-	VSUBPS Z7, Z31, Z15
-	VMULPS.BCST c_expQ4<>(SB), Z12, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z24
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z15, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z27
-	VMULPS Z10, Z12, Z20
-	VMULPS Z26, Z13, Z21
-	VMULPS Z11, Z14, Z22
-	VMULPS Z27, Z15, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z20, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z21, Z4
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z29
-	VADDPS.BCST c_expQ2<>(SB), Z23, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z8
-	VADDPS.BCST c_expQ1<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ1<>(SB), Z31, Z9
-	VADDPS.BCST c_expQ1<>(SB), Z7, Z25
-	VMULPS Z8, Z12, Z10
-	VMULPS Z24, Z13, Z26
-	VMULPS Z9, Z14, Z11
-	VMULPS Z25, Z15, Z27
-	VADDPS.BCST c_expQ0<>(SB), Z10, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z26, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z11, Z22
-	VADDPS.BCST c_expQ0<>(SB), Z27, Z23
-	VMULPS Z20, Z12, Z28
-	VMULPS Z21, Z13, Z4
-	VMULPS Z22, Z14, Z29
-	VMULPS Z23, Z15, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS Z30, Z12, Z8
-	VADDPS Z6, Z13, Z24
-	VADDPS Z31, Z14, Z9
-	VADDPS Z7, Z15, Z25
-	VADDPS.BCST c_one<>(SB), Z8, Z10
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VADDPS.BCST c_one<>(SB), Z25, Z27
-	VPSLLD $23, Z16, Z20
-	VPSLLD $23, Z17, Z21
-	VPSLLD $23, Z18, Z22
-	VPSLLD $23, Z19, Z23
-	VPADDD.BCST c_expBias<>(SB), Z20, Z28
-	VPADDD.BCST c_expBias<>(SB), Z21, Z4
-	VPADDD.BCST c_expBias<>(SB), Z22, Z29
-	VPADDD.BCST c_expBias<>(SB), Z23, Z5
-	VMULPS Z28, Z10, Z12
-	VMULPS Z4, Z26, Z30
-	VMULPS Z29, Z11, Z13
-	VMULPS Z5, Z27, Z6
-	VMAXPS.BCST c_zero<>(SB), Z0, Z14
-	VMAXPS.BCST c_zero<>(SB), Z1, Z31
-	VMAXPS.BCST c_zero<>(SB), Z2, Z15
-	VMAXPS.BCST c_zero<>(SB), Z3, Z7
-	VADDPS.BCST c_one<>(SB), Z12, Z8
-	VADDPS.BCST c_one<>(SB), Z30, Z24
-	VADDPS.BCST c_one<>(SB), Z13, Z9
-	VADDPS.BCST c_one<>(SB), Z6, Z25
-	VSUBPS.BCST c_one<>(SB), Z8, Z16
-	VSUBPS.BCST c_one<>(SB), Z24, Z17
-	VSUBPS.BCST c_one<>(SB), Z9, Z18
-	VSUBPS.BCST c_one<>(SB), Z25, Z19
-	VSUBPS Z16, Z8, Z20
-	VSUBPS Z17, Z24, Z21
-	VSUBPS Z18, Z9, Z22
-	VSUBPS Z19, Z25, Z23
-	VBROADCASTSS c_one<>(SB), Z10
-	VSUBPS Z20, Z10, Z28
-	VBROADCASTSS c_one<>(SB), Z26
-	VSUBPS Z21, Z26, Z4
-	VBROADCASTSS c_one<>(SB), Z11
-	VSUBPS Z22, Z11, Z29
-	VBROADCASTSS c_one<>(SB), Z27
-	VSUBPS Z23, Z27, Z5
-	VSUBPS Z16, Z12, Z0
-	VSUBPS Z17, Z30, Z1
-	VSUBPS Z18, Z13, Z2
-	VSUBPS Z19, Z6, Z3
-	VADDPS Z0, Z28, Z10
-	VADDPS Z1, Z4, Z20
-	VADDPS Z2, Z29, Z26
-	VADDPS Z3, Z5, Z21
-	VDIVPS Z8, Z10, Z11
-	VDIVPS Z24, Z20, Z22
-	VDIVPS Z9, Z26, Z27
-	VDIVPS Z25, Z21, Z23
-	VPSRLD $23, Z8, Z12
-	VPSRLD $23, Z24, Z16
-	VPSRLD $23, Z9, Z30
-	VPSRLD $23, Z25, Z17
-	VPSUBD.BCST c_i127<>(SB), Z12, Z13
-	VPSUBD.BCST c_i127<>(SB), Z16, Z18
-	VPSUBD.BCST c_i127<>(SB), Z30, Z6
-	VPSUBD.BCST c_i127<>(SB), Z17, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z8, Z28
-	VPANDD.BCST c_mantMask<>(SB), Z24, Z0
-	VPANDD.BCST c_mantMask<>(SB), Z9, Z4
-	VPANDD.BCST c_mantMask<>(SB), Z25, Z1
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z28, K1
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z0, K2
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z4, K5
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z1, K3
-	VPORD.BCST c_halfBits<>(SB), Z28, Z29
-	VPORD.BCST c_halfBits<>(SB), Z0, Z2
-	VPORD.BCST c_halfBits<>(SB), Z4, Z5
-	VPORD.BCST c_halfBits<>(SB), Z1, Z3
-	VPORD.BCST c_expBias<>(SB), Z28, Z10
-	VPORD.BCST c_expBias<>(SB), Z0, Z20
-	VPORD.BCST c_expBias<>(SB), Z4, Z26
-	VPORD.BCST c_expBias<>(SB), Z1, Z21
-	VBLENDMPS Z29, Z10, K1, Z12
-	VBLENDMPS Z2, Z20, K2, Z16
-	VBLENDMPS Z5, Z26, K5, Z30
-	VBLENDMPS Z3, Z21, K3, Z17
-	VPADDD.BCST c_one_i<>(SB), Z13, Z8
-	VPADDD.BCST c_one_i<>(SB), Z18, Z24
-	VPADDD.BCST c_one_i<>(SB), Z6, Z9
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z8, Z13, K1, Z28
-	VBLENDMPS Z24, Z18, K2, Z0
-	VBLENDMPS Z9, Z6, K5, Z4
-	VBLENDMPS Z25, Z19, K3, Z1
-	VSUBPS.BCST c_one<>(SB), Z12, Z29
-	VSUBPS.BCST c_one<>(SB), Z16, Z10
-	VSUBPS.BCST c_one<>(SB), Z30, Z2
-	VSUBPS.BCST c_one<>(SB), Z17, Z20
-	VADDPS.BCST c_two<>(SB), Z29, Z5
-	VADDPS.BCST c_two<>(SB), Z10, Z26
-	VADDPS.BCST c_two<>(SB), Z2, Z3
-	VADDPS.BCST c_two<>(SB), Z20, Z21
-	VDIVPS Z5, Z29, Z8
-	VDIVPS Z26, Z10, Z13
-	VDIVPS Z3, Z2, Z24
-	VDIVPS Z21, Z20, Z18
-	VMULPS Z8, Z8, Z9
-	VMULPS Z13, Z13, Z6
-	VMULPS Z24, Z24, Z25
-	VMULPS Z18, Z18, Z19
-	VMULPS.BCST c_logL4<>(SB), Z9, Z12
-	VMULPS.BCST c_logL4<>(SB), Z6, Z16
-	VMULPS.BCST c_logL4<>(SB), Z25, Z30
-	VMULPS.BCST c_logL4<>(SB), Z19, Z17
-	VADDPS.BCST c_logL3<>(SB), Z12, Z5
-	VADDPS.BCST c_logL3<>(SB), Z16, Z26
-	VADDPS.BCST c_logL3<>(SB), Z30, Z3
-	VADDPS.BCST c_logL3<>(SB), Z17, Z21
-	VMULPS Z5, Z9, Z12
-	VMULPS Z26, Z6, Z16
-	VMULPS Z3, Z25, Z30
-	VMULPS Z21, Z19, Z17
-	VADDPS.BCST c_logL2<>(SB), Z12, Z5
-	VADDPS.BCST c_logL2<>(SB), Z16, Z26
-	VADDPS.BCST c_logL2<>(SB), Z30, Z3
-	VADDPS.BCST c_logL2<>(SB), Z17, Z21
-	VMULPS Z5, Z9, Z12
-	VMULPS Z26, Z6, Z16
-	VMULPS Z3, Z25, Z30
-	VMULPS Z21, Z19, Z17
-	VADDPS.BCST c_logL1<>(SB), Z12, Z5
-	VADDPS.BCST c_logL1<>(SB), Z16, Z26
-	VADDPS.BCST c_logL1<>(SB), Z30, Z3
-	VADDPS.BCST c_logL1<>(SB), Z17, Z21
-	VMULPS Z5, Z9, Z12
-	VMULPS Z26, Z6, Z16
-	VMULPS Z3, Z25, Z30
-	VMULPS Z21, Z19, Z17
-	VSUBPS Z12, Z29, Z9
-	VSUBPS Z16, Z10, Z5
-	VSUBPS Z30, Z2, Z6
-	VSUBPS Z17, Z20, Z26
-	VMULPS Z9, Z8, Z25
-	VMULPS Z5, Z13, Z3
-	VMULPS Z6, Z24, Z19
-	VMULPS Z26, Z18, Z21
-	VCVTDQ2PS Z28, Z12
-	VCVTDQ2PS Z0, Z16
-	VCVTDQ2PS Z4, Z30
-	VCVTDQ2PS Z1, Z17
-	VMULPS.BCST c_ln2Hi<>(SB), Z12, Z8
-	VMULPS.BCST c_ln2Hi<>(SB), Z16, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z30, Z13
-	VMULPS.BCST c_ln2Hi<>(SB), Z17, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z24
-	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z18
-	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z26
-	VADDPS Z29, Z8, Z28
-	VADDPS Z10, Z9, Z0
-	VADDPS Z2, Z13, Z4
-	VADDPS Z20, Z5, Z1
-	VSUBPS Z8, Z28, Z12
-	VSUBPS Z9, Z0, Z16
-	VSUBPS Z13, Z4, Z30
-	VSUBPS Z5, Z1, Z17
-	VSUBPS Z12, Z29, Z8
-	VSUBPS Z16, Z10, Z9
-	VSUBPS Z30, Z2, Z13
-	VSUBPS Z17, Z20, Z5
-	VADDPS Z11, Z24, Z29
-	VADDPS Z22, Z6, Z12
-	VADDPS Z27, Z18, Z10
-	VADDPS Z23, Z26, Z16
-	VSUBPS Z25, Z29, Z2
-	VSUBPS Z3, Z12, Z30
-	VSUBPS Z19, Z10, Z20
-	VSUBPS Z21, Z16, Z17
-	VADDPS Z2, Z8, Z24
-	VADDPS Z30, Z9, Z11
-	VADDPS Z20, Z13, Z6
-	VADDPS Z17, Z5, Z22
-	VADDPS Z24, Z28, Z18
-	VADDPS Z11, Z0, Z27
-	VADDPS Z6, Z4, Z26
-	VADDPS Z22, Z1, Z23
-	VADDPS Z18, Z14, Z29
-	VADDPS Z27, Z31, Z25
-	VADDPS Z26, Z15, Z12
-	VADDPS Z23, Z7, Z3
-	VMOVUPS Z29, (DI)
-	VMOVUPS Z25, 64(DI)
-	VMOVUPS Z12, 128(DI)
-	VMOVUPS Z3, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z7, K6
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z7, K7
+	KANDW K7, K6, K2
+	KANDW K2, K1, K3
+	KORTESTW K3, K3
+	JCC general8
+	VPADDD.BCST c_logOff<>(SB), Z0, Z8
+	VPADDD.BCST c_logOff<>(SB), Z1, Z9
+	VPADDD.BCST c_logOff<>(SB), Z2, Z10
+	VPADDD.BCST c_logOff<>(SB), Z3, Z11
+	VPADDD.BCST c_logOff<>(SB), Z4, Z12
+	VPADDD.BCST c_logOff<>(SB), Z5, Z13
+	VPADDD.BCST c_logOff<>(SB), Z6, Z14
+	VPADDD.BCST c_logOff<>(SB), Z7, Z15
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z16
+	VPANDD.BCST c_mantMask<>(SB), Z9, Z17
+	VPANDD.BCST c_mantMask<>(SB), Z10, Z18
+	VPANDD.BCST c_mantMask<>(SB), Z11, Z19
+	VPANDD.BCST c_mantMask<>(SB), Z12, Z20
+	VPANDD.BCST c_mantMask<>(SB), Z13, Z21
+	VPANDD.BCST c_mantMask<>(SB), Z14, Z22
+	VPANDD.BCST c_mantMask<>(SB), Z15, Z23
+	VPADDD.BCST c_logM0<>(SB), Z16, Z24
+	VPADDD.BCST c_logM0<>(SB), Z17, Z25
+	VPADDD.BCST c_logM0<>(SB), Z18, Z26
+	VPADDD.BCST c_logM0<>(SB), Z19, Z27
+	VPADDD.BCST c_logM0<>(SB), Z20, Z28
+	VPADDD.BCST c_logM0<>(SB), Z21, Z29
+	VPADDD.BCST c_logM0<>(SB), Z22, Z30
+	VPADDD.BCST c_logM0<>(SB), Z23, Z31
+	VMOVUPS Z8, (SP)
+	VMOVUPS Z9, 64(SP)
+	VMOVUPS Z10, 128(SP)
+	VMOVUPS Z11, 192(SP)
+	VMOVUPS Z12, 256(SP)
+	VMOVUPS Z13, 320(SP)
+	VMOVUPS Z14, 384(SP)
+	VMOVUPS Z15, 448(SP)
+	VSUBPS.BCST c_one<>(SB), Z24, Z0
+	VSUBPS.BCST c_one<>(SB), Z25, Z1
+	VSUBPS.BCST c_one<>(SB), Z26, Z2
+	VSUBPS.BCST c_one<>(SB), Z27, Z3
+	VSUBPS.BCST c_one<>(SB), Z28, Z4
+	VSUBPS.BCST c_one<>(SB), Z29, Z5
+	VSUBPS.BCST c_one<>(SB), Z30, Z6
+	VSUBPS.BCST c_one<>(SB), Z31, Z7
+	VADDPS.BCST c_two<>(SB), Z0, Z16
+	VADDPS.BCST c_two<>(SB), Z1, Z17
+	VADDPS.BCST c_two<>(SB), Z2, Z18
+	VADDPS.BCST c_two<>(SB), Z3, Z19
+	VADDPS.BCST c_two<>(SB), Z4, Z20
+	VADDPS.BCST c_two<>(SB), Z5, Z21
+	VADDPS.BCST c_two<>(SB), Z6, Z22
+	VADDPS.BCST c_two<>(SB), Z7, Z23
+	VDIVPS Z16, Z0, Z8
+	VDIVPS Z17, Z1, Z9
+	VDIVPS Z18, Z2, Z10
+	VDIVPS Z19, Z3, Z11
+	VDIVPS Z20, Z4, Z12
+	VDIVPS Z21, Z5, Z13
+	VDIVPS Z22, Z6, Z14
+	VDIVPS Z23, Z7, Z15
+	VMULPS Z8, Z8, Z24
+	VMULPS Z9, Z9, Z25
+	VMULPS Z10, Z10, Z26
+	VMULPS Z11, Z11, Z27
+	VMULPS Z12, Z12, Z28
+	VMULPS Z13, Z13, Z29
+	VMULPS Z14, Z14, Z30
+	VMULPS Z15, Z15, Z31
+	VMULPS.BCST c_logL4<>(SB), Z24, Z16
+	VMULPS.BCST c_logL4<>(SB), Z25, Z17
+	VMULPS.BCST c_logL4<>(SB), Z26, Z18
+	VMULPS.BCST c_logL4<>(SB), Z27, Z19
+	VMULPS.BCST c_logL4<>(SB), Z28, Z20
+	VMULPS.BCST c_logL4<>(SB), Z29, Z21
+	VMULPS.BCST c_logL4<>(SB), Z30, Z22
+	VMULPS.BCST c_logL4<>(SB), Z31, Z23
+	VADDPS.BCST c_logL3<>(SB), Z16, Z16
+	VADDPS.BCST c_logL3<>(SB), Z17, Z17
+	VADDPS.BCST c_logL3<>(SB), Z18, Z18
+	VADDPS.BCST c_logL3<>(SB), Z19, Z19
+	VADDPS.BCST c_logL3<>(SB), Z20, Z20
+	VADDPS.BCST c_logL3<>(SB), Z21, Z21
+	VADDPS.BCST c_logL3<>(SB), Z22, Z22
+	VADDPS.BCST c_logL3<>(SB), Z23, Z23
+	VMULPS Z16, Z24, Z16
+	VMULPS Z17, Z25, Z17
+	VMULPS Z18, Z26, Z18
+	VMULPS Z19, Z27, Z19
+	VMULPS Z20, Z28, Z20
+	VMULPS Z21, Z29, Z21
+	VMULPS Z22, Z30, Z22
+	VMULPS Z23, Z31, Z23
+	VADDPS.BCST c_logL2<>(SB), Z16, Z16
+	VADDPS.BCST c_logL2<>(SB), Z17, Z17
+	VADDPS.BCST c_logL2<>(SB), Z18, Z18
+	VADDPS.BCST c_logL2<>(SB), Z19, Z19
+	VADDPS.BCST c_logL2<>(SB), Z20, Z20
+	VADDPS.BCST c_logL2<>(SB), Z21, Z21
+	VADDPS.BCST c_logL2<>(SB), Z22, Z22
+	VADDPS.BCST c_logL2<>(SB), Z23, Z23
+	VMULPS Z16, Z24, Z16
+	VMULPS Z17, Z25, Z17
+	VMULPS Z18, Z26, Z18
+	VMULPS Z19, Z27, Z19
+	VMULPS Z20, Z28, Z20
+	VMULPS Z21, Z29, Z21
+	VMULPS Z22, Z30, Z22
+	VMULPS Z23, Z31, Z23
+	VADDPS.BCST c_logL1<>(SB), Z16, Z16
+	VADDPS.BCST c_logL1<>(SB), Z17, Z17
+	VADDPS.BCST c_logL1<>(SB), Z18, Z18
+	VADDPS.BCST c_logL1<>(SB), Z19, Z19
+	VADDPS.BCST c_logL1<>(SB), Z20, Z20
+	VADDPS.BCST c_logL1<>(SB), Z21, Z21
+	VADDPS.BCST c_logL1<>(SB), Z22, Z22
+	VADDPS.BCST c_logL1<>(SB), Z23, Z23
+	VMULPS Z16, Z24, Z24
+	VMULPS Z17, Z25, Z16
+	VMULPS Z18, Z26, Z25
+	VMULPS Z19, Z27, Z17
+	VMULPS Z20, Z28, Z26
+	VMULPS Z21, Z29, Z18
+	VMULPS Z22, Z30, Z27
+	VMULPS Z23, Z31, Z19
+	VSUBPS Z24, Z0, Z28
+	VSUBPS Z16, Z1, Z20
+	VSUBPS Z25, Z2, Z29
+	VSUBPS Z17, Z3, Z21
+	VSUBPS Z26, Z4, Z30
+	VSUBPS Z18, Z5, Z22
+	VSUBPS Z27, Z6, Z31
+	VSUBPS Z19, Z7, Z23
+	VMULPS Z28, Z8, Z24
+	VMULPS Z20, Z9, Z16
+	VMULPS Z29, Z10, Z25
+	VMULPS Z21, Z11, Z17
+	VMULPS Z30, Z12, Z26
+	VMULPS Z22, Z13, Z18
+	VMULPS Z31, Z14, Z27
+	VMULPS Z23, Z15, Z19
+	VGETEXPPS (SP), Z8
+	VGETEXPPS 64(SP), Z28
+	VGETEXPPS 128(SP), Z9
+	VGETEXPPS 192(SP), Z20
+	VGETEXPPS 256(SP), Z10
+	VGETEXPPS 320(SP), Z29
+	VGETEXPPS 384(SP), Z11
+	VGETEXPPS 448(SP), Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z12
+	VMULPS.BCST c_ln2Lo<>(SB), Z28, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z13
+	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z14
+	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z31
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z15
+	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z23
+	VSUBPS Z24, Z12, Z12
+	VSUBPS Z16, Z30, Z24
+	VSUBPS Z25, Z13, Z30
+	VSUBPS Z17, Z22, Z16
+	VSUBPS Z26, Z14, Z13
+	VSUBPS Z18, Z31, Z25
+	VSUBPS Z27, Z15, Z22
+	VSUBPS Z19, Z23, Z17
+	VMOVAPS Z0, Z14
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z14
+	VMOVAPS Z1, Z26
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z28, Z26
+	VMOVAPS Z2, Z31
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z31
+	VMOVAPS Z3, Z18
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z20, Z18
+	VMOVAPS Z4, Z15
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z10, Z15
+	VMOVAPS Z5, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z29, Z27
+	VMOVAPS Z6, Z23
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z23
+	VMOVAPS Z7, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z21, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z14, Z8
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z26, Z28
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z31, Z9
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z18, Z20
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z15, Z10
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z29
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z23, Z11
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z21
+	VSUBPS Z8, Z0, Z0
+	VSUBPS Z28, Z1, Z8
+	VSUBPS Z9, Z2, Z1
+	VSUBPS Z20, Z3, Z28
+	VSUBPS Z10, Z4, Z2
+	VSUBPS Z29, Z5, Z9
+	VSUBPS Z11, Z6, Z3
+	VSUBPS Z21, Z7, Z20
+	VADDPS Z12, Z0, Z4
+	VADDPS Z24, Z8, Z10
+	VADDPS Z30, Z1, Z5
+	VADDPS Z16, Z28, Z29
+	VADDPS Z13, Z2, Z6
+	VADDPS Z25, Z9, Z11
+	VADDPS Z22, Z3, Z7
+	VADDPS Z17, Z20, Z21
+	VADDPS Z4, Z14, Z0
+	VADDPS Z10, Z26, Z12
+	VADDPS Z5, Z31, Z8
+	VADDPS Z29, Z18, Z24
+	VADDPS Z6, Z15, Z1
+	VADDPS Z11, Z27, Z30
+	VADDPS Z7, Z23, Z28
+	VADDPS Z21, Z19, Z16
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z12, 64(DI)
+	VMOVUPS Z8, 128(DI)
+	VMOVUPS Z24, 192(DI)
+	VMOVUPS Z1, 256(DI)
+	VMOVUPS Z30, 320(DI)
+	VMOVUPS Z28, 384(DI)
+	VMOVUPS Z16, 448(DI)
+next8:
+	ADDQ $512, DI
+	ADDQ $512, SI
+	SUBQ $8, CX
+	JMP  loop8
 loop1:
 	TESTQ CX, CX
 	JZ   done
 	VMOVUPS (SI), Z0
-	VPANDD.BCST c_absMask<>(SB), Z0, Z1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
-	KORTESTW K1, K1
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z0, K1
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z0, K2
+	KANDW K2, K1, K3
+	KORTESTW K3, K3
 	JCC general1
-	VPORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VMAXPS.BCST c_zero<>(SB), Z0, Z25
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VSUBPS.BCST c_one<>(SB), Z26, Z27
-	VSUBPS Z27, Z26, Z28
-	VBROADCASTSS c_one<>(SB), Z29
-	VSUBPS Z28, Z29, Z30
-	VSUBPS Z27, Z24, Z31
-	VADDPS Z31, Z30, Z1
-	VDIVPS Z26, Z1, Z3
-	VPSRLD $23, Z26, Z2
-	VPSUBD.BCST c_i127<>(SB), Z2, Z6
-	VPANDD.BCST c_mantMask<>(SB), Z26, Z5
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z5, K2
-	VPORD.BCST c_halfBits<>(SB), Z5, Z7
-	VPORD.BCST c_expBias<>(SB), Z5, Z8
-	VBLENDMPS Z7, Z8, K2, Z10
-	VPADDD.BCST c_one_i<>(SB), Z6, Z11
-	VBLENDMPS Z11, Z6, K2, Z12
-	VSUBPS.BCST c_one<>(SB), Z10, Z13
-	VADDPS.BCST c_two<>(SB), Z13, Z14
-	VDIVPS Z14, Z13, Z15
-	VMULPS Z15, Z15, Z16
-	VMULPS.BCST c_logL4<>(SB), Z16, Z17
-	VADDPS.BCST c_logL3<>(SB), Z17, Z18
-	VMULPS Z18, Z16, Z9
-	VADDPS.BCST c_logL2<>(SB), Z9, Z19
-	VMULPS Z19, Z16, Z20
-	VADDPS.BCST c_logL1<>(SB), Z20, Z4
-	VMULPS Z4, Z16, Z22
-	VSUBPS Z22, Z13, Z21
-	VMULPS Z21, Z15, Z23
-	VCVTDQ2PS Z12, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z29
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z28
-	VADDPS Z13, Z29, Z24
-	VSUBPS Z29, Z24, Z27
-	VSUBPS Z27, Z13, Z30
-	VADDPS Z3, Z28, Z31
-	VSUBPS Z23, Z31, Z1
-	VADDPS Z1, Z30, Z2
-	VADDPS Z2, Z24, Z26
-	VADDPS Z26, Z25, Z5
-	VMOVUPS Z5, (DI)
+	VPADDD.BCST c_logOff<>(SB), Z0, Z1
+	VPANDD.BCST c_mantMask<>(SB), Z1, Z2
+	VPADDD.BCST c_logM0<>(SB), Z2, Z3
+	VMOVUPS Z1, (SP)
+	VSUBPS.BCST c_one<>(SB), Z3, Z4
+	VADDPS.BCST c_two<>(SB), Z4, Z5
+	VDIVPS Z5, Z4, Z6
+	VMULPS Z6, Z6, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z4, Z15
+	VMULPS Z15, Z6, Z16
+	VGETEXPPS (SP), Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z18
+	VSUBPS Z16, Z18, Z19
+	VMOVAPS Z4, Z20
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z17, Z20
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z20, Z17
+	VSUBPS Z17, Z4, Z21
+	VADDPS Z19, Z21, Z22
+	VADDPS Z22, Z20, Z23
+	VMOVUPS Z23, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -9686,904 +11441,2277 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general4:
+general8:
+	VMOVUPS (SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, (DI)
+	VMOVUPS 64(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS 128(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 128(DI)
+	VMOVUPS 192(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, 448(DI)
+	JMP  next8
+general1:
+	VMOVUPS (SI), Z0
+	VMULPS.BCST c_two23<>(SB), Z0, Z1
+	VBROADCASTSS c_minNrmP<>(SB), Z2
+	VPCMPGTD Z0, Z2, K1
+	VBLENDMPS Z1, Z0, K1, Z3
+	VBROADCASTSS c_iM127<>(SB), Z4
+	VBLENDMPS.BCST c_iM150<>(SB), Z4, K1, Z5
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z7
+	VPADDD.BCST c_logM0<>(SB), Z7, Z8
+	VPSRLD $23, Z6, Z9
+	VPADDD Z5, Z9, Z10
+	VCVTDQ2PS Z10, Z11
+	VSUBPS.BCST c_one<>(SB), Z8, Z12
+	VADDPS.BCST c_two<>(SB), Z12, Z13
+	VDIVPS Z13, Z12, Z14
+	VMULPS Z14, Z14, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z16
+	VADDPS.BCST c_logL3<>(SB), Z16, Z17
+	VMULPS Z17, Z15, Z18
+	VADDPS.BCST c_logL2<>(SB), Z18, Z19
+	VMULPS Z19, Z15, Z20
+	VADDPS.BCST c_logL1<>(SB), Z20, Z21
+	VMULPS Z21, Z15, Z22
+	VSUBPS Z22, Z12, Z23
+	VMULPS Z23, Z14, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z25
+	VSUBPS Z24, Z25, Z26
+	VMOVAPS Z12, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z27
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z11
+	VSUBPS Z11, Z12, Z28
+	VADDPS Z26, Z28, Z29
+	VADDPS Z29, Z27, Z30
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z0, K2
+	VBLENDMPS Z0, Z30, K2, Z31
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z0, K3
+	VBLENDMPS.BCST c_negInf<>(SB), Z31, K3, Z2
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z0, K4
+	VBLENDMPS.BCST c_nan<>(SB), Z2, K4, Z1
+	VMOVUPS Z1, (DI)
+	JMP  next1
+
+// func vkSoftplusAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Softplusf(x)
+TEXT ·vkSoftplusAVX512(SB), $1024-56
+	MOVQ n+0(FP), CX
+	MOVQ o0+8(FP), DI
+	MOVQ i0+24(FP), SI
+	SHRQ $4, CX
+	PCALIGN $32
+loop8:
+	CMPQ CX, $8
+	JLT  loop1
+	VMOVUPS (SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPORD.BCST c_signMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPORD.BCST c_signMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPORD.BCST c_signMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPORD.BCST c_signMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPORD.BCST c_signMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VPORD.BCST c_signMask<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	VPORD.BCST c_signMask<>(SB), Z14, Z15
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z1, K1
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z9, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z11, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z13, K5
+	KANDW K5, K4, K6
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z15, K7
+	KANDW K7, K6, K1
+	KORTESTW K1, K1
+	JCC general8
+	VMULPS.BCST c_log2e<>(SB), Z1, Z16
+	VMULPS.BCST c_log2e<>(SB), Z3, Z17
+	VMULPS.BCST c_log2e<>(SB), Z5, Z18
+	VMULPS.BCST c_log2e<>(SB), Z7, Z19
+	VMULPS.BCST c_log2e<>(SB), Z9, Z20
+	VMULPS.BCST c_log2e<>(SB), Z11, Z21
+	VMULPS.BCST c_log2e<>(SB), Z13, Z22
+	VMULPS.BCST c_log2e<>(SB), Z15, Z23
+	VRNDSCALEPS $0, Z16, Z24
+	VRNDSCALEPS $0, Z17, Z25
+	VRNDSCALEPS $0, Z18, Z26
+	VRNDSCALEPS $0, Z19, Z27
+	VRNDSCALEPS $0, Z20, Z28
+	VRNDSCALEPS $0, Z21, Z29
+	VRNDSCALEPS $0, Z22, Z30
+	VRNDSCALEPS $0, Z23, Z31
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z24, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z25, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z5
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z7
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z28, Z9
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z29, Z11
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z13
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z31, Z15
+	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z28, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z12
+	VMULPS.BCST c_ln2Lo<>(SB), Z31, Z14
+	VSUBPS Z0, Z1, Z16
+	VSUBPS Z2, Z3, Z17
+	VSUBPS Z4, Z5, Z18
+	VSUBPS Z6, Z7, Z19
+	VSUBPS Z8, Z9, Z20
+	VSUBPS Z10, Z11, Z21
+	VSUBPS Z12, Z13, Z22
+	VSUBPS Z14, Z15, Z23
+	VMULPS.BCST c_expQ4<>(SB), Z16, Z1
+	VMULPS.BCST c_expQ4<>(SB), Z17, Z0
+	VMULPS.BCST c_expQ4<>(SB), Z18, Z3
+	VMULPS.BCST c_expQ4<>(SB), Z19, Z2
+	VMULPS.BCST c_expQ4<>(SB), Z20, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z21, Z4
+	VMULPS.BCST c_expQ4<>(SB), Z22, Z7
+	VMULPS.BCST c_expQ4<>(SB), Z23, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z1, Z9
+	VADDPS.BCST c_expQ3<>(SB), Z0, Z8
+	VADDPS.BCST c_expQ3<>(SB), Z3, Z11
+	VADDPS.BCST c_expQ3<>(SB), Z2, Z10
+	VADDPS.BCST c_expQ3<>(SB), Z5, Z13
+	VADDPS.BCST c_expQ3<>(SB), Z4, Z12
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z15
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z14
+	VMULPS Z9, Z16, Z1
+	VMULPS Z8, Z17, Z0
+	VMULPS Z11, Z18, Z3
+	VMULPS Z10, Z19, Z2
+	VMULPS Z13, Z20, Z5
+	VMULPS Z12, Z21, Z4
+	VMULPS Z15, Z22, Z7
+	VMULPS Z14, Z23, Z6
+	VADDPS.BCST c_expQ2<>(SB), Z1, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z0, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z11
+	VADDPS.BCST c_expQ2<>(SB), Z2, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z5, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z4, Z12
+	VADDPS.BCST c_expQ2<>(SB), Z7, Z15
+	VADDPS.BCST c_expQ2<>(SB), Z6, Z14
+	VMULPS Z9, Z16, Z1
+	VMULPS Z8, Z17, Z0
+	VMULPS Z11, Z18, Z3
+	VMULPS Z10, Z19, Z2
+	VMULPS Z13, Z20, Z5
+	VMULPS Z12, Z21, Z4
+	VMULPS Z15, Z22, Z7
+	VMULPS Z14, Z23, Z6
+	VADDPS.BCST c_expQ1<>(SB), Z1, Z9
+	VADDPS.BCST c_expQ1<>(SB), Z0, Z8
+	VADDPS.BCST c_expQ1<>(SB), Z3, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z2, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z5, Z13
+	VADDPS.BCST c_expQ1<>(SB), Z4, Z12
+	VADDPS.BCST c_expQ1<>(SB), Z7, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z14
+	VMULPS Z9, Z16, Z1
+	VMULPS Z8, Z17, Z0
+	VMULPS Z11, Z18, Z3
+	VMULPS Z10, Z19, Z2
+	VMULPS Z13, Z20, Z5
+	VMULPS Z12, Z21, Z4
+	VMULPS Z15, Z22, Z7
+	VMULPS Z14, Z23, Z6
+	VADDPS.BCST c_expQ0<>(SB), Z1, Z9
+	VADDPS.BCST c_expQ0<>(SB), Z0, Z8
+	VADDPS.BCST c_expQ0<>(SB), Z3, Z11
+	VADDPS.BCST c_expQ0<>(SB), Z2, Z10
+	VADDPS.BCST c_expQ0<>(SB), Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z7, Z15
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z14
+	VMULPS Z9, Z16, Z1
+	VMULPS Z8, Z17, Z0
+	VMULPS Z11, Z18, Z3
+	VMULPS Z10, Z19, Z2
+	VMULPS Z13, Z20, Z5
+	VMULPS Z12, Z21, Z4
+	VMULPS Z15, Z22, Z7
+	VMULPS Z14, Z23, Z6
+	VMULPS Z1, Z16, Z9
+	VMULPS Z0, Z17, Z8
+	VMULPS Z3, Z18, Z11
+	VMULPS Z2, Z19, Z10
+	VMULPS Z5, Z20, Z13
+	VMULPS Z4, Z21, Z12
+	VMULPS Z7, Z22, Z15
+	VMULPS Z6, Z23, Z14
+	VADDPS Z9, Z16, Z1
+	VADDPS Z8, Z17, Z0
+	VADDPS Z11, Z18, Z3
+	VADDPS Z10, Z19, Z2
+	VADDPS Z13, Z20, Z5
+	VADDPS Z12, Z21, Z4
+	VADDPS Z15, Z22, Z7
+	VADDPS Z14, Z23, Z6
+	VADDPS.BCST c_one<>(SB), Z1, Z16
+	VADDPS.BCST c_one<>(SB), Z0, Z9
+	VADDPS.BCST c_one<>(SB), Z3, Z17
+	VADDPS.BCST c_one<>(SB), Z2, Z8
+	VADDPS.BCST c_one<>(SB), Z5, Z18
+	VADDPS.BCST c_one<>(SB), Z4, Z11
+	VADDPS.BCST c_one<>(SB), Z7, Z19
+	VADDPS.BCST c_one<>(SB), Z6, Z10
+	VSCALEFPS Z24, Z16, Z20
+	VSCALEFPS Z25, Z9, Z13
+	VSCALEFPS Z26, Z17, Z21
+	VSCALEFPS Z27, Z8, Z12
+	VSCALEFPS Z28, Z18, Z22
+	VSCALEFPS Z29, Z11, Z15
+	VSCALEFPS Z30, Z19, Z23
+	VSCALEFPS Z31, Z10, Z14
+	VADDPS.BCST c_one<>(SB), Z20, Z1
+	VADDPS.BCST c_one<>(SB), Z13, Z0
+	VADDPS.BCST c_one<>(SB), Z21, Z3
+	VADDPS.BCST c_one<>(SB), Z12, Z2
+	VADDPS.BCST c_one<>(SB), Z22, Z5
+	VADDPS.BCST c_one<>(SB), Z15, Z4
+	VADDPS.BCST c_one<>(SB), Z23, Z7
+	VADDPS.BCST c_one<>(SB), Z14, Z6
+	VSUBPS.BCST c_one<>(SB), Z1, Z16
+	VSUBPS.BCST c_one<>(SB), Z0, Z24
+	VSUBPS.BCST c_one<>(SB), Z3, Z9
+	VSUBPS.BCST c_one<>(SB), Z2, Z25
+	VSUBPS.BCST c_one<>(SB), Z5, Z17
+	VSUBPS.BCST c_one<>(SB), Z4, Z26
+	VSUBPS.BCST c_one<>(SB), Z7, Z8
+	VSUBPS.BCST c_one<>(SB), Z6, Z27
+	VSUBPS Z16, Z20, Z18
+	VSUBPS Z24, Z13, Z28
+	VSUBPS Z9, Z21, Z11
+	VSUBPS Z25, Z12, Z29
+	VSUBPS Z17, Z22, Z19
+	VSUBPS Z26, Z15, Z30
+	VSUBPS Z8, Z23, Z10
+	VSUBPS Z27, Z14, Z31
+	VDIVPS Z1, Z18, Z20
+	VDIVPS Z0, Z28, Z16
+	VDIVPS Z3, Z11, Z13
+	VDIVPS Z2, Z29, Z24
+	VDIVPS Z5, Z19, Z21
+	VDIVPS Z4, Z30, Z9
+	VDIVPS Z7, Z10, Z12
+	VDIVPS Z6, Z31, Z25
+	VMOVUPS Z20, (SP)
+	VMOVUPS Z16, 128(SP)
+	VMOVUPS Z13, 256(SP)
+	VMOVUPS Z24, 384(SP)
+	VMOVUPS Z21, 512(SP)
+	VMOVUPS Z9, 640(SP)
+	VMOVUPS Z12, 768(SP)
+	VMOVUPS Z25, 896(SP)
+	VPADDD.BCST c_logOff<>(SB), Z1, Z22
+	VPADDD.BCST c_logOff<>(SB), Z0, Z17
+	VPADDD.BCST c_logOff<>(SB), Z3, Z15
+	VPADDD.BCST c_logOff<>(SB), Z2, Z26
+	VPADDD.BCST c_logOff<>(SB), Z5, Z23
+	VPADDD.BCST c_logOff<>(SB), Z4, Z8
+	VPADDD.BCST c_logOff<>(SB), Z7, Z14
+	VPADDD.BCST c_logOff<>(SB), Z6, Z27
+	VPANDD.BCST c_mantMask<>(SB), Z22, Z18
+	VPANDD.BCST c_mantMask<>(SB), Z17, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z15, Z11
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z29
+	VPANDD.BCST c_mantMask<>(SB), Z23, Z19
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z30
+	VPANDD.BCST c_mantMask<>(SB), Z14, Z10
+	VPANDD.BCST c_mantMask<>(SB), Z27, Z31
+	VPADDD.BCST c_logM0<>(SB), Z18, Z20
+	VPADDD.BCST c_logM0<>(SB), Z28, Z16
+	VPADDD.BCST c_logM0<>(SB), Z11, Z13
+	VPADDD.BCST c_logM0<>(SB), Z29, Z24
+	VPADDD.BCST c_logM0<>(SB), Z19, Z21
+	VPADDD.BCST c_logM0<>(SB), Z30, Z9
+	VPADDD.BCST c_logM0<>(SB), Z10, Z12
+	VPADDD.BCST c_logM0<>(SB), Z31, Z25
+	VMOVUPS Z22, 64(SP)
+	VMOVUPS Z17, 192(SP)
+	VMOVUPS Z15, 320(SP)
+	VMOVUPS Z26, 448(SP)
+	VMOVUPS Z23, 576(SP)
+	VMOVUPS Z8, 704(SP)
+	VMOVUPS Z14, 832(SP)
+	VMOVUPS Z27, 960(SP)
+	VSUBPS.BCST c_one<>(SB), Z20, Z1
+	VSUBPS.BCST c_one<>(SB), Z16, Z0
+	VSUBPS.BCST c_one<>(SB), Z13, Z3
+	VSUBPS.BCST c_one<>(SB), Z24, Z2
+	VSUBPS.BCST c_one<>(SB), Z21, Z5
+	VSUBPS.BCST c_one<>(SB), Z9, Z4
+	VSUBPS.BCST c_one<>(SB), Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z25, Z6
+	VADDPS.BCST c_two<>(SB), Z1, Z18
+	VADDPS.BCST c_two<>(SB), Z0, Z28
+	VADDPS.BCST c_two<>(SB), Z3, Z11
+	VADDPS.BCST c_two<>(SB), Z2, Z29
+	VADDPS.BCST c_two<>(SB), Z5, Z19
+	VADDPS.BCST c_two<>(SB), Z4, Z30
+	VADDPS.BCST c_two<>(SB), Z7, Z10
+	VADDPS.BCST c_two<>(SB), Z6, Z31
+	VDIVPS Z18, Z1, Z22
+	VDIVPS Z28, Z0, Z17
+	VDIVPS Z11, Z3, Z15
+	VDIVPS Z29, Z2, Z26
+	VDIVPS Z19, Z5, Z23
+	VDIVPS Z30, Z4, Z8
+	VDIVPS Z10, Z7, Z14
+	VDIVPS Z31, Z6, Z27
+	VMULPS Z22, Z22, Z20
+	VMULPS Z17, Z17, Z16
+	VMULPS Z15, Z15, Z13
+	VMULPS Z26, Z26, Z24
+	VMULPS Z23, Z23, Z21
+	VMULPS Z8, Z8, Z9
+	VMULPS Z14, Z14, Z12
+	VMULPS Z27, Z27, Z25
+	VMULPS.BCST c_logL4<>(SB), Z20, Z18
+	VMULPS.BCST c_logL4<>(SB), Z16, Z28
+	VMULPS.BCST c_logL4<>(SB), Z13, Z11
+	VMULPS.BCST c_logL4<>(SB), Z24, Z29
+	VMULPS.BCST c_logL4<>(SB), Z21, Z19
+	VMULPS.BCST c_logL4<>(SB), Z9, Z30
+	VMULPS.BCST c_logL4<>(SB), Z12, Z10
+	VMULPS.BCST c_logL4<>(SB), Z25, Z31
+	VADDPS.BCST c_logL3<>(SB), Z18, Z18
+	VADDPS.BCST c_logL3<>(SB), Z28, Z28
+	VADDPS.BCST c_logL3<>(SB), Z11, Z11
+	VADDPS.BCST c_logL3<>(SB), Z29, Z29
+	VADDPS.BCST c_logL3<>(SB), Z19, Z19
+	VADDPS.BCST c_logL3<>(SB), Z30, Z30
+	VADDPS.BCST c_logL3<>(SB), Z10, Z10
+	VADDPS.BCST c_logL3<>(SB), Z31, Z31
+	VMULPS Z18, Z20, Z18
+	VMULPS Z28, Z16, Z28
+	VMULPS Z11, Z13, Z11
+	VMULPS Z29, Z24, Z29
+	VMULPS Z19, Z21, Z19
+	VMULPS Z30, Z9, Z30
+	VMULPS Z10, Z12, Z10
+	VMULPS Z31, Z25, Z31
+	VADDPS.BCST c_logL2<>(SB), Z18, Z18
+	VADDPS.BCST c_logL2<>(SB), Z28, Z28
+	VADDPS.BCST c_logL2<>(SB), Z11, Z11
+	VADDPS.BCST c_logL2<>(SB), Z29, Z29
+	VADDPS.BCST c_logL2<>(SB), Z19, Z19
+	VADDPS.BCST c_logL2<>(SB), Z30, Z30
+	VADDPS.BCST c_logL2<>(SB), Z10, Z10
+	VADDPS.BCST c_logL2<>(SB), Z31, Z31
+	VMULPS Z18, Z20, Z18
+	VMULPS Z28, Z16, Z28
+	VMULPS Z11, Z13, Z11
+	VMULPS Z29, Z24, Z29
+	VMULPS Z19, Z21, Z19
+	VMULPS Z30, Z9, Z30
+	VMULPS Z10, Z12, Z10
+	VMULPS Z31, Z25, Z31
+	VADDPS.BCST c_logL1<>(SB), Z18, Z18
+	VADDPS.BCST c_logL1<>(SB), Z28, Z28
+	VADDPS.BCST c_logL1<>(SB), Z11, Z11
+	VADDPS.BCST c_logL1<>(SB), Z29, Z29
+	VADDPS.BCST c_logL1<>(SB), Z19, Z19
+	VADDPS.BCST c_logL1<>(SB), Z30, Z30
+	VADDPS.BCST c_logL1<>(SB), Z10, Z10
+	VADDPS.BCST c_logL1<>(SB), Z31, Z31
+	VMULPS Z18, Z20, Z20
+	VMULPS Z28, Z16, Z18
+	VMULPS Z11, Z13, Z16
+	VMULPS Z29, Z24, Z28
+	VMULPS Z19, Z21, Z13
+	VMULPS Z30, Z9, Z11
+	VMULPS Z10, Z12, Z24
+	VMULPS Z31, Z25, Z29
+	VSUBPS Z20, Z1, Z21
+	VSUBPS Z18, Z0, Z19
+	VSUBPS Z16, Z3, Z9
+	VSUBPS Z28, Z2, Z30
+	VSUBPS Z13, Z5, Z12
+	VSUBPS Z11, Z4, Z10
+	VSUBPS Z24, Z7, Z25
+	VSUBPS Z29, Z6, Z31
+	VMULPS Z21, Z22, Z20
+	VMULPS Z19, Z17, Z18
+	VMULPS Z9, Z15, Z16
+	VMULPS Z30, Z26, Z28
+	VMULPS Z12, Z23, Z13
+	VMULPS Z10, Z8, Z11
+	VMULPS Z25, Z14, Z24
+	VMULPS Z31, Z27, Z29
+	VGETEXPPS 64(SP), Z22
+	VGETEXPPS 192(SP), Z21
+	VGETEXPPS 320(SP), Z17
+	VGETEXPPS 448(SP), Z19
+	VGETEXPPS 576(SP), Z15
+	VGETEXPPS 704(SP), Z9
+	VGETEXPPS 832(SP), Z26
+	VGETEXPPS 960(SP), Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z23
+	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z12
+	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z14
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z25
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z27
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z31
+	VADDPS (SP), Z23, Z23
+	VADDPS 128(SP), Z12, Z12
+	VADDPS 256(SP), Z8, Z8
+	VADDPS 384(SP), Z10, Z10
+	VADDPS 512(SP), Z14, Z14
+	VADDPS 640(SP), Z25, Z25
+	VADDPS 768(SP), Z27, Z27
+	VADDPS 896(SP), Z31, Z31
+	VSUBPS Z20, Z23, Z23
+	VSUBPS Z18, Z12, Z20
+	VSUBPS Z16, Z8, Z12
+	VSUBPS Z28, Z10, Z18
+	VSUBPS Z13, Z14, Z8
+	VSUBPS Z11, Z25, Z16
+	VSUBPS Z24, Z27, Z10
+	VSUBPS Z29, Z31, Z28
+	VMOVAPS Z1, Z14
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z22, Z14
+	VMOVAPS Z0, Z13
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z21, Z13
+	VMOVAPS Z3, Z25
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z17, Z25
+	VMOVAPS Z2, Z11
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z19, Z11
+	VMOVAPS Z5, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z15, Z27
+	VMOVAPS Z4, Z24
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z24
+	VMOVAPS Z7, Z31
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z31
+	VMOVAPS Z6, Z29
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z29
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z14, Z22
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z13, Z21
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z25, Z17
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z11, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z15
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z24, Z9
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z31, Z26
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z29, Z30
+	VSUBPS Z22, Z1, Z1
+	VSUBPS Z21, Z0, Z22
+	VSUBPS Z17, Z3, Z0
+	VSUBPS Z19, Z2, Z21
+	VSUBPS Z15, Z5, Z3
+	VSUBPS Z9, Z4, Z17
+	VSUBPS Z26, Z7, Z2
+	VSUBPS Z30, Z6, Z19
+	VADDPS Z23, Z1, Z5
+	VADDPS Z20, Z22, Z15
+	VADDPS Z12, Z0, Z4
+	VADDPS Z18, Z21, Z9
+	VADDPS Z8, Z3, Z7
+	VADDPS Z16, Z17, Z26
+	VADDPS Z10, Z2, Z6
+	VADDPS Z28, Z19, Z30
+	VADDPS Z5, Z14, Z1
+	VADDPS Z15, Z13, Z23
+	VADDPS Z4, Z25, Z22
+	VADDPS Z9, Z11, Z20
+	VADDPS Z7, Z27, Z0
+	VADDPS Z26, Z24, Z12
+	VADDPS Z6, Z31, Z21
+	VADDPS Z30, Z29, Z18
+	VMOVUPS (SI), Z3
+	VMAXPS.BCST c_zero<>(SB), Z3, Z8
+	VMOVUPS 64(SI), Z17
+	VMAXPS.BCST c_zero<>(SB), Z17, Z16
+	VMOVUPS 128(SI), Z2
+	VMAXPS.BCST c_zero<>(SB), Z2, Z10
+	VMOVUPS 192(SI), Z19
+	VMAXPS.BCST c_zero<>(SB), Z19, Z28
+	VMOVUPS 256(SI), Z14
+	VMAXPS.BCST c_zero<>(SB), Z14, Z5
+	VMOVUPS 320(SI), Z13
+	VMAXPS.BCST c_zero<>(SB), Z13, Z15
+	VMOVUPS 384(SI), Z25
+	VMAXPS.BCST c_zero<>(SB), Z25, Z4
+	VMOVUPS 448(SI), Z11
+	VMAXPS.BCST c_zero<>(SB), Z11, Z9
+	VADDPS Z1, Z8, Z27
+	VADDPS Z23, Z16, Z7
+	VADDPS Z22, Z10, Z24
+	VADDPS Z20, Z28, Z26
+	VADDPS Z0, Z5, Z31
+	VADDPS Z12, Z15, Z6
+	VADDPS Z21, Z4, Z29
+	VADDPS Z18, Z9, Z30
+	VMOVUPS Z27, (DI)
+	VMOVUPS Z7, 64(DI)
+	VMOVUPS Z24, 128(DI)
+	VMOVUPS Z26, 192(DI)
+	VMOVUPS Z31, 256(DI)
+	VMOVUPS Z6, 320(DI)
+	VMOVUPS Z29, 384(DI)
+	VMOVUPS Z30, 448(DI)
+next8:
+	ADDQ $512, DI
+	ADDQ $512, SI
+	SUBQ $8, CX
+	JMP  loop8
+loop1:
+	TESTQ CX, CX
+	JZ   done
+	VMOVUPS (SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z1, K1
+	KORTESTW K1, K1
+	JCC general1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z4
+	VSUBPS Z4, Z1, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z3, Z17, Z18
+	VADDPS.BCST c_one<>(SB), Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSUBPS Z20, Z18, Z21
+	VDIVPS Z19, Z21, Z22
+	VMOVUPS Z22, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z19, Z23
+	VPANDD.BCST c_mantMask<>(SB), Z23, Z24
+	VPADDD.BCST c_logM0<>(SB), Z24, Z25
+	VMOVUPS Z23, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z25, Z26
+	VADDPS.BCST c_two<>(SB), Z26, Z27
+	VDIVPS Z27, Z26, Z28
+	VMULPS Z28, Z28, Z29
+	VMULPS.BCST c_logL4<>(SB), Z29, Z30
+	VADDPS.BCST c_logL3<>(SB), Z30, Z31
+	VMULPS Z31, Z29, Z0
+	VADDPS.BCST c_logL2<>(SB), Z0, Z2
+	VMULPS Z2, Z29, Z1
+	VADDPS.BCST c_logL1<>(SB), Z1, Z4
+	VMULPS Z4, Z29, Z6
+	VSUBPS Z6, Z26, Z7
+	VMULPS Z7, Z28, Z8
+	VGETEXPPS 64(SP), Z9
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z10
+	VADDPS (SP), Z10, Z11
+	VSUBPS Z8, Z11, Z12
+	VMOVAPS Z26, Z13
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z13
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z13, Z9
+	VSUBPS Z9, Z26, Z14
+	VADDPS Z12, Z14, Z5
+	VADDPS Z5, Z13, Z15
+	VMOVUPS (SI), Z16
+	VMAXPS.BCST c_zero<>(SB), Z16, Z17
+	VADDPS Z15, Z17, Z3
+	VMOVUPS Z3, (DI)
+next1:
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $1, CX
+	JMP  loop1
+done:
+	VZEROUPPER
+	RET
+general8:
 	VMOVUPS (SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z1, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMAXPS.BCST c_zero<>(SB), Z0, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VSUBPS.BCST c_one<>(SB), Z11, Z12
-	VSUBPS Z12, Z11, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VSUBPS Z12, Z9, Z16
-	VADDPS Z16, Z15, Z17
-	VDIVPS Z11, Z17, Z8
-	VPSRLD $23, Z11, Z18
-	VPSUBD.BCST c_i127<>(SB), Z18, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z11, Z21
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPORD.BCST c_halfBits<>(SB), Z21, Z22
-	VPORD.BCST c_expBias<>(SB), Z21, Z3
-	VBLENDMPS Z22, Z3, K5, Z24
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z25, Z19, K5, Z27
-	VSUBPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_two<>(SB), Z26, Z29
-	VDIVPS Z29, Z26, Z20
-	VMULPS Z20, Z20, Z28
-	VMULPS.BCST c_logL4<>(SB), Z28, Z31
-	VADDPS.BCST c_logL3<>(SB), Z31, Z30
-	VMULPS Z30, Z28, Z2
-	VADDPS.BCST c_logL2<>(SB), Z2, Z5
-	VMULPS Z5, Z28, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z1
-	VMULPS Z1, Z28, Z7
-	VSUBPS Z7, Z26, Z23
-	VMULPS Z23, Z20, Z6
-	VCVTDQ2PS Z27, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z13
-	VADDPS Z26, Z14, Z12
-	VSUBPS Z14, Z12, Z15
-	VSUBPS Z15, Z26, Z16
-	VADDPS Z8, Z13, Z17
-	VSUBPS Z6, Z17, Z18
-	VADDPS Z18, Z16, Z11
-	VADDPS Z11, Z12, Z21
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z9, K6
-	VBLENDMPS Z9, Z21, K6, Z22
-	VCMPPS $0x03, Z9, Z9, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z22, K7, Z3
-	VADDPS Z3, Z10, Z25
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
 	VMOVUPS Z25, (DI)
 	VMOVUPS 64(SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z1, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMAXPS.BCST c_zero<>(SB), Z0, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VSUBPS.BCST c_one<>(SB), Z11, Z12
-	VSUBPS Z12, Z11, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VSUBPS Z12, Z9, Z16
-	VADDPS Z16, Z15, Z17
-	VDIVPS Z11, Z17, Z8
-	VPSRLD $23, Z11, Z18
-	VPSUBD.BCST c_i127<>(SB), Z18, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z11, Z21
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPORD.BCST c_halfBits<>(SB), Z21, Z22
-	VPORD.BCST c_expBias<>(SB), Z21, Z3
-	VBLENDMPS Z22, Z3, K5, Z24
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z25, Z19, K5, Z27
-	VSUBPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_two<>(SB), Z26, Z29
-	VDIVPS Z29, Z26, Z20
-	VMULPS Z20, Z20, Z28
-	VMULPS.BCST c_logL4<>(SB), Z28, Z31
-	VADDPS.BCST c_logL3<>(SB), Z31, Z30
-	VMULPS Z30, Z28, Z2
-	VADDPS.BCST c_logL2<>(SB), Z2, Z5
-	VMULPS Z5, Z28, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z1
-	VMULPS Z1, Z28, Z7
-	VSUBPS Z7, Z26, Z23
-	VMULPS Z23, Z20, Z6
-	VCVTDQ2PS Z27, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z13
-	VADDPS Z26, Z14, Z12
-	VSUBPS Z14, Z12, Z15
-	VSUBPS Z15, Z26, Z16
-	VADDPS Z8, Z13, Z17
-	VSUBPS Z6, Z17, Z18
-	VADDPS Z18, Z16, Z11
-	VADDPS Z11, Z12, Z21
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z9, K6
-	VBLENDMPS Z9, Z21, K6, Z22
-	VCMPPS $0x03, Z9, Z9, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z22, K7, Z3
-	VADDPS Z3, Z10, Z25
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
 	VMOVUPS Z25, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z1, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMAXPS.BCST c_zero<>(SB), Z0, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VSUBPS.BCST c_one<>(SB), Z11, Z12
-	VSUBPS Z12, Z11, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VSUBPS Z12, Z9, Z16
-	VADDPS Z16, Z15, Z17
-	VDIVPS Z11, Z17, Z8
-	VPSRLD $23, Z11, Z18
-	VPSUBD.BCST c_i127<>(SB), Z18, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z11, Z21
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPORD.BCST c_halfBits<>(SB), Z21, Z22
-	VPORD.BCST c_expBias<>(SB), Z21, Z3
-	VBLENDMPS Z22, Z3, K5, Z24
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z25, Z19, K5, Z27
-	VSUBPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_two<>(SB), Z26, Z29
-	VDIVPS Z29, Z26, Z20
-	VMULPS Z20, Z20, Z28
-	VMULPS.BCST c_logL4<>(SB), Z28, Z31
-	VADDPS.BCST c_logL3<>(SB), Z31, Z30
-	VMULPS Z30, Z28, Z2
-	VADDPS.BCST c_logL2<>(SB), Z2, Z5
-	VMULPS Z5, Z28, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z1
-	VMULPS Z1, Z28, Z7
-	VSUBPS Z7, Z26, Z23
-	VMULPS Z23, Z20, Z6
-	VCVTDQ2PS Z27, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z13
-	VADDPS Z26, Z14, Z12
-	VSUBPS Z14, Z12, Z15
-	VSUBPS Z15, Z26, Z16
-	VADDPS Z8, Z13, Z17
-	VSUBPS Z6, Z17, Z18
-	VADDPS Z18, Z16, Z11
-	VADDPS Z11, Z12, Z21
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z9, K6
-	VBLENDMPS Z9, Z21, K6, Z22
-	VCMPPS $0x03, Z9, Z9, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z22, K7, Z3
-	VADDPS Z3, Z10, Z25
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
 	VMOVUPS Z25, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z1, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMAXPS.BCST c_zero<>(SB), Z0, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VSUBPS.BCST c_one<>(SB), Z11, Z12
-	VSUBPS Z12, Z11, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VSUBPS Z12, Z9, Z16
-	VADDPS Z16, Z15, Z17
-	VDIVPS Z11, Z17, Z8
-	VPSRLD $23, Z11, Z18
-	VPSUBD.BCST c_i127<>(SB), Z18, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z11, Z21
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPORD.BCST c_halfBits<>(SB), Z21, Z22
-	VPORD.BCST c_expBias<>(SB), Z21, Z3
-	VBLENDMPS Z22, Z3, K5, Z24
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z25, Z19, K5, Z27
-	VSUBPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_two<>(SB), Z26, Z29
-	VDIVPS Z29, Z26, Z20
-	VMULPS Z20, Z20, Z28
-	VMULPS.BCST c_logL4<>(SB), Z28, Z31
-	VADDPS.BCST c_logL3<>(SB), Z31, Z30
-	VMULPS Z30, Z28, Z2
-	VADDPS.BCST c_logL2<>(SB), Z2, Z5
-	VMULPS Z5, Z28, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z1
-	VMULPS Z1, Z28, Z7
-	VSUBPS Z7, Z26, Z23
-	VMULPS Z23, Z20, Z6
-	VCVTDQ2PS Z27, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z13
-	VADDPS Z26, Z14, Z12
-	VSUBPS Z14, Z12, Z15
-	VSUBPS Z15, Z26, Z16
-	VADDPS Z8, Z13, Z17
-	VSUBPS Z6, Z17, Z18
-	VADDPS Z18, Z16, Z11
-	VADDPS Z11, Z12, Z21
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z9, K6
-	VBLENDMPS Z9, Z21, K6, Z22
-	VCMPPS $0x03, Z9, Z9, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z22, K7, Z3
-	VADDPS Z3, Z10, Z25
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
 	VMOVUPS Z25, 192(DI)
-	JMP  next4
+	VMOVUPS 256(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
+	VMOVUPS Z25, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
+	VMOVUPS Z25, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
+	VMOVUPS Z25, 384(DI)
+	VMOVUPS 448(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
+	VMOVUPS Z25, 448(DI)
+	JMP  next8
 general1:
 	VMOVUPS (SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z1, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMAXPS.BCST c_zero<>(SB), Z0, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VSUBPS.BCST c_one<>(SB), Z11, Z12
-	VSUBPS Z12, Z11, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VSUBPS Z12, Z9, Z16
-	VADDPS Z16, Z15, Z17
-	VDIVPS Z11, Z17, Z8
-	VPSRLD $23, Z11, Z18
-	VPSUBD.BCST c_i127<>(SB), Z18, Z19
-	VPANDD.BCST c_mantMask<>(SB), Z11, Z21
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPORD.BCST c_halfBits<>(SB), Z21, Z22
-	VPORD.BCST c_expBias<>(SB), Z21, Z3
-	VBLENDMPS Z22, Z3, K5, Z24
-	VPADDD.BCST c_one_i<>(SB), Z19, Z25
-	VBLENDMPS Z25, Z19, K5, Z27
-	VSUBPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_two<>(SB), Z26, Z29
-	VDIVPS Z29, Z26, Z20
-	VMULPS Z20, Z20, Z28
-	VMULPS.BCST c_logL4<>(SB), Z28, Z31
-	VADDPS.BCST c_logL3<>(SB), Z31, Z30
-	VMULPS Z30, Z28, Z2
-	VADDPS.BCST c_logL2<>(SB), Z2, Z5
-	VMULPS Z5, Z28, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z1
-	VMULPS Z1, Z28, Z7
-	VSUBPS Z7, Z26, Z23
-	VMULPS Z23, Z20, Z6
-	VCVTDQ2PS Z27, Z0
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z13
-	VADDPS Z26, Z14, Z12
-	VSUBPS Z14, Z12, Z15
-	VSUBPS Z15, Z26, Z16
-	VADDPS Z8, Z13, Z17
-	VSUBPS Z6, Z17, Z18
-	VADDPS Z18, Z16, Z11
-	VADDPS Z11, Z12, Z21
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z9, K6
-	VBLENDMPS Z9, Z21, K6, Z22
-	VCMPPS $0x03, Z9, Z9, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z22, K7, Z3
-	VADDPS Z3, Z10, Z25
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z31
+	VADDPS.BCST c_two<>(SB), Z31, Z2
+	VDIVPS Z2, Z31, Z4
+	VMULPS Z4, Z4, Z5
+	VMULPS.BCST c_logL4<>(SB), Z5, Z7
+	VADDPS.BCST c_logL3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_logL2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_logL1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VSUBPS Z13, Z31, Z14
+	VMULPS Z14, Z4, Z15
+	VGETEXPPS 64(SP), Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z16
+	VADDPS (SP), Z16, Z17
+	VSUBPS Z15, Z17, Z18
+	VMOVAPS Z31, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z6
+	VSUBPS Z6, Z31, Z19
+	VADDPS Z18, Z19, Z20
+	VADDPS Z20, Z3, Z1
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z1, K4, Z21
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K5, Z0
+	VADDPS Z0, Z23, Z25
 	VMOVUPS Z25, (DI)
 	JMP  next1
 
 // func vkSafeLogAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = Logf(Softplusf(x) + eps)
-TEXT ·vkSafeLogAVX512(SB), NOSPLIT, $0-56
+TEXT ·vkSafeLogAVX512(SB), $1344-56
 	MOVQ n+0(FP), CX
 	MOVQ o0+8(FP), DI
 	MOVQ i0+24(FP), SI
 	VBROADCASTSS s0+48(FP), Z31
 	SHRQ $4, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop7:
+	CMPQ CX, $7
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPORD.BCST c_signMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPORD.BCST c_signMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPORD.BCST c_signMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPORD.BCST c_signMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPORD.BCST c_signMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
-	VPANDD.BCST c_absMask<>(SB), Z0, Z3
-	VPANDD.BCST c_absMask<>(SB), Z1, Z4
-	VPANDD.BCST c_absMask<>(SB), Z2, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z3, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z4, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K3
-	KANDW K2, K1, K4
-	KANDW K3, K4, K5
-	VPORD.BCST c_signMask<>(SB), Z0, Z6
-	VPORD.BCST c_signMask<>(SB), Z1, Z7
-	VPORD.BCST c_signMask<>(SB), Z2, Z8
-	VMULPS.BCST c_log2e<>(SB), Z6, Z9
-	VMULPS.BCST c_log2e<>(SB), Z7, Z10
-	VMULPS.BCST c_log2e<>(SB), Z8, Z11
-	VADDPS.BCST c_magic<>(SB), Z9, Z12
-	VADDPS.BCST c_magic<>(SB), Z10, Z13
-	VADDPS.BCST c_magic<>(SB), Z11, Z14
-	VSUBPS.BCST c_magic<>(SB), Z12, Z15
-	VSUBPS.BCST c_magic<>(SB), Z13, Z16
-	VSUBPS.BCST c_magic<>(SB), Z14, Z17
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z18
-	VMULPS.BCST c_ln2Hi<>(SB), Z16, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z17, Z20
-	VSUBPS Z18, Z6, Z21
-	VSUBPS Z19, Z7, Z22
-	VSUBPS Z20, Z8, Z23
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z24
-	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z25
-	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z26
-	VSUBPS Z24, Z21, Z27
-	VSUBPS Z25, Z22, Z28
-	VSUBPS Z26, Z23, Z29
-	VMULPS.BCST c_expQ4<>(SB), Z27, Z30
-	VMULPS.BCST c_expQ4<>(SB), Z28, Z3
-	VMULPS.BCST c_expQ4<>(SB), Z29, Z4
-	VADDPS.BCST c_expQ3<>(SB), Z30, Z5
-	VADDPS.BCST c_expQ3<>(SB), Z3, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z4, Z10
-	VMULPS Z5, Z27, Z11
-	VMULPS Z9, Z28, Z6
-	VMULPS Z10, Z29, Z18
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z7
-	VADDPS.BCST c_expQ2<>(SB), Z6, Z19
-	VADDPS.BCST c_expQ2<>(SB), Z18, Z8
-	VMULPS Z7, Z27, Z20
-	VMULPS Z19, Z28, Z15
-	VMULPS Z8, Z29, Z16
-	VADDPS.BCST c_expQ1<>(SB), Z20, Z17
-	VADDPS.BCST c_expQ1<>(SB), Z15, Z21
-	VADDPS.BCST c_expQ1<>(SB), Z16, Z24
-	VMULPS Z17, Z27, Z22
-	VMULPS Z21, Z28, Z25
-	VMULPS Z24, Z29, Z23
-	VADDPS.BCST c_expQ0<>(SB), Z22, Z26
-	VADDPS.BCST c_expQ0<>(SB), Z25, Z30
-	VADDPS.BCST c_expQ0<>(SB), Z23, Z3
-	VMULPS Z26, Z27, Z4
-	VMULPS Z30, Z28, Z5
-	VMULPS Z3, Z29, Z9
-	VMULPS Z4, Z27, Z10
-	VMULPS Z5, Z28, Z11
-	VMULPS Z9, Z29, Z6
-	VADDPS Z10, Z27, Z18
-	VADDPS Z11, Z28, Z7
-	VADDPS Z6, Z29, Z19
-	VADDPS.BCST c_one<>(SB), Z18, Z8
-	VADDPS.BCST c_one<>(SB), Z7, Z20
-	VADDPS.BCST c_one<>(SB), Z19, Z15
-	VPSLLD $23, Z12, Z16
-	VPSLLD $23, Z13, Z17
-	VPSLLD $23, Z14, Z21
-	VPADDD.BCST c_expBias<>(SB), Z16, Z24
-	VPADDD.BCST c_expBias<>(SB), Z17, Z22
-	VPADDD.BCST c_expBias<>(SB), Z21, Z25
-	VMULPS Z24, Z8, Z23
-	VMULPS Z22, Z20, Z26
-	VMULPS Z25, Z15, Z30
-	VMAXPS.BCST c_zero<>(SB), Z0, Z3
-	VMAXPS.BCST c_zero<>(SB), Z1, Z4
-	VMAXPS.BCST c_zero<>(SB), Z2, Z5
-	VADDPS.BCST c_one<>(SB), Z23, Z9
-	VADDPS.BCST c_one<>(SB), Z26, Z27
-	VADDPS.BCST c_one<>(SB), Z30, Z10
-	VSUBPS.BCST c_one<>(SB), Z9, Z28
-	VSUBPS.BCST c_one<>(SB), Z27, Z11
-	VSUBPS.BCST c_one<>(SB), Z10, Z29
-	VSUBPS Z28, Z9, Z6
-	VSUBPS Z11, Z27, Z18
-	VSUBPS Z29, Z10, Z7
-	VBROADCASTSS c_one<>(SB), Z19
-	VSUBPS Z6, Z19, Z12
-	VBROADCASTSS c_one<>(SB), Z13
-	VSUBPS Z18, Z13, Z14
-	VBROADCASTSS c_one<>(SB), Z16
-	VSUBPS Z7, Z16, Z17
-	VSUBPS Z28, Z23, Z21
-	VSUBPS Z11, Z26, Z8
-	VSUBPS Z29, Z30, Z24
-	VADDPS Z21, Z12, Z20
-	VADDPS Z8, Z14, Z22
-	VADDPS Z24, Z17, Z15
-	VDIVPS Z9, Z20, Z25
-	VDIVPS Z27, Z22, Z0
-	VDIVPS Z10, Z15, Z1
-	VPSRLD $23, Z9, Z2
-	VPSRLD $23, Z27, Z19
-	VPSRLD $23, Z10, Z6
-	VPSUBD.BCST c_i127<>(SB), Z2, Z13
-	VPSUBD.BCST c_i127<>(SB), Z19, Z18
-	VPSUBD.BCST c_i127<>(SB), Z6, Z16
-	VPANDD.BCST c_mantMask<>(SB), Z9, Z7
-	VPANDD.BCST c_mantMask<>(SB), Z27, Z23
-	VPANDD.BCST c_mantMask<>(SB), Z10, Z28
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z7, K6
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z23, K7
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z28, K1
-	VPORD.BCST c_halfBits<>(SB), Z7, Z26
-	VPORD.BCST c_halfBits<>(SB), Z23, Z11
-	VPORD.BCST c_halfBits<>(SB), Z28, Z30
-	VPORD.BCST c_expBias<>(SB), Z7, Z29
-	VPORD.BCST c_expBias<>(SB), Z23, Z12
-	VPORD.BCST c_expBias<>(SB), Z28, Z21
-	VBLENDMPS Z26, Z29, K6, Z14
-	VBLENDMPS Z11, Z12, K7, Z8
-	VBLENDMPS Z30, Z21, K1, Z17
-	VPADDD.BCST c_one_i<>(SB), Z13, Z24
-	VPADDD.BCST c_one_i<>(SB), Z18, Z20
-	VPADDD.BCST c_one_i<>(SB), Z16, Z22
-	VBLENDMPS Z24, Z13, K6, Z15
-	VBLENDMPS Z20, Z18, K7, Z2
-	VBLENDMPS Z22, Z16, K1, Z19
-	VSUBPS.BCST c_one<>(SB), Z14, Z6
-	VSUBPS.BCST c_one<>(SB), Z8, Z9
-	VSUBPS.BCST c_one<>(SB), Z17, Z27
-	VADDPS.BCST c_two<>(SB), Z6, Z10
-	VADDPS.BCST c_two<>(SB), Z9, Z7
-	VADDPS.BCST c_two<>(SB), Z27, Z23
-	VDIVPS Z10, Z6, Z28
-	VDIVPS Z7, Z9, Z26
-	VDIVPS Z23, Z27, Z29
-	VMULPS Z28, Z28, Z11
-	VMULPS Z26, Z26, Z12
-	VMULPS Z29, Z29, Z30
-	VMULPS.BCST c_logL4<>(SB), Z11, Z21
-	VMULPS.BCST c_logL4<>(SB), Z12, Z24
-	VMULPS.BCST c_logL4<>(SB), Z30, Z13
-	VADDPS.BCST c_logL3<>(SB), Z21, Z20
-	VADDPS.BCST c_logL3<>(SB), Z24, Z18
-	VADDPS.BCST c_logL3<>(SB), Z13, Z22
-	VMULPS Z20, Z11, Z16
-	VMULPS Z18, Z12, Z14
-	VMULPS Z22, Z30, Z8
-	VADDPS.BCST c_logL2<>(SB), Z16, Z17
-	VADDPS.BCST c_logL2<>(SB), Z14, Z10
-	VADDPS.BCST c_logL2<>(SB), Z8, Z7
-	VMULPS Z17, Z11, Z23
-	VMULPS Z10, Z12, Z21
-	VMULPS Z7, Z30, Z24
-	VADDPS.BCST c_logL1<>(SB), Z23, Z13
-	VADDPS.BCST c_logL1<>(SB), Z21, Z20
-	VADDPS.BCST c_logL1<>(SB), Z24, Z18
-	VMULPS Z13, Z11, Z22
-	VMULPS Z20, Z12, Z16
-	VMULPS Z18, Z30, Z14
-	VSUBPS Z22, Z6, Z8
-	VSUBPS Z16, Z9, Z17
-	VSUBPS Z14, Z27, Z10
-	VMULPS Z8, Z28, Z7
-	VMULPS Z17, Z26, Z23
-	VMULPS Z10, Z29, Z21
-	VCVTDQ2PS Z15, Z24
-	VCVTDQ2PS Z2, Z11
-	VCVTDQ2PS Z19, Z13
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z12
-	VMULPS.BCST c_ln2Hi<>(SB), Z11, Z20
-	VMULPS.BCST c_ln2Hi<>(SB), Z13, Z30
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z18
-	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z16
-	VADDPS Z6, Z12, Z14
-	VADDPS Z9, Z20, Z28
-	VADDPS Z27, Z30, Z8
-	VSUBPS Z12, Z14, Z26
-	VSUBPS Z20, Z28, Z17
-	VSUBPS Z30, Z8, Z29
-	VSUBPS Z26, Z6, Z10
-	VSUBPS Z17, Z9, Z15
-	VSUBPS Z29, Z27, Z2
-	VADDPS Z25, Z18, Z19
-	VADDPS Z0, Z22, Z24
-	VADDPS Z1, Z16, Z11
-	VSUBPS Z7, Z19, Z13
-	VSUBPS Z23, Z24, Z12
-	VSUBPS Z21, Z11, Z20
-	VADDPS Z13, Z10, Z30
-	VADDPS Z12, Z15, Z6
-	VADDPS Z20, Z2, Z26
-	VADDPS Z30, Z14, Z9
-	VADDPS Z6, Z28, Z17
-	VADDPS Z26, Z8, Z27
-	VADDPS Z9, Z3, Z29
-	VADDPS Z17, Z4, Z18
-	VADDPS Z27, Z5, Z25
-	VADDPS Z31, Z29, Z22
-	VADDPS Z31, Z18, Z0
-	VADDPS Z31, Z25, Z16
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z22, K2
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z0, K4
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z16, K3
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z22, K6
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z0, K7
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z16, K1
-	KANDW K6, K2, K2
-	KANDW K7, K4, K6
-	KANDW K1, K3, K4
-	KANDW K2, K5, K7
-	KANDW K6, K7, K3
-	KANDW K4, K3, K1
-	KORTESTW K1, K1
-	JCC general3
-	VPSRLD $23, Z22, Z1
-	VPSRLD $23, Z0, Z19
-	VPSRLD $23, Z16, Z7
-	VPSUBD.BCST c_i127<>(SB), Z1, Z24
-	VPSUBD.BCST c_i127<>(SB), Z19, Z23
-	VPSUBD.BCST c_i127<>(SB), Z7, Z11
-	VPANDD.BCST c_mantMask<>(SB), Z22, Z21
-	VPANDD.BCST c_mantMask<>(SB), Z0, Z10
-	VPANDD.BCST c_mantMask<>(SB), Z16, Z13
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z21, K5
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z10, K2
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z13, K7
-	VPORD.BCST c_halfBits<>(SB), Z21, Z15
-	VPORD.BCST c_halfBits<>(SB), Z10, Z12
-	VPORD.BCST c_halfBits<>(SB), Z13, Z2
-	VPORD.BCST c_expBias<>(SB), Z21, Z20
-	VPORD.BCST c_expBias<>(SB), Z10, Z14
-	VPORD.BCST c_expBias<>(SB), Z13, Z30
-	VBLENDMPS Z15, Z20, K5, Z28
-	VBLENDMPS Z12, Z14, K2, Z6
-	VBLENDMPS Z2, Z30, K7, Z8
-	VPADDD.BCST c_one_i<>(SB), Z24, Z26
-	VPADDD.BCST c_one_i<>(SB), Z23, Z3
-	VPADDD.BCST c_one_i<>(SB), Z11, Z9
-	VBLENDMPS Z26, Z24, K5, Z4
-	VBLENDMPS Z3, Z23, K2, Z17
-	VBLENDMPS Z9, Z11, K7, Z5
-	VSUBPS.BCST c_one<>(SB), Z28, Z27
-	VSUBPS.BCST c_one<>(SB), Z6, Z29
-	VSUBPS.BCST c_one<>(SB), Z8, Z18
-	VADDPS.BCST c_two<>(SB), Z27, Z25
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	VPORD.BCST c_signMask<>(SB), Z12, Z13
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z1, K1
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z9, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z11, K3
+	KANDW K3, K2, K4
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z13, K5
+	KANDW K5, K4, K6
+	VMULPS.BCST c_log2e<>(SB), Z1, Z14
+	VMULPS.BCST c_log2e<>(SB), Z3, Z15
+	VMULPS.BCST c_log2e<>(SB), Z5, Z16
+	VMULPS.BCST c_log2e<>(SB), Z7, Z17
+	VMULPS.BCST c_log2e<>(SB), Z9, Z18
+	VMULPS.BCST c_log2e<>(SB), Z11, Z19
+	VMULPS.BCST c_log2e<>(SB), Z13, Z20
+	VRNDSCALEPS $0, Z14, Z21
+	VRNDSCALEPS $0, Z15, Z22
+	VRNDSCALEPS $0, Z16, Z23
+	VRNDSCALEPS $0, Z17, Z24
+	VRNDSCALEPS $0, Z18, Z25
+	VRNDSCALEPS $0, Z19, Z26
+	VRNDSCALEPS $0, Z20, Z27
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z21, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z22, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z23, Z5
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z24, Z7
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z25, Z9
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z11
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z13
+	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z28
+	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z29
+	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z6
+	VSUBPS Z28, Z1, Z8
+	VSUBPS Z29, Z3, Z10
+	VSUBPS Z30, Z5, Z12
+	VSUBPS Z0, Z7, Z14
+	VSUBPS Z2, Z9, Z15
+	VSUBPS Z4, Z11, Z16
+	VSUBPS Z6, Z13, Z17
+	VMULPS.BCST c_expQ4<>(SB), Z8, Z18
+	VMULPS.BCST c_expQ4<>(SB), Z10, Z19
+	VMULPS.BCST c_expQ4<>(SB), Z12, Z20
+	VMULPS.BCST c_expQ4<>(SB), Z14, Z1
+	VMULPS.BCST c_expQ4<>(SB), Z15, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z16, Z3
+	VMULPS.BCST c_expQ4<>(SB), Z17, Z29
+	VADDPS.BCST c_expQ3<>(SB), Z18, Z5
+	VADDPS.BCST c_expQ3<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ3<>(SB), Z20, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z1, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z9
+	VADDPS.BCST c_expQ3<>(SB), Z3, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z29, Z11
+	VMULPS Z5, Z8, Z4
+	VMULPS Z30, Z10, Z13
+	VMULPS Z7, Z12, Z6
+	VMULPS Z0, Z14, Z18
+	VMULPS Z9, Z15, Z19
+	VMULPS Z2, Z16, Z20
+	VMULPS Z11, Z17, Z1
+	VADDPS.BCST c_expQ2<>(SB), Z4, Z28
+	VADDPS.BCST c_expQ2<>(SB), Z13, Z3
+	VADDPS.BCST c_expQ2<>(SB), Z6, Z29
+	VADDPS.BCST c_expQ2<>(SB), Z18, Z5
+	VADDPS.BCST c_expQ2<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ2<>(SB), Z20, Z7
+	VADDPS.BCST c_expQ2<>(SB), Z1, Z0
+	VMULPS Z28, Z8, Z9
+	VMULPS Z3, Z10, Z2
+	VMULPS Z29, Z12, Z11
+	VMULPS Z5, Z14, Z4
+	VMULPS Z30, Z15, Z13
+	VMULPS Z7, Z16, Z6
+	VMULPS Z0, Z17, Z18
+	VADDPS.BCST c_expQ1<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ1<>(SB), Z2, Z20
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z1
+	VADDPS.BCST c_expQ1<>(SB), Z4, Z28
+	VADDPS.BCST c_expQ1<>(SB), Z13, Z3
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z29
+	VADDPS.BCST c_expQ1<>(SB), Z18, Z5
+	VMULPS Z19, Z8, Z30
+	VMULPS Z20, Z10, Z7
+	VMULPS Z1, Z12, Z0
+	VMULPS Z28, Z14, Z9
+	VMULPS Z3, Z15, Z2
+	VMULPS Z29, Z16, Z11
+	VMULPS Z5, Z17, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z30, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z7, Z6
+	VADDPS.BCST c_expQ0<>(SB), Z0, Z18
+	VADDPS.BCST c_expQ0<>(SB), Z9, Z19
+	VADDPS.BCST c_expQ0<>(SB), Z2, Z20
+	VADDPS.BCST c_expQ0<>(SB), Z11, Z1
+	VADDPS.BCST c_expQ0<>(SB), Z4, Z28
+	VMULPS Z13, Z8, Z3
+	VMULPS Z6, Z10, Z29
+	VMULPS Z18, Z12, Z5
+	VMULPS Z19, Z14, Z30
+	VMULPS Z20, Z15, Z7
+	VMULPS Z1, Z16, Z0
+	VMULPS Z28, Z17, Z9
+	VMULPS Z3, Z8, Z2
+	VMULPS Z29, Z10, Z11
+	VMULPS Z5, Z12, Z4
+	VMULPS Z30, Z14, Z13
+	VMULPS Z7, Z15, Z6
+	VMULPS Z0, Z16, Z18
+	VMULPS Z9, Z17, Z19
+	VADDPS Z2, Z8, Z20
+	VADDPS Z11, Z10, Z1
+	VADDPS Z4, Z12, Z28
+	VADDPS Z13, Z14, Z3
+	VADDPS Z6, Z15, Z29
+	VADDPS Z18, Z16, Z5
+	VADDPS Z19, Z17, Z30
+	VADDPS.BCST c_one<>(SB), Z20, Z7
+	VADDPS.BCST c_one<>(SB), Z1, Z0
+	VADDPS.BCST c_one<>(SB), Z28, Z9
+	VADDPS.BCST c_one<>(SB), Z3, Z8
+	VADDPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_one<>(SB), Z5, Z10
+	VADDPS.BCST c_one<>(SB), Z30, Z11
+	VSCALEFPS Z21, Z7, Z12
+	VSCALEFPS Z22, Z0, Z4
+	VSCALEFPS Z23, Z9, Z14
+	VSCALEFPS Z24, Z8, Z13
+	VSCALEFPS Z25, Z2, Z15
+	VSCALEFPS Z26, Z10, Z6
+	VSCALEFPS Z27, Z11, Z16
+	VADDPS.BCST c_one<>(SB), Z12, Z18
+	VADDPS.BCST c_one<>(SB), Z4, Z17
+	VADDPS.BCST c_one<>(SB), Z14, Z19
+	VADDPS.BCST c_one<>(SB), Z13, Z20
+	VADDPS.BCST c_one<>(SB), Z15, Z1
+	VADDPS.BCST c_one<>(SB), Z6, Z28
+	VADDPS.BCST c_one<>(SB), Z16, Z3
+	VSUBPS.BCST c_one<>(SB), Z18, Z29
+	VSUBPS.BCST c_one<>(SB), Z17, Z5
+	VSUBPS.BCST c_one<>(SB), Z19, Z30
+	VSUBPS.BCST c_one<>(SB), Z20, Z7
+	VSUBPS.BCST c_one<>(SB), Z1, Z21
+	VSUBPS.BCST c_one<>(SB), Z28, Z0
+	VSUBPS.BCST c_one<>(SB), Z3, Z22
+	VSUBPS Z29, Z12, Z9
+	VSUBPS Z5, Z4, Z23
+	VSUBPS Z30, Z14, Z8
+	VSUBPS Z7, Z13, Z24
+	VSUBPS Z21, Z15, Z2
+	VSUBPS Z0, Z6, Z25
+	VSUBPS Z22, Z16, Z10
+	VDIVPS Z18, Z9, Z26
+	VDIVPS Z17, Z23, Z11
+	VDIVPS Z19, Z8, Z27
+	VDIVPS Z20, Z24, Z12
+	VDIVPS Z1, Z2, Z29
+	VDIVPS Z28, Z25, Z4
+	VDIVPS Z3, Z10, Z5
+	VMOVUPS Z26, (SP)
+	VMOVUPS Z11, 192(SP)
+	VMOVUPS Z27, 384(SP)
+	VMOVUPS Z12, 576(SP)
+	VMOVUPS Z29, 768(SP)
+	VMOVUPS Z4, 960(SP)
+	VMOVUPS Z5, 1152(SP)
+	VPADDD.BCST c_logOff<>(SB), Z18, Z14
+	VPADDD.BCST c_logOff<>(SB), Z17, Z30
+	VPADDD.BCST c_logOff<>(SB), Z19, Z13
+	VPADDD.BCST c_logOff<>(SB), Z20, Z7
+	VPADDD.BCST c_logOff<>(SB), Z1, Z15
+	VPADDD.BCST c_logOff<>(SB), Z28, Z21
+	VPADDD.BCST c_logOff<>(SB), Z3, Z6
+	VPANDD.BCST c_mantMask<>(SB), Z14, Z0
+	VPANDD.BCST c_mantMask<>(SB), Z30, Z16
+	VPANDD.BCST c_mantMask<>(SB), Z13, Z22
+	VPANDD.BCST c_mantMask<>(SB), Z7, Z9
+	VPANDD.BCST c_mantMask<>(SB), Z15, Z23
+	VPANDD.BCST c_mantMask<>(SB), Z21, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z6, Z24
+	VPADDD.BCST c_logM0<>(SB), Z0, Z2
+	VPADDD.BCST c_logM0<>(SB), Z16, Z25
+	VPADDD.BCST c_logM0<>(SB), Z22, Z10
+	VPADDD.BCST c_logM0<>(SB), Z9, Z26
+	VPADDD.BCST c_logM0<>(SB), Z23, Z11
+	VPADDD.BCST c_logM0<>(SB), Z8, Z27
+	VPADDD.BCST c_logM0<>(SB), Z24, Z12
+	VMOVUPS Z14, 64(SP)
+	VMOVUPS Z30, 256(SP)
+	VMOVUPS Z13, 448(SP)
+	VMOVUPS Z7, 640(SP)
+	VMOVUPS Z15, 832(SP)
+	VMOVUPS Z21, 1024(SP)
+	VMOVUPS Z6, 1216(SP)
+	VSUBPS.BCST c_one<>(SB), Z2, Z29
+	VSUBPS.BCST c_one<>(SB), Z25, Z4
+	VSUBPS.BCST c_one<>(SB), Z10, Z5
+	VSUBPS.BCST c_one<>(SB), Z26, Z18
+	VSUBPS.BCST c_one<>(SB), Z11, Z17
+	VSUBPS.BCST c_one<>(SB), Z27, Z19
+	VSUBPS.BCST c_one<>(SB), Z12, Z20
 	VADDPS.BCST c_two<>(SB), Z29, Z1
-	VADDPS.BCST c_two<>(SB), Z18, Z19
-	VDIVPS Z25, Z27, Z7
-	VDIVPS Z1, Z29, Z22
-	VDIVPS Z19, Z18, Z0
-	VMULPS Z7, Z7, Z16
-	VMULPS Z22, Z22, Z21
-	VMULPS Z0, Z0, Z10
-	VMULPS.BCST c_logL4<>(SB), Z16, Z13
-	VMULPS.BCST c_logL4<>(SB), Z21, Z15
-	VMULPS.BCST c_logL4<>(SB), Z10, Z20
-	VADDPS.BCST c_logL3<>(SB), Z13, Z12
-	VADDPS.BCST c_logL3<>(SB), Z15, Z14
-	VADDPS.BCST c_logL3<>(SB), Z20, Z2
-	VMULPS Z12, Z16, Z30
-	VMULPS Z14, Z21, Z26
-	VMULPS Z2, Z10, Z24
-	VADDPS.BCST c_logL2<>(SB), Z30, Z3
-	VADDPS.BCST c_logL2<>(SB), Z26, Z23
-	VADDPS.BCST c_logL2<>(SB), Z24, Z9
-	VMULPS Z3, Z16, Z11
-	VMULPS Z23, Z21, Z28
-	VMULPS Z9, Z10, Z6
-	VADDPS.BCST c_logL1<>(SB), Z11, Z8
-	VADDPS.BCST c_logL1<>(SB), Z28, Z25
-	VADDPS.BCST c_logL1<>(SB), Z6, Z1
-	VMULPS Z8, Z16, Z19
-	VMULPS Z25, Z21, Z13
-	VMULPS Z1, Z10, Z15
-	VSUBPS Z19, Z27, Z20
-	VSUBPS Z13, Z29, Z12
-	VSUBPS Z15, Z18, Z14
-	VMULPS Z20, Z7, Z2
-	VMULPS Z12, Z22, Z30
-	VMULPS Z14, Z0, Z26
-	VCVTDQ2PS Z4, Z24
-	VCVTDQ2PS Z17, Z3
-	VCVTDQ2PS Z5, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z9
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z11
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z16
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z8
-	VADDPS Z27, Z9, Z21
-	VADDPS Z29, Z11, Z25
-	VADDPS Z18, Z28, Z10
-	VSUBPS Z9, Z21, Z1
-	VSUBPS Z11, Z25, Z19
-	VSUBPS Z28, Z10, Z13
-	VSUBPS Z1, Z27, Z15
-	VSUBPS Z19, Z29, Z7
-	VSUBPS Z13, Z18, Z20
-	VSUBPS Z2, Z6, Z22
-	VSUBPS Z30, Z16, Z12
-	VSUBPS Z26, Z8, Z0
-	VADDPS Z22, Z15, Z14
-	VADDPS Z12, Z7, Z4
-	VADDPS Z0, Z20, Z17
-	VADDPS Z14, Z21, Z5
-	VADDPS Z4, Z25, Z24
-	VADDPS Z17, Z10, Z3
-	VMOVUPS Z5, (DI)
-	VMOVUPS Z24, 64(DI)
-	VMOVUPS Z3, 128(DI)
-next3:
-	ADDQ $192, DI
-	ADDQ $192, SI
-	SUBQ $3, CX
-	JMP  loop3
+	VADDPS.BCST c_two<>(SB), Z4, Z28
+	VADDPS.BCST c_two<>(SB), Z5, Z3
+	VADDPS.BCST c_two<>(SB), Z18, Z0
+	VADDPS.BCST c_two<>(SB), Z17, Z16
+	VADDPS.BCST c_two<>(SB), Z19, Z22
+	VADDPS.BCST c_two<>(SB), Z20, Z9
+	VDIVPS Z1, Z29, Z23
+	VDIVPS Z28, Z4, Z8
+	VDIVPS Z3, Z5, Z24
+	VDIVPS Z0, Z18, Z14
+	VDIVPS Z16, Z17, Z30
+	VDIVPS Z22, Z19, Z13
+	VDIVPS Z9, Z20, Z7
+	VMULPS Z23, Z23, Z15
+	VMULPS Z8, Z8, Z21
+	VMULPS Z24, Z24, Z6
+	VMULPS Z14, Z14, Z2
+	VMULPS Z30, Z30, Z25
+	VMULPS Z13, Z13, Z10
+	VMULPS Z7, Z7, Z26
+	VMULPS.BCST c_logL4<>(SB), Z15, Z11
+	VMULPS.BCST c_logL4<>(SB), Z21, Z27
+	VMULPS.BCST c_logL4<>(SB), Z6, Z12
+	VMULPS.BCST c_logL4<>(SB), Z2, Z1
+	VMULPS.BCST c_logL4<>(SB), Z25, Z28
+	VMULPS.BCST c_logL4<>(SB), Z10, Z3
+	VMULPS.BCST c_logL4<>(SB), Z26, Z0
+	VADDPS.BCST c_logL3<>(SB), Z11, Z16
+	VADDPS.BCST c_logL3<>(SB), Z27, Z22
+	VADDPS.BCST c_logL3<>(SB), Z12, Z9
+	VADDPS.BCST c_logL3<>(SB), Z1, Z11
+	VADDPS.BCST c_logL3<>(SB), Z28, Z27
+	VADDPS.BCST c_logL3<>(SB), Z3, Z12
+	VADDPS.BCST c_logL3<>(SB), Z0, Z1
+	VMULPS Z16, Z15, Z28
+	VMULPS Z22, Z21, Z3
+	VMULPS Z9, Z6, Z0
+	VMULPS Z11, Z2, Z16
+	VMULPS Z27, Z25, Z22
+	VMULPS Z12, Z10, Z9
+	VMULPS Z1, Z26, Z11
+	VADDPS.BCST c_logL2<>(SB), Z28, Z27
+	VADDPS.BCST c_logL2<>(SB), Z3, Z12
+	VADDPS.BCST c_logL2<>(SB), Z0, Z1
+	VADDPS.BCST c_logL2<>(SB), Z16, Z28
+	VADDPS.BCST c_logL2<>(SB), Z22, Z3
+	VADDPS.BCST c_logL2<>(SB), Z9, Z0
+	VADDPS.BCST c_logL2<>(SB), Z11, Z16
+	VMULPS Z27, Z15, Z22
+	VMULPS Z12, Z21, Z9
+	VMULPS Z1, Z6, Z11
+	VMULPS Z28, Z2, Z27
+	VMULPS Z3, Z25, Z12
+	VMULPS Z0, Z10, Z1
+	VMULPS Z16, Z26, Z28
+	VADDPS.BCST c_logL1<>(SB), Z22, Z3
+	VADDPS.BCST c_logL1<>(SB), Z9, Z0
+	VADDPS.BCST c_logL1<>(SB), Z11, Z16
+	VADDPS.BCST c_logL1<>(SB), Z27, Z22
+	VADDPS.BCST c_logL1<>(SB), Z12, Z9
+	VADDPS.BCST c_logL1<>(SB), Z1, Z11
+	VADDPS.BCST c_logL1<>(SB), Z28, Z27
+	VMULPS Z3, Z15, Z12
+	VMULPS Z0, Z21, Z1
+	VMULPS Z16, Z6, Z28
+	VMULPS Z22, Z2, Z15
+	VMULPS Z9, Z25, Z3
+	VMULPS Z11, Z10, Z21
+	VMULPS Z27, Z26, Z0
+	VSUBPS Z12, Z29, Z6
+	VSUBPS Z1, Z4, Z16
+	VSUBPS Z28, Z5, Z2
+	VSUBPS Z15, Z18, Z22
+	VSUBPS Z3, Z17, Z25
+	VSUBPS Z21, Z19, Z9
+	VSUBPS Z0, Z20, Z10
+	VMULPS Z6, Z23, Z11
+	VMULPS Z16, Z8, Z26
+	VMULPS Z2, Z24, Z27
+	VMULPS Z22, Z14, Z12
+	VMULPS Z25, Z30, Z1
+	VMULPS Z9, Z13, Z28
+	VMULPS Z10, Z7, Z15
+	VGETEXPPS 64(SP), Z3
+	VGETEXPPS 256(SP), Z21
+	VGETEXPPS 448(SP), Z0
+	VGETEXPPS 640(SP), Z23
+	VGETEXPPS 832(SP), Z6
+	VGETEXPPS 1024(SP), Z8
+	VGETEXPPS 1216(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z24
+	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z14
+	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z25
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z13
+	VADDPS (SP), Z24, Z9
+	VADDPS 192(SP), Z2, Z7
+	VADDPS 384(SP), Z14, Z10
+	VADDPS 576(SP), Z22, Z24
+	VADDPS 768(SP), Z30, Z2
+	VADDPS 960(SP), Z25, Z14
+	VADDPS 1152(SP), Z13, Z22
+	VSUBPS Z11, Z9, Z30
+	VSUBPS Z26, Z7, Z25
+	VSUBPS Z27, Z10, Z13
+	VSUBPS Z12, Z24, Z9
+	VSUBPS Z1, Z2, Z11
+	VSUBPS Z28, Z14, Z7
+	VSUBPS Z15, Z22, Z26
+	VMOVAPS Z29, Z10
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z10
+	VMOVAPS Z4, Z27
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z21, Z27
+	VMOVAPS Z5, Z24
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z0, Z24
+	VMOVAPS Z18, Z12
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z23, Z12
+	VMOVAPS Z17, Z2
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z6, Z2
+	VMOVAPS Z19, Z1
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z1
+	VMOVAPS Z20, Z14
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z14
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z10, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z27, Z21
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z24, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z12, Z23
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z2, Z6
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z1, Z8
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z14, Z16
+	VSUBPS Z3, Z29, Z28
+	VSUBPS Z21, Z4, Z22
+	VSUBPS Z0, Z5, Z15
+	VSUBPS Z23, Z18, Z29
+	VSUBPS Z6, Z17, Z3
+	VSUBPS Z8, Z19, Z4
+	VSUBPS Z16, Z20, Z21
+	VADDPS Z30, Z28, Z5
+	VADDPS Z25, Z22, Z0
+	VADDPS Z13, Z15, Z18
+	VADDPS Z9, Z29, Z23
+	VADDPS Z11, Z3, Z17
+	VADDPS Z7, Z4, Z6
+	VADDPS Z26, Z21, Z19
+	VADDPS Z5, Z10, Z8
+	VADDPS Z0, Z27, Z20
+	VADDPS Z18, Z24, Z16
+	VADDPS Z23, Z12, Z28
+	VADDPS Z17, Z2, Z30
+	VADDPS Z6, Z1, Z22
+	VADDPS Z19, Z14, Z25
+	VMOVUPS (SI), Z15
+	VMAXPS.BCST c_zero<>(SB), Z15, Z13
+	VMOVUPS 64(SI), Z29
+	VMAXPS.BCST c_zero<>(SB), Z29, Z9
+	VMOVUPS 128(SI), Z3
+	VMAXPS.BCST c_zero<>(SB), Z3, Z11
+	VMOVUPS 192(SI), Z4
+	VMAXPS.BCST c_zero<>(SB), Z4, Z7
+	VMOVUPS 256(SI), Z21
+	VMAXPS.BCST c_zero<>(SB), Z21, Z26
+	VMOVUPS 320(SI), Z10
+	VMAXPS.BCST c_zero<>(SB), Z10, Z5
+	VMOVUPS 384(SI), Z27
+	VMAXPS.BCST c_zero<>(SB), Z27, Z0
+	VADDPS Z8, Z13, Z24
+	VADDPS Z20, Z9, Z18
+	VADDPS Z16, Z11, Z12
+	VADDPS Z28, Z7, Z23
+	VADDPS Z30, Z26, Z2
+	VADDPS Z22, Z5, Z17
+	VADDPS Z25, Z0, Z1
+	VADDPS Z31, Z24, Z6
+	VADDPS Z31, Z18, Z14
+	VADDPS Z31, Z12, Z19
+	VADDPS Z31, Z23, Z15
+	VADDPS Z31, Z2, Z29
+	VADDPS Z31, Z17, Z3
+	VADDPS Z31, Z1, Z4
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z6, K7
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z6, K1
+	KANDW K1, K7, K2
+	KANDW K2, K6, K3
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z14, K4
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z14, K5
+	KANDW K5, K4, K7
+	KANDW K7, K3, K1
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z19, K6
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z19, K2
+	KANDW K2, K6, K4
+	KANDW K4, K1, K5
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z15, K3
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z15, K7
+	KANDW K7, K3, K6
+	KANDW K6, K5, K2
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z29, K1
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z29, K4
+	KANDW K4, K1, K3
+	KANDW K3, K2, K7
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z3, K5
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z3, K6
+	KANDW K6, K5, K1
+	KANDW K1, K7, K4
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z4, K2
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z4, K3
+	KANDW K3, K2, K5
+	KANDW K5, K4, K6
+	KORTESTW K6, K6
+	JCC general7
+	VPADDD.BCST c_logOff<>(SB), Z6, Z21
+	VPADDD.BCST c_logOff<>(SB), Z14, Z10
+	VPADDD.BCST c_logOff<>(SB), Z19, Z27
+	VPADDD.BCST c_logOff<>(SB), Z15, Z13
+	VPADDD.BCST c_logOff<>(SB), Z29, Z8
+	VPADDD.BCST c_logOff<>(SB), Z3, Z9
+	VPADDD.BCST c_logOff<>(SB), Z4, Z20
+	VPANDD.BCST c_mantMask<>(SB), Z21, Z11
+	VPANDD.BCST c_mantMask<>(SB), Z10, Z16
+	VPANDD.BCST c_mantMask<>(SB), Z27, Z7
+	VPANDD.BCST c_mantMask<>(SB), Z13, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z9, Z30
+	VPANDD.BCST c_mantMask<>(SB), Z20, Z5
+	VPADDD.BCST c_logM0<>(SB), Z11, Z22
+	VPADDD.BCST c_logM0<>(SB), Z16, Z0
+	VPADDD.BCST c_logM0<>(SB), Z7, Z25
+	VPADDD.BCST c_logM0<>(SB), Z28, Z24
+	VPADDD.BCST c_logM0<>(SB), Z26, Z18
+	VPADDD.BCST c_logM0<>(SB), Z30, Z12
+	VPADDD.BCST c_logM0<>(SB), Z5, Z23
+	VMOVUPS Z21, 128(SP)
+	VMOVUPS Z10, 320(SP)
+	VMOVUPS Z27, 512(SP)
+	VMOVUPS Z13, 704(SP)
+	VMOVUPS Z8, 896(SP)
+	VMOVUPS Z9, 1088(SP)
+	VMOVUPS Z20, 1280(SP)
+	VSUBPS.BCST c_one<>(SB), Z22, Z2
+	VSUBPS.BCST c_one<>(SB), Z0, Z17
+	VSUBPS.BCST c_one<>(SB), Z25, Z1
+	VSUBPS.BCST c_one<>(SB), Z24, Z6
+	VSUBPS.BCST c_one<>(SB), Z18, Z14
+	VSUBPS.BCST c_one<>(SB), Z12, Z19
+	VSUBPS.BCST c_one<>(SB), Z23, Z15
+	VADDPS.BCST c_two<>(SB), Z2, Z29
+	VADDPS.BCST c_two<>(SB), Z17, Z3
+	VADDPS.BCST c_two<>(SB), Z1, Z4
+	VADDPS.BCST c_two<>(SB), Z6, Z11
+	VADDPS.BCST c_two<>(SB), Z14, Z16
+	VADDPS.BCST c_two<>(SB), Z19, Z7
+	VADDPS.BCST c_two<>(SB), Z15, Z28
+	VDIVPS Z29, Z2, Z26
+	VDIVPS Z3, Z17, Z30
+	VDIVPS Z4, Z1, Z5
+	VDIVPS Z11, Z6, Z21
+	VDIVPS Z16, Z14, Z10
+	VDIVPS Z7, Z19, Z27
+	VDIVPS Z28, Z15, Z13
+	VMULPS Z26, Z26, Z8
+	VMULPS Z30, Z30, Z9
+	VMULPS Z5, Z5, Z20
+	VMULPS Z21, Z21, Z22
+	VMULPS Z10, Z10, Z0
+	VMULPS Z27, Z27, Z25
+	VMULPS Z13, Z13, Z24
+	VMULPS.BCST c_logL4<>(SB), Z8, Z18
+	VMULPS.BCST c_logL4<>(SB), Z9, Z12
+	VMULPS.BCST c_logL4<>(SB), Z20, Z23
+	VMULPS.BCST c_logL4<>(SB), Z22, Z29
+	VMULPS.BCST c_logL4<>(SB), Z0, Z3
+	VMULPS.BCST c_logL4<>(SB), Z25, Z4
+	VMULPS.BCST c_logL4<>(SB), Z24, Z11
+	VADDPS.BCST c_logL3<>(SB), Z18, Z16
+	VADDPS.BCST c_logL3<>(SB), Z12, Z7
+	VADDPS.BCST c_logL3<>(SB), Z23, Z28
+	VADDPS.BCST c_logL3<>(SB), Z29, Z18
+	VADDPS.BCST c_logL3<>(SB), Z3, Z12
+	VADDPS.BCST c_logL3<>(SB), Z4, Z23
+	VADDPS.BCST c_logL3<>(SB), Z11, Z29
+	VMULPS Z16, Z8, Z3
+	VMULPS Z7, Z9, Z4
+	VMULPS Z28, Z20, Z11
+	VMULPS Z18, Z22, Z16
+	VMULPS Z12, Z0, Z7
+	VMULPS Z23, Z25, Z28
+	VMULPS Z29, Z24, Z18
+	VADDPS.BCST c_logL2<>(SB), Z3, Z12
+	VADDPS.BCST c_logL2<>(SB), Z4, Z23
+	VADDPS.BCST c_logL2<>(SB), Z11, Z29
+	VADDPS.BCST c_logL2<>(SB), Z16, Z3
+	VADDPS.BCST c_logL2<>(SB), Z7, Z4
+	VADDPS.BCST c_logL2<>(SB), Z28, Z11
+	VADDPS.BCST c_logL2<>(SB), Z18, Z16
+	VMULPS Z12, Z8, Z7
+	VMULPS Z23, Z9, Z28
+	VMULPS Z29, Z20, Z18
+	VMULPS Z3, Z22, Z12
+	VMULPS Z4, Z0, Z23
+	VMULPS Z11, Z25, Z29
+	VMULPS Z16, Z24, Z3
+	VADDPS.BCST c_logL1<>(SB), Z7, Z4
+	VADDPS.BCST c_logL1<>(SB), Z28, Z11
+	VADDPS.BCST c_logL1<>(SB), Z18, Z16
+	VADDPS.BCST c_logL1<>(SB), Z12, Z7
+	VADDPS.BCST c_logL1<>(SB), Z23, Z28
+	VADDPS.BCST c_logL1<>(SB), Z29, Z18
+	VADDPS.BCST c_logL1<>(SB), Z3, Z12
+	VMULPS Z4, Z8, Z23
+	VMULPS Z11, Z9, Z29
+	VMULPS Z16, Z20, Z3
+	VMULPS Z7, Z22, Z8
+	VMULPS Z28, Z0, Z4
+	VMULPS Z18, Z25, Z9
+	VMULPS Z12, Z24, Z11
+	VSUBPS Z23, Z2, Z20
+	VSUBPS Z29, Z17, Z16
+	VSUBPS Z3, Z1, Z22
+	VSUBPS Z8, Z6, Z7
+	VSUBPS Z4, Z14, Z0
+	VSUBPS Z9, Z19, Z28
+	VSUBPS Z11, Z15, Z25
+	VMULPS Z20, Z26, Z18
+	VMULPS Z16, Z30, Z24
+	VMULPS Z22, Z5, Z12
+	VMULPS Z7, Z21, Z23
+	VMULPS Z0, Z10, Z29
+	VMULPS Z28, Z27, Z3
+	VMULPS Z25, Z13, Z8
+	VGETEXPPS 128(SP), Z4
+	VGETEXPPS 320(SP), Z9
+	VGETEXPPS 512(SP), Z11
+	VGETEXPPS 704(SP), Z26
+	VGETEXPPS 896(SP), Z20
+	VGETEXPPS 1088(SP), Z30
+	VGETEXPPS 1280(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z7
+	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z27
+	VSUBPS Z18, Z5, Z28
+	VSUBPS Z24, Z22, Z13
+	VSUBPS Z12, Z21, Z25
+	VSUBPS Z23, Z7, Z5
+	VSUBPS Z29, Z10, Z18
+	VSUBPS Z3, Z0, Z22
+	VSUBPS Z8, Z27, Z24
+	VMOVAPS Z2, Z21
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z21
+	VMOVAPS Z17, Z12
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z9, Z12
+	VMOVAPS Z1, Z7
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z7
+	VMOVAPS Z6, Z23
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z23
+	VMOVAPS Z14, Z10
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z20, Z10
+	VMOVAPS Z19, Z29
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z29
+	VMOVAPS Z15, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z21, Z4
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z12, Z9
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z7, Z11
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z23, Z26
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z10, Z20
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z29, Z30
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z16
+	VSUBPS Z4, Z2, Z3
+	VSUBPS Z9, Z17, Z27
+	VSUBPS Z11, Z1, Z8
+	VSUBPS Z26, Z6, Z2
+	VSUBPS Z20, Z14, Z4
+	VSUBPS Z30, Z19, Z17
+	VSUBPS Z16, Z15, Z9
+	VADDPS Z28, Z3, Z1
+	VADDPS Z13, Z27, Z11
+	VADDPS Z25, Z8, Z6
+	VADDPS Z5, Z2, Z26
+	VADDPS Z18, Z4, Z14
+	VADDPS Z22, Z17, Z20
+	VADDPS Z24, Z9, Z19
+	VADDPS Z1, Z21, Z30
+	VADDPS Z11, Z12, Z15
+	VADDPS Z6, Z7, Z16
+	VADDPS Z26, Z23, Z3
+	VADDPS Z14, Z10, Z28
+	VADDPS Z20, Z29, Z27
+	VADDPS Z19, Z0, Z13
+	VMOVUPS Z30, (DI)
+	VMOVUPS Z15, 64(DI)
+	VMOVUPS Z16, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z28, 256(DI)
+	VMOVUPS Z27, 320(DI)
+	VMOVUPS Z13, 384(DI)
+next7:
+	ADDQ $448, DI
+	ADDQ $448, SI
+	SUBQ $7, CX
+	JMP  loop7
 loop1:
 	TESTQ CX, CX
 	JZ   done
 	VMOVUPS (SI), Z0
-	VPANDD.BCST c_absMask<>(SB), Z0, Z1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
-	VPORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VMAXPS.BCST c_zero<>(SB), Z0, Z25
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VSUBPS.BCST c_one<>(SB), Z26, Z27
-	VSUBPS Z27, Z26, Z28
-	VBROADCASTSS c_one<>(SB), Z29
-	VSUBPS Z28, Z29, Z30
-	VSUBPS Z27, Z24, Z1
-	VADDPS Z1, Z30, Z3
-	VDIVPS Z26, Z3, Z2
-	VPSRLD $23, Z26, Z6
-	VPSUBD.BCST c_i127<>(SB), Z6, Z5
-	VPANDD.BCST c_mantMask<>(SB), Z26, Z7
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z7, K2
-	VPORD.BCST c_halfBits<>(SB), Z7, Z8
-	VPORD.BCST c_expBias<>(SB), Z7, Z10
-	VBLENDMPS Z8, Z10, K2, Z11
-	VPADDD.BCST c_one_i<>(SB), Z5, Z12
-	VBLENDMPS Z12, Z5, K2, Z13
-	VSUBPS.BCST c_one<>(SB), Z11, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z15
-	VDIVPS Z15, Z14, Z16
-	VMULPS Z16, Z16, Z17
-	VMULPS.BCST c_logL4<>(SB), Z17, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z9
-	VMULPS Z9, Z17, Z19
-	VADDPS.BCST c_logL2<>(SB), Z19, Z20
-	VMULPS Z20, Z17, Z4
-	VADDPS.BCST c_logL1<>(SB), Z4, Z22
-	VMULPS Z22, Z17, Z21
-	VSUBPS Z21, Z14, Z23
-	VMULPS Z23, Z16, Z0
-	VCVTDQ2PS Z13, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z29, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z24
-	VADDPS Z14, Z28, Z27
-	VSUBPS Z28, Z27, Z30
-	VSUBPS Z30, Z14, Z1
-	VADDPS Z2, Z24, Z3
-	VSUBPS Z0, Z3, Z6
-	VADDPS Z6, Z1, Z26
-	VADDPS Z26, Z27, Z7
-	VADDPS Z7, Z25, Z8
-	VADDPS Z31, Z8, Z10
-	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z10, K3
-	VCMPPS.BCST $0x12, c_maxF32<>(SB), Z10, K4
-	KANDW K4, K3, K5
-	KANDW K5, K1, K6
-	KORTESTW K6, K6
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VCMPPS.BCST $0x1e, c_negExpMid<>(SB), Z1, K1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z4
+	VSUBPS Z4, Z1, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z3, Z17, Z18
+	VADDPS.BCST c_one<>(SB), Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSUBPS Z20, Z18, Z21
+	VDIVPS Z19, Z21, Z22
+	VMOVUPS Z22, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z19, Z23
+	VPANDD.BCST c_mantMask<>(SB), Z23, Z24
+	VPADDD.BCST c_logM0<>(SB), Z24, Z25
+	VMOVUPS Z23, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z25, Z26
+	VADDPS.BCST c_two<>(SB), Z26, Z27
+	VDIVPS Z27, Z26, Z28
+	VMULPS Z28, Z28, Z29
+	VMULPS.BCST c_logL4<>(SB), Z29, Z30
+	VADDPS.BCST c_logL3<>(SB), Z30, Z0
+	VMULPS Z0, Z29, Z2
+	VADDPS.BCST c_logL2<>(SB), Z2, Z1
+	VMULPS Z1, Z29, Z4
+	VADDPS.BCST c_logL1<>(SB), Z4, Z6
+	VMULPS Z6, Z29, Z7
+	VSUBPS Z7, Z26, Z8
+	VMULPS Z8, Z28, Z9
+	VGETEXPPS 64(SP), Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z10, Z11
+	VADDPS (SP), Z11, Z12
+	VSUBPS Z9, Z12, Z13
+	VMOVAPS Z26, Z14
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z10, Z14
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z14, Z10
+	VSUBPS Z10, Z26, Z5
+	VADDPS Z13, Z5, Z15
+	VADDPS Z15, Z14, Z16
+	VMOVUPS (SI), Z17
+	VMAXPS.BCST c_zero<>(SB), Z17, Z3
+	VADDPS Z16, Z3, Z18
+	VADDPS Z31, Z18, Z20
+	VCMPPS.BCST $0x1d, c_minNrm<>(SB), Z20, K2
+	VCMPPS.BCST $0x11, c_two127<>(SB), Z20, K3
+	KANDW K3, K2, K4
+	KANDW K4, K1, K5
+	KORTESTW K5, K5
 	JCC general1
-	VPSRLD $23, Z10, Z12
-	VPSUBD.BCST c_i127<>(SB), Z12, Z5
-	VPANDD.BCST c_mantMask<>(SB), Z10, Z11
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z11, K7
-	VPORD.BCST c_halfBits<>(SB), Z11, Z15
-	VPORD.BCST c_expBias<>(SB), Z11, Z18
-	VBLENDMPS Z15, Z18, K7, Z9
-	VPADDD.BCST c_one_i<>(SB), Z5, Z19
-	VBLENDMPS Z19, Z5, K7, Z20
-	VSUBPS.BCST c_one<>(SB), Z9, Z4
-	VADDPS.BCST c_two<>(SB), Z4, Z17
-	VDIVPS Z17, Z4, Z22
-	VMULPS Z22, Z22, Z21
-	VMULPS.BCST c_logL4<>(SB), Z21, Z16
-	VADDPS.BCST c_logL3<>(SB), Z16, Z23
-	VMULPS Z23, Z21, Z13
-	VADDPS.BCST c_logL2<>(SB), Z13, Z29
-	VMULPS Z29, Z21, Z28
-	VADDPS.BCST c_logL1<>(SB), Z28, Z14
-	VMULPS Z14, Z21, Z30
-	VSUBPS Z30, Z4, Z24
-	VMULPS Z24, Z22, Z2
-	VCVTDQ2PS Z20, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z0
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z1
-	VADDPS Z4, Z0, Z6
-	VSUBPS Z0, Z6, Z27
-	VSUBPS Z27, Z4, Z26
-	VSUBPS Z2, Z1, Z25
-	VADDPS Z25, Z26, Z7
-	VADDPS Z7, Z6, Z8
-	VMOVUPS Z8, (DI)
+	VPADDD.BCST c_logOff<>(SB), Z20, Z21
+	VPANDD.BCST c_mantMask<>(SB), Z21, Z22
+	VPADDD.BCST c_logM0<>(SB), Z22, Z19
+	VMOVUPS Z21, 128(SP)
+	VSUBPS.BCST c_one<>(SB), Z19, Z24
+	VADDPS.BCST c_two<>(SB), Z24, Z23
+	VDIVPS Z23, Z24, Z25
+	VMULPS Z25, Z25, Z27
+	VMULPS.BCST c_logL4<>(SB), Z27, Z30
+	VADDPS.BCST c_logL3<>(SB), Z30, Z0
+	VMULPS Z0, Z27, Z2
+	VADDPS.BCST c_logL2<>(SB), Z2, Z1
+	VMULPS Z1, Z27, Z4
+	VADDPS.BCST c_logL1<>(SB), Z4, Z29
+	VMULPS Z29, Z27, Z6
+	VSUBPS Z6, Z24, Z7
+	VMULPS Z7, Z25, Z28
+	VGETEXPPS 128(SP), Z8
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z11
+	VSUBPS Z28, Z11, Z12
+	VMOVAPS Z24, Z9
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z9
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z9, Z8
+	VSUBPS Z8, Z24, Z26
+	VADDPS Z12, Z26, Z10
+	VADDPS Z10, Z9, Z5
+	VMOVUPS Z5, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -10592,541 +13720,857 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general3:
+general7:
 	VMOVUPS (SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z2
-	VMULPS Z30, Z2, Z5
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z4
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z4, K2, Z6
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z6, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z1, Z9
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K4
-	VBLENDMPS Z23, Z7, K4, Z10
-	VMAXPS.BCST c_zero<>(SB), Z0, Z11
-	VADDPS.BCST c_one<>(SB), Z10, Z12
-	VSUBPS.BCST c_one<>(SB), Z12, Z13
-	VSUBPS Z13, Z12, Z14
-	VBROADCASTSS c_one<>(SB), Z15
-	VSUBPS Z14, Z15, Z16
-	VSUBPS Z13, Z10, Z17
-	VADDPS Z17, Z16, Z8
-	VDIVPS Z12, Z8, Z18
-	VPSRLD $23, Z12, Z19
-	VPSUBD.BCST c_i127<>(SB), Z19, Z21
-	VPANDD.BCST c_mantMask<>(SB), Z12, Z22
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z22, K5
-	VPORD.BCST c_halfBits<>(SB), Z22, Z3
-	VPORD.BCST c_expBias<>(SB), Z22, Z24
-	VBLENDMPS Z3, Z24, K5, Z25
-	VPADDD.BCST c_one_i<>(SB), Z21, Z27
-	VBLENDMPS Z27, Z21, K5, Z26
-	VSUBPS.BCST c_one<>(SB), Z25, Z29
-	VADDPS.BCST c_two<>(SB), Z29, Z20
-	VDIVPS Z20, Z29, Z28
-	VMULPS Z28, Z28, Z2
-	VMULPS.BCST c_logL4<>(SB), Z2, Z30
-	VADDPS.BCST c_logL3<>(SB), Z30, Z5
-	VMULPS Z5, Z2, Z4
-	VADDPS.BCST c_logL2<>(SB), Z4, Z6
-	VMULPS Z6, Z2, Z1
-	VADDPS.BCST c_logL1<>(SB), Z1, Z9
-	VMULPS Z9, Z2, Z23
-	VSUBPS Z23, Z29, Z7
-	VMULPS Z7, Z28, Z0
-	VCVTDQ2PS Z26, Z15
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z13
-	VADDPS Z29, Z14, Z16
-	VSUBPS Z14, Z16, Z17
-	VSUBPS Z17, Z29, Z8
-	VADDPS Z18, Z13, Z19
-	VSUBPS Z0, Z19, Z12
-	VADDPS Z12, Z8, Z22
-	VADDPS Z22, Z16, Z3
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z10, K6
-	VBLENDMPS Z10, Z3, K6, Z24
-	VCMPPS $0x03, Z10, Z10, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z24, K7, Z27
-	VADDPS Z27, Z11, Z21
-	VADDPS Z31, Z21, Z25
-	VBROADCASTSS c_minNrmP<>(SB), Z20
-	VPCMPGTD Z25, Z20, K1
-	VMULPS.BCST c_two23<>(SB), Z25, Z30
-	VBLENDMPS Z30, Z25, K1, Z5
-	VPSRLD $23, Z5, Z4
-	VBROADCASTSS c_iM127<>(SB), Z6
-	VBLENDMPS.BCST c_iM150<>(SB), Z6, K1, Z1
-	VPADDD Z1, Z4, Z2
-	VPANDD.BCST c_mantMask<>(SB), Z5, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z23
-	VPORD.BCST c_expBias<>(SB), Z9, Z28
-	VBLENDMPS Z23, Z28, K2, Z7
-	VPADDD.BCST c_one_i<>(SB), Z2, Z26
-	VBLENDMPS Z26, Z2, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z7, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z29
-	VDIVPS Z29, Z14, Z17
-	VMULPS Z17, Z17, Z13
-	VMULPS.BCST c_logL4<>(SB), Z13, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z0
-	VADDPS.BCST c_logL2<>(SB), Z0, Z8
-	VMULPS Z8, Z13, Z12
-	VADDPS.BCST c_logL1<>(SB), Z12, Z16
-	VMULPS Z16, Z13, Z22
-	VSUBPS Z22, Z14, Z3
-	VMULPS Z3, Z17, Z10
-	VCVTDQ2PS Z15, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z27
-	VADDPS Z14, Z11, Z21
-	VSUBPS Z11, Z21, Z20
-	VSUBPS Z20, Z14, Z30
-	VSUBPS Z10, Z27, Z6
-	VADDPS Z6, Z30, Z4
-	VADDPS Z4, Z21, Z1
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z25, K3
-	VBLENDMPS Z25, Z1, K3, Z5
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z25, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z5, K4, Z9
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z25, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K5, Z23
-	VMOVUPS Z23, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, (DI)
 	VMOVUPS 64(SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z2
-	VMULPS Z30, Z2, Z5
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z4
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z4, K2, Z6
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z6, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z1, Z9
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K4
-	VBLENDMPS Z23, Z7, K4, Z10
-	VMAXPS.BCST c_zero<>(SB), Z0, Z11
-	VADDPS.BCST c_one<>(SB), Z10, Z12
-	VSUBPS.BCST c_one<>(SB), Z12, Z13
-	VSUBPS Z13, Z12, Z14
-	VBROADCASTSS c_one<>(SB), Z15
-	VSUBPS Z14, Z15, Z16
-	VSUBPS Z13, Z10, Z17
-	VADDPS Z17, Z16, Z8
-	VDIVPS Z12, Z8, Z18
-	VPSRLD $23, Z12, Z19
-	VPSUBD.BCST c_i127<>(SB), Z19, Z21
-	VPANDD.BCST c_mantMask<>(SB), Z12, Z22
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z22, K5
-	VPORD.BCST c_halfBits<>(SB), Z22, Z3
-	VPORD.BCST c_expBias<>(SB), Z22, Z24
-	VBLENDMPS Z3, Z24, K5, Z25
-	VPADDD.BCST c_one_i<>(SB), Z21, Z27
-	VBLENDMPS Z27, Z21, K5, Z26
-	VSUBPS.BCST c_one<>(SB), Z25, Z29
-	VADDPS.BCST c_two<>(SB), Z29, Z20
-	VDIVPS Z20, Z29, Z28
-	VMULPS Z28, Z28, Z2
-	VMULPS.BCST c_logL4<>(SB), Z2, Z30
-	VADDPS.BCST c_logL3<>(SB), Z30, Z5
-	VMULPS Z5, Z2, Z4
-	VADDPS.BCST c_logL2<>(SB), Z4, Z6
-	VMULPS Z6, Z2, Z1
-	VADDPS.BCST c_logL1<>(SB), Z1, Z9
-	VMULPS Z9, Z2, Z23
-	VSUBPS Z23, Z29, Z7
-	VMULPS Z7, Z28, Z0
-	VCVTDQ2PS Z26, Z15
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z13
-	VADDPS Z29, Z14, Z16
-	VSUBPS Z14, Z16, Z17
-	VSUBPS Z17, Z29, Z8
-	VADDPS Z18, Z13, Z19
-	VSUBPS Z0, Z19, Z12
-	VADDPS Z12, Z8, Z22
-	VADDPS Z22, Z16, Z3
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z10, K6
-	VBLENDMPS Z10, Z3, K6, Z24
-	VCMPPS $0x03, Z10, Z10, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z24, K7, Z27
-	VADDPS Z27, Z11, Z21
-	VADDPS Z31, Z21, Z25
-	VBROADCASTSS c_minNrmP<>(SB), Z20
-	VPCMPGTD Z25, Z20, K1
-	VMULPS.BCST c_two23<>(SB), Z25, Z30
-	VBLENDMPS Z30, Z25, K1, Z5
-	VPSRLD $23, Z5, Z4
-	VBROADCASTSS c_iM127<>(SB), Z6
-	VBLENDMPS.BCST c_iM150<>(SB), Z6, K1, Z1
-	VPADDD Z1, Z4, Z2
-	VPANDD.BCST c_mantMask<>(SB), Z5, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z23
-	VPORD.BCST c_expBias<>(SB), Z9, Z28
-	VBLENDMPS Z23, Z28, K2, Z7
-	VPADDD.BCST c_one_i<>(SB), Z2, Z26
-	VBLENDMPS Z26, Z2, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z7, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z29
-	VDIVPS Z29, Z14, Z17
-	VMULPS Z17, Z17, Z13
-	VMULPS.BCST c_logL4<>(SB), Z13, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z0
-	VADDPS.BCST c_logL2<>(SB), Z0, Z8
-	VMULPS Z8, Z13, Z12
-	VADDPS.BCST c_logL1<>(SB), Z12, Z16
-	VMULPS Z16, Z13, Z22
-	VSUBPS Z22, Z14, Z3
-	VMULPS Z3, Z17, Z10
-	VCVTDQ2PS Z15, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z27
-	VADDPS Z14, Z11, Z21
-	VSUBPS Z11, Z21, Z20
-	VSUBPS Z20, Z14, Z30
-	VSUBPS Z10, Z27, Z6
-	VADDPS Z6, Z30, Z4
-	VADDPS Z4, Z21, Z1
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z25, K3
-	VBLENDMPS Z25, Z1, K3, Z5
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z25, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z5, K4, Z9
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z25, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K5, Z23
-	VMOVUPS Z23, 64(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z2
-	VMULPS Z30, Z2, Z5
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z4
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z4, K2, Z6
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z6, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z1, Z9
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K4
-	VBLENDMPS Z23, Z7, K4, Z10
-	VMAXPS.BCST c_zero<>(SB), Z0, Z11
-	VADDPS.BCST c_one<>(SB), Z10, Z12
-	VSUBPS.BCST c_one<>(SB), Z12, Z13
-	VSUBPS Z13, Z12, Z14
-	VBROADCASTSS c_one<>(SB), Z15
-	VSUBPS Z14, Z15, Z16
-	VSUBPS Z13, Z10, Z17
-	VADDPS Z17, Z16, Z8
-	VDIVPS Z12, Z8, Z18
-	VPSRLD $23, Z12, Z19
-	VPSUBD.BCST c_i127<>(SB), Z19, Z21
-	VPANDD.BCST c_mantMask<>(SB), Z12, Z22
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z22, K5
-	VPORD.BCST c_halfBits<>(SB), Z22, Z3
-	VPORD.BCST c_expBias<>(SB), Z22, Z24
-	VBLENDMPS Z3, Z24, K5, Z25
-	VPADDD.BCST c_one_i<>(SB), Z21, Z27
-	VBLENDMPS Z27, Z21, K5, Z26
-	VSUBPS.BCST c_one<>(SB), Z25, Z29
-	VADDPS.BCST c_two<>(SB), Z29, Z20
-	VDIVPS Z20, Z29, Z28
-	VMULPS Z28, Z28, Z2
-	VMULPS.BCST c_logL4<>(SB), Z2, Z30
-	VADDPS.BCST c_logL3<>(SB), Z30, Z5
-	VMULPS Z5, Z2, Z4
-	VADDPS.BCST c_logL2<>(SB), Z4, Z6
-	VMULPS Z6, Z2, Z1
-	VADDPS.BCST c_logL1<>(SB), Z1, Z9
-	VMULPS Z9, Z2, Z23
-	VSUBPS Z23, Z29, Z7
-	VMULPS Z7, Z28, Z0
-	VCVTDQ2PS Z26, Z15
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z13
-	VADDPS Z29, Z14, Z16
-	VSUBPS Z14, Z16, Z17
-	VSUBPS Z17, Z29, Z8
-	VADDPS Z18, Z13, Z19
-	VSUBPS Z0, Z19, Z12
-	VADDPS Z12, Z8, Z22
-	VADDPS Z22, Z16, Z3
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z10, K6
-	VBLENDMPS Z10, Z3, K6, Z24
-	VCMPPS $0x03, Z10, Z10, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z24, K7, Z27
-	VADDPS Z27, Z11, Z21
-	VADDPS Z31, Z21, Z25
-	VBROADCASTSS c_minNrmP<>(SB), Z20
-	VPCMPGTD Z25, Z20, K1
-	VMULPS.BCST c_two23<>(SB), Z25, Z30
-	VBLENDMPS Z30, Z25, K1, Z5
-	VPSRLD $23, Z5, Z4
-	VBROADCASTSS c_iM127<>(SB), Z6
-	VBLENDMPS.BCST c_iM150<>(SB), Z6, K1, Z1
-	VPADDD Z1, Z4, Z2
-	VPANDD.BCST c_mantMask<>(SB), Z5, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z23
-	VPORD.BCST c_expBias<>(SB), Z9, Z28
-	VBLENDMPS Z23, Z28, K2, Z7
-	VPADDD.BCST c_one_i<>(SB), Z2, Z26
-	VBLENDMPS Z26, Z2, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z7, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z29
-	VDIVPS Z29, Z14, Z17
-	VMULPS Z17, Z17, Z13
-	VMULPS.BCST c_logL4<>(SB), Z13, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z0
-	VADDPS.BCST c_logL2<>(SB), Z0, Z8
-	VMULPS Z8, Z13, Z12
-	VADDPS.BCST c_logL1<>(SB), Z12, Z16
-	VMULPS Z16, Z13, Z22
-	VSUBPS Z22, Z14, Z3
-	VMULPS Z3, Z17, Z10
-	VCVTDQ2PS Z15, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z27
-	VADDPS Z14, Z11, Z21
-	VSUBPS Z11, Z21, Z20
-	VSUBPS Z20, Z14, Z30
-	VSUBPS Z10, Z27, Z6
-	VADDPS Z6, Z30, Z4
-	VADDPS Z4, Z21, Z1
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z25, K3
-	VBLENDMPS Z25, Z1, K3, Z5
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z25, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z5, K4, Z9
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z25, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K5, Z23
-	VMOVUPS Z23, 128(DI)
-	JMP  next3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 128(DI)
+	VMOVUPS 192(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 320(DI)
+	VMOVUPS 384(SI), Z0
+	VPORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, 384(DI)
+	JMP  next7
 general1:
 	VMOVUPS (SI), Z0
 	VPORD.BCST c_signMask<>(SB), Z0, Z1
 	VMULPS.BCST c_log2e<>(SB), Z1, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z1, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z2
-	VMULPS Z30, Z2, Z5
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z4
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z4, K2, Z6
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
 	VCMPPS $0x03, Z1, Z1, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z6, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z1, Z9
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K4
-	VBLENDMPS Z23, Z7, K4, Z10
-	VMAXPS.BCST c_zero<>(SB), Z0, Z11
-	VADDPS.BCST c_one<>(SB), Z10, Z12
-	VSUBPS.BCST c_one<>(SB), Z12, Z13
-	VSUBPS Z13, Z12, Z14
-	VBROADCASTSS c_one<>(SB), Z15
-	VSUBPS Z14, Z15, Z16
-	VSUBPS Z13, Z10, Z17
-	VADDPS Z17, Z16, Z8
-	VDIVPS Z12, Z8, Z18
-	VPSRLD $23, Z12, Z19
-	VPSUBD.BCST c_i127<>(SB), Z19, Z21
-	VPANDD.BCST c_mantMask<>(SB), Z12, Z22
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z22, K5
-	VPORD.BCST c_halfBits<>(SB), Z22, Z3
-	VPORD.BCST c_expBias<>(SB), Z22, Z24
-	VBLENDMPS Z3, Z24, K5, Z25
-	VPADDD.BCST c_one_i<>(SB), Z21, Z27
-	VBLENDMPS Z27, Z21, K5, Z26
-	VSUBPS.BCST c_one<>(SB), Z25, Z29
-	VADDPS.BCST c_two<>(SB), Z29, Z20
-	VDIVPS Z20, Z29, Z28
-	VMULPS Z28, Z28, Z2
-	VMULPS.BCST c_logL4<>(SB), Z2, Z30
-	VADDPS.BCST c_logL3<>(SB), Z30, Z5
-	VMULPS Z5, Z2, Z4
-	VADDPS.BCST c_logL2<>(SB), Z4, Z6
-	VMULPS Z6, Z2, Z1
-	VADDPS.BCST c_logL1<>(SB), Z1, Z9
-	VMULPS Z9, Z2, Z23
-	VSUBPS Z23, Z29, Z7
-	VMULPS Z7, Z28, Z0
-	VCVTDQ2PS Z26, Z15
-	VMULPS.BCST c_ln2Hi<>(SB), Z15, Z14
-	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z13
-	VADDPS Z29, Z14, Z16
-	VSUBPS Z14, Z16, Z17
-	VSUBPS Z17, Z29, Z8
-	VADDPS Z18, Z13, Z19
-	VSUBPS Z0, Z19, Z12
-	VADDPS Z12, Z8, Z22
-	VADDPS Z22, Z16, Z3
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z10, K6
-	VBLENDMPS Z10, Z3, K6, Z24
-	VCMPPS $0x03, Z10, Z10, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z24, K7, Z27
-	VADDPS Z27, Z11, Z21
-	VADDPS Z31, Z21, Z25
-	VBROADCASTSS c_minNrmP<>(SB), Z20
-	VPCMPGTD Z25, Z20, K1
-	VMULPS.BCST c_two23<>(SB), Z25, Z30
-	VBLENDMPS Z30, Z25, K1, Z5
-	VPSRLD $23, Z5, Z4
-	VBROADCASTSS c_iM127<>(SB), Z6
-	VBLENDMPS.BCST c_iM150<>(SB), Z6, K1, Z1
-	VPADDD Z1, Z4, Z2
-	VPANDD.BCST c_mantMask<>(SB), Z5, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z23
-	VPORD.BCST c_expBias<>(SB), Z9, Z28
-	VBLENDMPS Z23, Z28, K2, Z7
-	VPADDD.BCST c_one_i<>(SB), Z2, Z26
-	VBLENDMPS Z26, Z2, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z7, Z14
-	VADDPS.BCST c_two<>(SB), Z14, Z29
-	VDIVPS Z29, Z14, Z17
-	VMULPS Z17, Z17, Z13
-	VMULPS.BCST c_logL4<>(SB), Z13, Z18
-	VADDPS.BCST c_logL3<>(SB), Z18, Z19
-	VMULPS Z19, Z13, Z0
-	VADDPS.BCST c_logL2<>(SB), Z0, Z8
-	VMULPS Z8, Z13, Z12
-	VADDPS.BCST c_logL1<>(SB), Z12, Z16
-	VMULPS Z16, Z13, Z22
-	VSUBPS Z22, Z14, Z3
-	VMULPS Z3, Z17, Z10
-	VCVTDQ2PS Z15, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z27
-	VADDPS Z14, Z11, Z21
-	VSUBPS Z11, Z21, Z20
-	VSUBPS Z20, Z14, Z30
-	VSUBPS Z10, Z27, Z6
-	VADDPS Z6, Z30, Z4
-	VADDPS Z4, Z21, Z1
-	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z25, K3
-	VBLENDMPS Z25, Z1, K3, Z5
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z25, K4
-	VBLENDMPS.BCST c_negInf<>(SB), Z5, K4, Z9
-	VCMPPS.BCST $0x09, c_zero<>(SB), Z25, K5
-	VBLENDMPS.BCST c_nan<>(SB), Z9, K5, Z23
-	VMOVUPS Z23, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VMAXPS.BCST c_zero<>(SB), Z0, Z23
+	VADDPS.BCST c_one<>(SB), Z22, Z24
+	VSUBPS.BCST c_one<>(SB), Z24, Z25
+	VSUBPS Z25, Z22, Z26
+	VDIVPS Z24, Z26, Z27
+	VMOVUPS Z27, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z24, Z28
+	VPANDD.BCST c_mantMask<>(SB), Z28, Z29
+	VPADDD.BCST c_logM0<>(SB), Z29, Z30
+	VMOVUPS Z28, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z30, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z5
+	VMULPS Z5, Z5, Z7
+	VMULPS.BCST c_logL4<>(SB), Z7, Z8
+	VADDPS.BCST c_logL3<>(SB), Z8, Z9
+	VMULPS Z9, Z7, Z10
+	VADDPS.BCST c_logL2<>(SB), Z10, Z11
+	VMULPS Z11, Z7, Z12
+	VADDPS.BCST c_logL1<>(SB), Z12, Z13
+	VMULPS Z13, Z7, Z14
+	VSUBPS Z14, Z2, Z15
+	VMULPS Z15, Z5, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z18
+	VSUBPS Z6, Z18, Z3
+	VMOVAPS Z2, Z19
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z19
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z19, Z16
+	VSUBPS Z16, Z2, Z20
+	VADDPS Z3, Z20, Z1
+	VADDPS Z1, Z19, Z21
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z22, K4
+	VBLENDMPS Z22, Z21, K4, Z0
+	VCMPPS $0x03, Z22, Z22, K5
+	VBLENDMPS.BCST c_nan<>(SB), Z0, K5, Z25
+	VADDPS Z25, Z23, Z26
+	VADDPS Z31, Z26, Z27
+	VMULPS.BCST c_two23<>(SB), Z27, Z24
+	VBROADCASTSS c_minNrmP<>(SB), Z29
+	VPCMPGTD Z27, Z29, K6
+	VBLENDMPS Z24, Z27, K6, Z28
+	VBROADCASTSS c_iM127<>(SB), Z30
+	VBLENDMPS.BCST c_iM150<>(SB), Z30, K6, Z4
+	VPADDD.BCST c_logOff<>(SB), Z28, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z8, Z9
+	VPADDD.BCST c_logM0<>(SB), Z9, Z10
+	VPSRLD $23, Z8, Z11
+	VPADDD Z4, Z11, Z12
+	VCVTDQ2PS Z12, Z7
+	VSUBPS.BCST c_one<>(SB), Z10, Z13
+	VADDPS.BCST c_two<>(SB), Z13, Z14
+	VDIVPS Z14, Z13, Z5
+	VMULPS Z5, Z5, Z15
+	VMULPS.BCST c_logL4<>(SB), Z15, Z17
+	VADDPS.BCST c_logL3<>(SB), Z17, Z18
+	VMULPS Z18, Z15, Z6
+	VADDPS.BCST c_logL2<>(SB), Z6, Z2
+	VMULPS Z2, Z15, Z16
+	VADDPS.BCST c_logL1<>(SB), Z16, Z20
+	VMULPS Z20, Z15, Z3
+	VSUBPS Z3, Z13, Z19
+	VMULPS Z19, Z5, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z21
+	VSUBPS Z1, Z21, Z22
+	VMOVAPS Z13, Z0
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z0, Z7
+	VSUBPS Z7, Z13, Z23
+	VADDPS Z22, Z23, Z25
+	VADDPS Z25, Z0, Z26
+	VCMPPS.BCST $0x1e, c_maxF32<>(SB), Z27, K7
+	VBLENDMPS Z27, Z26, K7, Z29
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z27, K1
+	VBLENDMPS.BCST c_negInf<>(SB), Z29, K1, Z24
+	VCMPPS.BCST $0x09, c_zero<>(SB), Z27, K2
+	VBLENDMPS.BCST c_nan<>(SB), Z24, K2, Z30
+	VMOVUPS Z30, (DI)
 	JMP  next1
 
 // func vkExpBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Expf(x)
@@ -11141,26 +14585,101 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z4, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z6, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
 	KORTESTW K7, K7
 	JCC general4
-	VMOVUPS (DX), Z8
-	VMOVUPS 64(DX), Z9
-	VMOVUPS 128(DX), Z10
-	VMOVUPS 192(DX), Z11
+	VMULPS.BCST c_log2e<>(SB), Z0, Z8
+	VMULPS.BCST c_log2e<>(SB), Z2, Z9
+	VMULPS.BCST c_log2e<>(SB), Z4, Z10
+	VMULPS.BCST c_log2e<>(SB), Z6, Z11
+	VRNDSCALEPS $0, Z8, Z12
+	VRNDSCALEPS $0, Z9, Z13
+	VRNDSCALEPS $0, Z10, Z14
+	VRNDSCALEPS $0, Z11, Z15
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z12, Z0
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z13, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z14, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z15, Z6
+	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z14, Z18
+	VMULPS.BCST c_ln2Lo<>(SB), Z15, Z19
+	VSUBPS Z16, Z0, Z20
+	VSUBPS Z17, Z2, Z21
+	VSUBPS Z18, Z4, Z22
+	VSUBPS Z19, Z6, Z23
+	VMULPS.BCST c_expQ4<>(SB), Z20, Z24
+	VMULPS.BCST c_expQ4<>(SB), Z21, Z25
+	VMULPS.BCST c_expQ4<>(SB), Z22, Z26
+	VMULPS.BCST c_expQ4<>(SB), Z23, Z27
+	VADDPS.BCST c_expQ3<>(SB), Z24, Z28
+	VADDPS.BCST c_expQ3<>(SB), Z25, Z29
+	VADDPS.BCST c_expQ3<>(SB), Z26, Z30
+	VADDPS.BCST c_expQ3<>(SB), Z27, Z31
+	VMULPS Z28, Z20, Z1
+	VMULPS Z29, Z21, Z3
+	VMULPS Z30, Z22, Z5
+	VMULPS Z31, Z23, Z7
+	VADDPS.BCST c_expQ2<>(SB), Z1, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z5, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z7, Z11
+	VMULPS Z8, Z20, Z0
+	VMULPS Z9, Z21, Z16
+	VMULPS Z10, Z22, Z2
+	VMULPS Z11, Z23, Z17
+	VADDPS.BCST c_expQ1<>(SB), Z0, Z4
+	VADDPS.BCST c_expQ1<>(SB), Z16, Z18
+	VADDPS.BCST c_expQ1<>(SB), Z2, Z6
+	VADDPS.BCST c_expQ1<>(SB), Z17, Z19
+	VMULPS Z4, Z20, Z24
+	VMULPS Z18, Z21, Z25
+	VMULPS Z6, Z22, Z26
+	VMULPS Z19, Z23, Z27
+	VADDPS.BCST c_expQ0<>(SB), Z24, Z28
+	VADDPS.BCST c_expQ0<>(SB), Z25, Z29
+	VADDPS.BCST c_expQ0<>(SB), Z26, Z30
+	VADDPS.BCST c_expQ0<>(SB), Z27, Z31
+	VMULPS Z28, Z20, Z1
+	VMULPS Z29, Z21, Z3
+	VMULPS Z30, Z22, Z5
+	VMULPS Z31, Z23, Z7
+	VMULPS Z1, Z20, Z8
+	VMULPS Z3, Z21, Z9
+	VMULPS Z5, Z22, Z10
+	VMULPS Z7, Z23, Z11
+	VADDPS Z8, Z20, Z0
+	VADDPS Z9, Z21, Z16
+	VADDPS Z10, Z22, Z2
+	VADDPS Z11, Z23, Z17
+	VADDPS.BCST c_one<>(SB), Z0, Z4
+	VADDPS.BCST c_one<>(SB), Z16, Z18
+	VADDPS.BCST c_one<>(SB), Z2, Z6
+	VADDPS.BCST c_one<>(SB), Z17, Z19
+	VSCALEFPS Z12, Z4, Z24
+	VSCALEFPS Z13, Z18, Z25
+	VSCALEFPS Z14, Z6, Z26
+	VSCALEFPS Z15, Z19, Z27
+	VMOVUPS (DX), Z28
+	VMULPS Z24, Z28, Z29
+	VMOVUPS 64(DX), Z30
+	VMULPS Z25, Z30, Z31
+	VMOVUPS 128(DX), Z1
+	VMULPS Z26, Z1, Z3
+	VMOVUPS 192(DX), Z5
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -11169,101 +14688,10 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS.BCST c_log2e<>(SB), Z0, Z12
-	VMULPS.BCST c_log2e<>(SB), Z1, Z13
-	VMULPS.BCST c_log2e<>(SB), Z2, Z14
-	VMULPS.BCST c_log2e<>(SB), Z3, Z15
-	VADDPS.BCST c_magic<>(SB), Z12, Z16
-	VADDPS.BCST c_magic<>(SB), Z13, Z17
-	VADDPS.BCST c_magic<>(SB), Z14, Z18
-	VADDPS.BCST c_magic<>(SB), Z15, Z19
-	VSUBPS.BCST c_magic<>(SB), Z16, Z20
-	VSUBPS.BCST c_magic<>(SB), Z17, Z21
-	VSUBPS.BCST c_magic<>(SB), Z18, Z22
-	VSUBPS.BCST c_magic<>(SB), Z19, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z25
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z27
-	VSUBPS Z24, Z0, Z28
-	VSUBPS Z25, Z1, Z29
-	VSUBPS Z26, Z2, Z30
-	VSUBPS Z27, Z3, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z4
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z7
-	VSUBPS Z4, Z28, Z12
-	VSUBPS Z5, Z29, Z13
-	VSUBPS Z6, Z30, Z14
-	VSUBPS Z7, Z31, Z15
-	VMULPS.BCST c_expQ4<>(SB), Z12, Z0
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z24
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z1
-	VMULPS.BCST c_expQ4<>(SB), Z15, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z0, Z2
-	VADDPS.BCST c_expQ3<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ3<>(SB), Z1, Z3
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z27
-	VMULPS Z2, Z12, Z20
-	VMULPS Z26, Z13, Z21
-	VMULPS Z3, Z14, Z22
-	VMULPS Z27, Z15, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z20, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z21, Z4
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z29
-	VADDPS.BCST c_expQ2<>(SB), Z23, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z0
-	VADDPS.BCST c_expQ1<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ1<>(SB), Z31, Z1
-	VADDPS.BCST c_expQ1<>(SB), Z7, Z25
-	VMULPS Z0, Z12, Z2
-	VMULPS Z24, Z13, Z26
-	VMULPS Z1, Z14, Z3
-	VMULPS Z25, Z15, Z27
-	VADDPS.BCST c_expQ0<>(SB), Z2, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z26, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z3, Z22
-	VADDPS.BCST c_expQ0<>(SB), Z27, Z23
-	VMULPS Z20, Z12, Z28
-	VMULPS Z21, Z13, Z4
-	VMULPS Z22, Z14, Z29
-	VMULPS Z23, Z15, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS Z30, Z12, Z0
-	VADDPS Z6, Z13, Z24
-	VADDPS Z31, Z14, Z1
-	VADDPS Z7, Z15, Z25
-	VADDPS.BCST c_one<>(SB), Z0, Z2
-	VADDPS.BCST c_one<>(SB), Z24, Z26
-	VADDPS.BCST c_one<>(SB), Z1, Z3
-	VADDPS.BCST c_one<>(SB), Z25, Z27
-	VPSLLD $23, Z16, Z20
-	VPSLLD $23, Z17, Z21
-	VPSLLD $23, Z18, Z22
-	VPSLLD $23, Z19, Z23
-	VPADDD.BCST c_expBias<>(SB), Z20, Z28
-	VPADDD.BCST c_expBias<>(SB), Z21, Z4
-	VPADDD.BCST c_expBias<>(SB), Z22, Z29
-	VPADDD.BCST c_expBias<>(SB), Z23, Z5
-	VMULPS Z28, Z2, Z12
-	VMULPS Z4, Z26, Z30
-	VMULPS Z29, Z3, Z13
-	VMULPS Z5, Z27, Z6
-	VMULPS Z12, Z8, Z14
-	VMULPS Z30, Z9, Z31
-	VMULPS Z13, Z10, Z15
-	VMULPS Z6, Z11, Z7
-	VMOVUPS Z14, (DI)
+	VMULPS Z27, Z5, Z7
+	VMOVUPS Z29, (DI)
 	VMOVUPS Z31, 64(DI)
-	VMOVUPS Z15, 128(DI)
+	VMOVUPS Z3, 128(DI)
 	VMOVUPS Z7, 192(DI)
 next4:
 	ADDQ $256, DI
@@ -11279,31 +14707,27 @@ loop1:
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMOVUPS (DX), Z2
-	VMULPS.BCST c_log2e<>(SB), Z0, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z0, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VMULPS Z24, Z2, Z25
-	VMOVUPS Z25, (DI)
+	VMULPS.BCST c_log2e<>(SB), Z0, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z0
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z4
+	VSUBPS Z4, Z0, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z3, Z17, Z18
+	VMOVUPS (DX), Z19
+	VMULPS Z18, Z19, Z20
+	VMOVUPS Z20, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -11315,227 +14739,152 @@ done:
 	RET
 general4:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z0, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMULPS Z9, Z1, Z10
-	VMOVUPS Z10, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS (DX), Z22
+	VMULPS Z21, Z22, Z23
+	VMOVUPS Z23, (DI)
 	VMOVUPS 64(SI), Z0
-	VMOVUPS 64(DX), Z1
-	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z0, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMULPS Z9, Z1, Z10
-	VMOVUPS Z10, 64(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS 64(DX), Z22
+	VMULPS Z21, Z22, Z23
+	VMOVUPS Z23, 64(DI)
 	VMOVUPS 128(SI), Z0
-	VMOVUPS 128(DX), Z1
-	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z0, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMULPS Z9, Z1, Z10
-	VMOVUPS Z10, 128(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS 128(DX), Z22
+	VMULPS Z21, Z22, Z23
+	VMOVUPS Z23, 128(DI)
 	VMOVUPS 192(SI), Z0
-	VMOVUPS 192(DX), Z1
-	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z0, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMULPS Z9, Z1, Z10
-	VMOVUPS Z10, 192(DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS 192(DX), Z22
+	VMULPS Z21, Z22, Z23
+	VMOVUPS Z23, 192(DI)
 	JMP  next4
 general1:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMULPS.BCST c_log2e<>(SB), Z0, Z2
-	VADDPS.BCST c_magic<>(SB), Z2, Z3
-	VSUBPS.BCST c_magic<>(SB), Z3, Z4
-	VMULPS.BCST c_ln2Hi<>(SB), Z4, Z5
-	VSUBPS Z5, Z0, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z7
-	VSUBPS Z7, Z6, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z10
-	VMULPS Z10, Z8, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z12
-	VMULPS Z12, Z8, Z13
-	VADDPS.BCST c_expQ1<>(SB), Z13, Z14
-	VMULPS Z14, Z8, Z15
-	VADDPS.BCST c_expQ0<>(SB), Z15, Z16
-	VMULPS Z16, Z8, Z17
-	VMULPS Z17, Z8, Z18
-	VADDPS Z18, Z8, Z19
-	VADDPS.BCST c_one<>(SB), Z19, Z20
-	VPSLLD $23, Z3, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z22, Z20, Z23
-	VPSUBD.BCST c_magic<>(SB), Z3, Z24
-	VPSRAD $1, Z24, Z25
-	VPSUBD Z25, Z24, Z26
-	VPADDD.BCST c_i127<>(SB), Z25, Z27
-	VPSLLD $23, Z27, Z28
-	VPADDD.BCST c_i127<>(SB), Z26, Z29
-	VPSLLD $23, Z29, Z30
-	VMULPS Z28, Z20, Z31
-	VMULPS Z30, Z31, Z2
+	VMULPS.BCST c_log2e<>(SB), Z0, Z1
+	VRNDSCALEPS $0, Z1, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z4
+	VSUBPS Z4, Z3, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z6
+	VADDPS.BCST c_expQ3<>(SB), Z6, Z7
+	VMULPS Z7, Z5, Z8
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z9
+	VMULPS Z9, Z5, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z10, Z11
+	VMULPS Z11, Z5, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z12, Z13
+	VMULPS Z13, Z5, Z14
+	VMULPS Z14, Z5, Z15
+	VADDPS Z15, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z2, Z17, Z18
 	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z0, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z2, K1, Z5
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K1, Z19
 	VCMPPS.BCST $0x11, c_expLo<>(SB), Z0, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z5, K2, Z4
+	VBLENDMPS.BCST c_zero<>(SB), Z19, K2, Z20
 	VCMPPS $0x03, Z0, Z0, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z4, K3, Z6
-	VPANDD.BCST c_absMask<>(SB), Z0, Z7
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K4
-	VBLENDMPS Z23, Z6, K4, Z9
-	VMULPS Z9, Z1, Z10
-	VMOVUPS Z10, (DI)
+	VBLENDMPS.BCST c_nan<>(SB), Z20, K3, Z21
+	VMOVUPS (DX), Z22
+	VMULPS Z21, Z22, Z23
+	VMOVUPS Z23, (DI)
 	JMP  next1
 
 // func vkSoftplusBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = g * Sigmoidf(x)
@@ -11550,30 +14899,117 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VPXORD.BCST c_signMask<>(SB), Z0, Z4
-	VPXORD.BCST c_signMask<>(SB), Z1, Z5
-	VPXORD.BCST c_signMask<>(SB), Z2, Z6
-	VPXORD.BCST c_signMask<>(SB), Z3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z4, Z8
-	VPANDD.BCST c_absMask<>(SB), Z5, Z9
-	VPANDD.BCST c_absMask<>(SB), Z6, Z10
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPXORD.BCST c_signMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPXORD.BCST c_signMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPXORD.BCST c_signMask<>(SB), Z6, Z7
+	VPANDD.BCST c_absMask<>(SB), Z1, Z8
+	VPANDD.BCST c_absMask<>(SB), Z3, Z9
+	VPANDD.BCST c_absMask<>(SB), Z5, Z10
 	VPANDD.BCST c_absMask<>(SB), Z7, Z11
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K1
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K6
+	KANDW K6, K5, K7
 	KORTESTW K7, K7
 	JCC general4
-	VMOVUPS (DX), Z12
-	VMOVUPS 64(DX), Z13
-	VMOVUPS 128(DX), Z14
-	VMOVUPS 192(DX), Z15
+	VMULPS.BCST c_log2e<>(SB), Z1, Z12
+	VMULPS.BCST c_log2e<>(SB), Z3, Z13
+	VMULPS.BCST c_log2e<>(SB), Z5, Z14
+	VMULPS.BCST c_log2e<>(SB), Z7, Z15
+	VRNDSCALEPS $0, Z12, Z16
+	VRNDSCALEPS $0, Z13, Z17
+	VRNDSCALEPS $0, Z14, Z18
+	VRNDSCALEPS $0, Z15, Z19
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z17, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z18, Z5
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z19, Z7
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z20
+	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
+	VSUBPS Z20, Z1, Z24
+	VSUBPS Z21, Z3, Z25
+	VSUBPS Z22, Z5, Z26
+	VSUBPS Z23, Z7, Z27
+	VMULPS.BCST c_expQ4<>(SB), Z24, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z25, Z29
+	VMULPS.BCST c_expQ4<>(SB), Z26, Z30
+	VMULPS.BCST c_expQ4<>(SB), Z27, Z31
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z8
+	VMULPS Z2, Z25, Z9
+	VMULPS Z4, Z26, Z10
+	VMULPS Z6, Z27, Z11
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z12
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z10, Z14
+	VADDPS.BCST c_expQ2<>(SB), Z11, Z15
+	VMULPS Z12, Z24, Z1
+	VMULPS Z13, Z25, Z20
+	VMULPS Z14, Z26, Z3
+	VMULPS Z15, Z27, Z21
+	VADDPS.BCST c_expQ1<>(SB), Z1, Z5
+	VADDPS.BCST c_expQ1<>(SB), Z20, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z3, Z7
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z23
+	VMULPS Z5, Z24, Z28
+	VMULPS Z22, Z25, Z29
+	VMULPS Z7, Z26, Z30
+	VMULPS Z23, Z27, Z31
+	VADDPS.BCST c_expQ0<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ0<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z8
+	VMULPS Z2, Z25, Z9
+	VMULPS Z4, Z26, Z10
+	VMULPS Z6, Z27, Z11
+	VMULPS Z8, Z24, Z12
+	VMULPS Z9, Z25, Z13
+	VMULPS Z10, Z26, Z14
+	VMULPS Z11, Z27, Z15
+	VADDPS Z12, Z24, Z1
+	VADDPS Z13, Z25, Z20
+	VADDPS Z14, Z26, Z3
+	VADDPS Z15, Z27, Z21
+	VADDPS.BCST c_one<>(SB), Z1, Z5
+	VADDPS.BCST c_one<>(SB), Z20, Z22
+	VADDPS.BCST c_one<>(SB), Z3, Z7
+	VADDPS.BCST c_one<>(SB), Z21, Z23
+	VSCALEFPS Z16, Z5, Z28
+	VSCALEFPS Z17, Z22, Z29
+	VSCALEFPS Z18, Z7, Z30
+	VSCALEFPS Z19, Z23, Z31
+	VADDPS.BCST c_one<>(SB), Z28, Z0
+	VADDPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_one<>(SB), Z30, Z4
+	VADDPS.BCST c_one<>(SB), Z31, Z6
+	VBROADCASTSS c_one<>(SB), Z8
+	VDIVPS Z0, Z8, Z9
+	VBROADCASTSS c_one<>(SB), Z10
+	VDIVPS Z2, Z10, Z11
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z4, Z24, Z12
+	VBROADCASTSS c_one<>(SB), Z25
+	VDIVPS Z6, Z25, Z13
+	VMOVUPS (DX), Z26
+	VMULPS Z9, Z26, Z14
+	VMOVUPS 64(DX), Z27
+	VMULPS Z11, Z27, Z15
+	VMOVUPS 128(DX), Z1
+	VMULPS Z12, Z1, Z20
+	VMOVUPS 192(DX), Z3
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -11582,114 +15018,11 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS.BCST c_log2e<>(SB), Z4, Z16
-	VMULPS.BCST c_log2e<>(SB), Z5, Z17
-	VMULPS.BCST c_log2e<>(SB), Z6, Z18
-	VMULPS.BCST c_log2e<>(SB), Z7, Z19
-	VADDPS.BCST c_magic<>(SB), Z16, Z20
-	VADDPS.BCST c_magic<>(SB), Z17, Z21
-	VADDPS.BCST c_magic<>(SB), Z18, Z22
-	VADDPS.BCST c_magic<>(SB), Z19, Z23
-	VSUBPS.BCST c_magic<>(SB), Z20, Z24
-	VSUBPS.BCST c_magic<>(SB), Z21, Z25
-	VSUBPS.BCST c_magic<>(SB), Z22, Z26
-	VSUBPS.BCST c_magic<>(SB), Z23, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z28
-	VMULPS.BCST c_ln2Hi<>(SB), Z25, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z26, Z30
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z31
-	VSUBPS Z28, Z4, Z0
-	VSUBPS Z29, Z5, Z1
-	VSUBPS Z30, Z6, Z2
-	VSUBPS Z31, Z7, Z3
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z9
-	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z10
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z11
-	VSUBPS Z8, Z0, Z16
-	VSUBPS Z9, Z1, Z17
-	VSUBPS Z10, Z2, Z18
-	VSUBPS Z11, Z3, Z19
-	VMULPS.BCST c_expQ4<>(SB), Z16, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z17, Z28
-	VMULPS.BCST c_expQ4<>(SB), Z18, Z5
-	VMULPS.BCST c_expQ4<>(SB), Z19, Z29
-	VADDPS.BCST c_expQ3<>(SB), Z4, Z6
-	VADDPS.BCST c_expQ3<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ3<>(SB), Z5, Z7
-	VADDPS.BCST c_expQ3<>(SB), Z29, Z31
-	VMULPS Z6, Z16, Z24
-	VMULPS Z30, Z17, Z25
-	VMULPS Z7, Z18, Z26
-	VMULPS Z31, Z19, Z27
-	VADDPS.BCST c_expQ2<>(SB), Z24, Z0
-	VADDPS.BCST c_expQ2<>(SB), Z25, Z8
-	VADDPS.BCST c_expQ2<>(SB), Z26, Z1
-	VADDPS.BCST c_expQ2<>(SB), Z27, Z9
-	VMULPS Z0, Z16, Z2
-	VMULPS Z8, Z17, Z10
-	VMULPS Z1, Z18, Z3
-	VMULPS Z9, Z19, Z11
-	VADDPS.BCST c_expQ1<>(SB), Z2, Z4
-	VADDPS.BCST c_expQ1<>(SB), Z10, Z28
-	VADDPS.BCST c_expQ1<>(SB), Z3, Z5
-	VADDPS.BCST c_expQ1<>(SB), Z11, Z29
-	VMULPS Z4, Z16, Z6
-	VMULPS Z28, Z17, Z30
-	VMULPS Z5, Z18, Z7
-	VMULPS Z29, Z19, Z31
-	VADDPS.BCST c_expQ0<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ0<>(SB), Z30, Z25
-	VADDPS.BCST c_expQ0<>(SB), Z7, Z26
-	VADDPS.BCST c_expQ0<>(SB), Z31, Z27
-	VMULPS Z24, Z16, Z0
-	VMULPS Z25, Z17, Z8
-	VMULPS Z26, Z18, Z1
-	VMULPS Z27, Z19, Z9
-	VMULPS Z0, Z16, Z2
-	VMULPS Z8, Z17, Z10
-	VMULPS Z1, Z18, Z3
-	VMULPS Z9, Z19, Z11
-	VADDPS Z2, Z16, Z4
-	VADDPS Z10, Z17, Z28
-	VADDPS Z3, Z18, Z5
-	VADDPS Z11, Z19, Z29
-	VADDPS.BCST c_one<>(SB), Z4, Z6
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VADDPS.BCST c_one<>(SB), Z5, Z7
-	VADDPS.BCST c_one<>(SB), Z29, Z31
-	VPSLLD $23, Z20, Z24
-	VPSLLD $23, Z21, Z25
-	VPSLLD $23, Z22, Z26
-	VPSLLD $23, Z23, Z27
-	VPADDD.BCST c_expBias<>(SB), Z24, Z0
-	VPADDD.BCST c_expBias<>(SB), Z25, Z8
-	VPADDD.BCST c_expBias<>(SB), Z26, Z1
-	VPADDD.BCST c_expBias<>(SB), Z27, Z9
-	VMULPS Z0, Z6, Z16
-	VMULPS Z8, Z30, Z2
-	VMULPS Z1, Z7, Z17
-	VMULPS Z9, Z31, Z10
-	VADDPS.BCST c_one<>(SB), Z16, Z18
-	VADDPS.BCST c_one<>(SB), Z2, Z3
-	VADDPS.BCST c_one<>(SB), Z17, Z19
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z18, Z4, Z28
-	VBROADCASTSS c_one<>(SB), Z5
-	VDIVPS Z3, Z5, Z29
-	VBROADCASTSS c_one<>(SB), Z20
-	VDIVPS Z19, Z20, Z21
-	VBROADCASTSS c_one<>(SB), Z22
-	VDIVPS Z11, Z22, Z23
-	VMULPS Z28, Z12, Z24
-	VMULPS Z29, Z13, Z25
-	VMULPS Z21, Z14, Z26
-	VMULPS Z23, Z15, Z27
-	VMOVUPS Z24, (DI)
-	VMOVUPS Z25, 64(DI)
-	VMOVUPS Z26, 128(DI)
-	VMOVUPS Z27, 192(DI)
+	VMULPS Z13, Z3, Z21
+	VMOVUPS Z14, (DI)
+	VMOVUPS Z15, 64(DI)
+	VMOVUPS Z20, 128(DI)
+	VMOVUPS Z21, 192(DI)
 next4:
 	ADDQ $256, DI
 	ADDQ $256, SI
@@ -11705,34 +15038,30 @@ loop1:
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z2, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMOVUPS (DX), Z3
-	VMULPS.BCST c_log2e<>(SB), Z1, Z4
-	VADDPS.BCST c_magic<>(SB), Z4, Z5
-	VSUBPS.BCST c_magic<>(SB), Z5, Z6
-	VMULPS.BCST c_ln2Hi<>(SB), Z6, Z7
-	VSUBPS Z7, Z1, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z9
-	VSUBPS Z9, Z8, Z10
-	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
-	VMULPS Z12, Z10, Z13
-	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
-	VMULPS Z14, Z10, Z15
-	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
-	VMULPS Z16, Z10, Z17
-	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
-	VMULPS Z18, Z10, Z19
-	VMULPS Z19, Z10, Z20
-	VADDPS Z20, Z10, Z21
-	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VPSLLD $23, Z5, Z23
-	VPADDD.BCST c_expBias<>(SB), Z23, Z24
-	VMULPS Z24, Z22, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VBROADCASTSS c_one<>(SB), Z27
-	VDIVPS Z26, Z27, Z28
-	VMULPS Z28, Z3, Z29
-	VMOVUPS Z29, (DI)
+	VMULPS.BCST c_log2e<>(SB), Z1, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z1, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z4, Z18, Z19
+	VADDPS.BCST c_one<>(SB), Z19, Z20
+	VBROADCASTSS c_one<>(SB), Z21
+	VDIVPS Z20, Z21, Z22
+	VMOVUPS (DX), Z23
+	VMULPS Z22, Z23, Z24
+	VMOVUPS Z24, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -11744,247 +15073,172 @@ done:
 	RET
 general4:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VMULPS Z13, Z1, Z14
-	VMOVUPS Z14, (DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS (DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, (DI)
 	VMOVUPS 64(SI), Z0
-	VMOVUPS 64(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VMULPS Z13, Z1, Z14
-	VMOVUPS Z14, 64(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 64(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, 64(DI)
 	VMOVUPS 128(SI), Z0
-	VMOVUPS 128(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VMULPS Z13, Z1, Z14
-	VMOVUPS Z14, 128(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 128(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, 128(DI)
 	VMOVUPS 192(SI), Z0
-	VMOVUPS 192(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VMULPS Z13, Z1, Z14
-	VMOVUPS Z14, 192(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 192(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, 192(DI)
 	JMP  next4
 general1:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VMULPS Z13, Z1, Z14
-	VMOVUPS Z14, (DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS (DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, (DI)
 	JMP  next1
 
 // func vkSigmoidBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = SigmoidBwdf(x, g)
@@ -11999,30 +15253,129 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VPXORD.BCST c_signMask<>(SB), Z0, Z4
-	VPXORD.BCST c_signMask<>(SB), Z1, Z5
-	VPXORD.BCST c_signMask<>(SB), Z2, Z6
-	VPXORD.BCST c_signMask<>(SB), Z3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z4, Z8
-	VPANDD.BCST c_absMask<>(SB), Z5, Z9
-	VPANDD.BCST c_absMask<>(SB), Z6, Z10
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPXORD.BCST c_signMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPXORD.BCST c_signMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPXORD.BCST c_signMask<>(SB), Z6, Z7
+	VPANDD.BCST c_absMask<>(SB), Z1, Z8
+	VPANDD.BCST c_absMask<>(SB), Z3, Z9
+	VPANDD.BCST c_absMask<>(SB), Z5, Z10
 	VPANDD.BCST c_absMask<>(SB), Z7, Z11
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K1
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K3
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z10, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K6
+	KANDW K6, K5, K7
 	KORTESTW K7, K7
 	JCC general4
-	VMOVUPS (DX), Z12
-	VMOVUPS 64(DX), Z13
-	VMOVUPS 128(DX), Z14
-	VMOVUPS 192(DX), Z15
+	VMULPS.BCST c_log2e<>(SB), Z1, Z12
+	VMULPS.BCST c_log2e<>(SB), Z3, Z13
+	VMULPS.BCST c_log2e<>(SB), Z5, Z14
+	VMULPS.BCST c_log2e<>(SB), Z7, Z15
+	VRNDSCALEPS $0, Z12, Z16
+	VRNDSCALEPS $0, Z13, Z17
+	VRNDSCALEPS $0, Z14, Z18
+	VRNDSCALEPS $0, Z15, Z19
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z1
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z17, Z3
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z18, Z5
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z19, Z7
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z20
+	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
+	VSUBPS Z20, Z1, Z24
+	VSUBPS Z21, Z3, Z25
+	VSUBPS Z22, Z5, Z26
+	VSUBPS Z23, Z7, Z27
+	VMULPS.BCST c_expQ4<>(SB), Z24, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z25, Z29
+	VMULPS.BCST c_expQ4<>(SB), Z26, Z30
+	VMULPS.BCST c_expQ4<>(SB), Z27, Z31
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z8
+	VMULPS Z2, Z25, Z9
+	VMULPS Z4, Z26, Z10
+	VMULPS Z6, Z27, Z11
+	VADDPS.BCST c_expQ2<>(SB), Z8, Z12
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z10, Z14
+	VADDPS.BCST c_expQ2<>(SB), Z11, Z15
+	VMULPS Z12, Z24, Z1
+	VMULPS Z13, Z25, Z20
+	VMULPS Z14, Z26, Z3
+	VMULPS Z15, Z27, Z21
+	VADDPS.BCST c_expQ1<>(SB), Z1, Z5
+	VADDPS.BCST c_expQ1<>(SB), Z20, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z3, Z7
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z23
+	VMULPS Z5, Z24, Z28
+	VMULPS Z22, Z25, Z29
+	VMULPS Z7, Z26, Z30
+	VMULPS Z23, Z27, Z31
+	VADDPS.BCST c_expQ0<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ0<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z8
+	VMULPS Z2, Z25, Z9
+	VMULPS Z4, Z26, Z10
+	VMULPS Z6, Z27, Z11
+	VMULPS Z8, Z24, Z12
+	VMULPS Z9, Z25, Z13
+	VMULPS Z10, Z26, Z14
+	VMULPS Z11, Z27, Z15
+	VADDPS Z12, Z24, Z1
+	VADDPS Z13, Z25, Z20
+	VADDPS Z14, Z26, Z3
+	VADDPS Z15, Z27, Z21
+	VADDPS.BCST c_one<>(SB), Z1, Z5
+	VADDPS.BCST c_one<>(SB), Z20, Z22
+	VADDPS.BCST c_one<>(SB), Z3, Z7
+	VADDPS.BCST c_one<>(SB), Z21, Z23
+	VSCALEFPS Z16, Z5, Z28
+	VSCALEFPS Z17, Z22, Z29
+	VSCALEFPS Z18, Z7, Z30
+	VSCALEFPS Z19, Z23, Z31
+	VADDPS.BCST c_one<>(SB), Z28, Z0
+	VADDPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_one<>(SB), Z30, Z4
+	VADDPS.BCST c_one<>(SB), Z31, Z6
+	VBROADCASTSS c_one<>(SB), Z8
+	VDIVPS Z0, Z8, Z9
+	VBROADCASTSS c_one<>(SB), Z10
+	VDIVPS Z2, Z10, Z11
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z4, Z24, Z12
+	VBROADCASTSS c_one<>(SB), Z25
+	VDIVPS Z6, Z25, Z13
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z9, Z26, Z14
+	VBROADCASTSS c_one<>(SB), Z27
+	VSUBPS Z11, Z27, Z15
+	VBROADCASTSS c_one<>(SB), Z1
+	VSUBPS Z12, Z1, Z20
+	VBROADCASTSS c_one<>(SB), Z3
+	VSUBPS Z13, Z3, Z21
+	VMULPS Z14, Z9, Z5
+	VMULPS Z15, Z11, Z16
+	VMULPS Z20, Z12, Z22
+	VMULPS Z21, Z13, Z17
+	VMOVUPS (DX), Z7
+	VMULPS Z5, Z7, Z18
+	VMOVUPS 64(DX), Z23
+	VMULPS Z16, Z23, Z19
+	VMOVUPS 128(DX), Z28
+	VMULPS Z22, Z28, Z29
+	VMOVUPS 192(DX), Z30
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -12031,126 +15384,11 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS.BCST c_log2e<>(SB), Z4, Z16
-	VMULPS.BCST c_log2e<>(SB), Z5, Z17
-	VMULPS.BCST c_log2e<>(SB), Z6, Z18
-	VMULPS.BCST c_log2e<>(SB), Z7, Z19
-	VADDPS.BCST c_magic<>(SB), Z16, Z20
-	VADDPS.BCST c_magic<>(SB), Z17, Z21
-	VADDPS.BCST c_magic<>(SB), Z18, Z22
-	VADDPS.BCST c_magic<>(SB), Z19, Z23
-	VSUBPS.BCST c_magic<>(SB), Z20, Z24
-	VSUBPS.BCST c_magic<>(SB), Z21, Z25
-	VSUBPS.BCST c_magic<>(SB), Z22, Z26
-	VSUBPS.BCST c_magic<>(SB), Z23, Z27
-	VMULPS.BCST c_ln2Hi<>(SB), Z24, Z28
-	VMULPS.BCST c_ln2Hi<>(SB), Z25, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z26, Z30
-	VMULPS.BCST c_ln2Hi<>(SB), Z27, Z31
-	VSUBPS Z28, Z4, Z0
-	VSUBPS Z29, Z5, Z1
-	VSUBPS Z30, Z6, Z2
-	VSUBPS Z31, Z7, Z3
-	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z9
-	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z10
-	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z11
-	VSUBPS Z8, Z0, Z16
-	VSUBPS Z9, Z1, Z17
-	VSUBPS Z10, Z2, Z18
-	VSUBPS Z11, Z3, Z19
-	VMULPS.BCST c_expQ4<>(SB), Z16, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z17, Z28
-	VMULPS.BCST c_expQ4<>(SB), Z18, Z5
-	VMULPS.BCST c_expQ4<>(SB), Z19, Z29
-	VADDPS.BCST c_expQ3<>(SB), Z4, Z6
-	VADDPS.BCST c_expQ3<>(SB), Z28, Z30
-	VADDPS.BCST c_expQ3<>(SB), Z5, Z7
-	VADDPS.BCST c_expQ3<>(SB), Z29, Z31
-	VMULPS Z6, Z16, Z24
-	VMULPS Z30, Z17, Z25
-	VMULPS Z7, Z18, Z26
-	VMULPS Z31, Z19, Z27
-	VADDPS.BCST c_expQ2<>(SB), Z24, Z0
-	VADDPS.BCST c_expQ2<>(SB), Z25, Z8
-	VADDPS.BCST c_expQ2<>(SB), Z26, Z1
-	VADDPS.BCST c_expQ2<>(SB), Z27, Z9
-	VMULPS Z0, Z16, Z2
-	VMULPS Z8, Z17, Z10
-	VMULPS Z1, Z18, Z3
-	VMULPS Z9, Z19, Z11
-	VADDPS.BCST c_expQ1<>(SB), Z2, Z4
-	VADDPS.BCST c_expQ1<>(SB), Z10, Z28
-	VADDPS.BCST c_expQ1<>(SB), Z3, Z5
-	VADDPS.BCST c_expQ1<>(SB), Z11, Z29
-	VMULPS Z4, Z16, Z6
-	VMULPS Z28, Z17, Z30
-	VMULPS Z5, Z18, Z7
-	VMULPS Z29, Z19, Z31
-	VADDPS.BCST c_expQ0<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ0<>(SB), Z30, Z25
-	VADDPS.BCST c_expQ0<>(SB), Z7, Z26
-	VADDPS.BCST c_expQ0<>(SB), Z31, Z27
-	VMULPS Z24, Z16, Z0
-	VMULPS Z25, Z17, Z8
-	VMULPS Z26, Z18, Z1
-	VMULPS Z27, Z19, Z9
-	VMULPS Z0, Z16, Z2
-	VMULPS Z8, Z17, Z10
-	VMULPS Z1, Z18, Z3
-	VMULPS Z9, Z19, Z11
-	VADDPS Z2, Z16, Z4
-	VADDPS Z10, Z17, Z28
-	VADDPS Z3, Z18, Z5
-	VADDPS Z11, Z19, Z29
-	VADDPS.BCST c_one<>(SB), Z4, Z6
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VADDPS.BCST c_one<>(SB), Z5, Z7
-	VADDPS.BCST c_one<>(SB), Z29, Z31
-	VPSLLD $23, Z20, Z24
-	VPSLLD $23, Z21, Z25
-	VPSLLD $23, Z22, Z26
-	VPSLLD $23, Z23, Z27
-	VPADDD.BCST c_expBias<>(SB), Z24, Z0
-	VPADDD.BCST c_expBias<>(SB), Z25, Z8
-	VPADDD.BCST c_expBias<>(SB), Z26, Z1
-	VPADDD.BCST c_expBias<>(SB), Z27, Z9
-	VMULPS Z0, Z6, Z16
-	VMULPS Z8, Z30, Z2
-	VMULPS Z1, Z7, Z17
-	VMULPS Z9, Z31, Z10
-	VADDPS.BCST c_one<>(SB), Z16, Z18
-	VADDPS.BCST c_one<>(SB), Z2, Z3
-	VADDPS.BCST c_one<>(SB), Z17, Z19
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z18, Z4, Z28
-	VBROADCASTSS c_one<>(SB), Z5
-	VDIVPS Z3, Z5, Z29
-	VBROADCASTSS c_one<>(SB), Z20
-	VDIVPS Z19, Z20, Z21
-	VBROADCASTSS c_one<>(SB), Z22
-	VDIVPS Z11, Z22, Z23
-	VBROADCASTSS c_one<>(SB), Z24
-	VSUBPS Z28, Z24, Z25
-	VBROADCASTSS c_one<>(SB), Z26
-	VSUBPS Z29, Z26, Z27
-	VBROADCASTSS c_one<>(SB), Z6
-	VSUBPS Z21, Z6, Z0
-	VBROADCASTSS c_one<>(SB), Z30
-	VSUBPS Z23, Z30, Z8
-	VMULPS Z25, Z28, Z7
-	VMULPS Z27, Z29, Z1
-	VMULPS Z0, Z21, Z31
-	VMULPS Z8, Z23, Z9
-	VMULPS Z7, Z12, Z16
-	VMULPS Z1, Z13, Z2
-	VMULPS Z31, Z14, Z17
-	VMULPS Z9, Z15, Z10
-	VMOVUPS Z16, (DI)
-	VMOVUPS Z2, 64(DI)
-	VMOVUPS Z17, 128(DI)
-	VMOVUPS Z10, 192(DI)
+	VMULPS Z17, Z30, Z31
+	VMOVUPS Z18, (DI)
+	VMOVUPS Z19, 64(DI)
+	VMOVUPS Z29, 128(DI)
+	VMOVUPS Z31, 192(DI)
 next4:
 	ADDQ $256, DI
 	ADDQ $256, SI
@@ -12166,37 +15404,33 @@ loop1:
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z2, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMOVUPS (DX), Z3
-	VMULPS.BCST c_log2e<>(SB), Z1, Z4
-	VADDPS.BCST c_magic<>(SB), Z4, Z5
-	VSUBPS.BCST c_magic<>(SB), Z5, Z6
-	VMULPS.BCST c_ln2Hi<>(SB), Z6, Z7
-	VSUBPS Z7, Z1, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z9
-	VSUBPS Z9, Z8, Z10
-	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
-	VMULPS Z12, Z10, Z13
-	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
-	VMULPS Z14, Z10, Z15
-	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
-	VMULPS Z16, Z10, Z17
-	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
-	VMULPS Z18, Z10, Z19
-	VMULPS Z19, Z10, Z20
-	VADDPS Z20, Z10, Z21
-	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VPSLLD $23, Z5, Z23
-	VPADDD.BCST c_expBias<>(SB), Z23, Z24
+	VMULPS.BCST c_log2e<>(SB), Z1, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z1, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z4, Z18, Z19
+	VADDPS.BCST c_one<>(SB), Z19, Z20
+	VBROADCASTSS c_one<>(SB), Z21
+	VDIVPS Z20, Z21, Z22
+	VBROADCASTSS c_one<>(SB), Z23
+	VSUBPS Z22, Z23, Z24
 	VMULPS Z24, Z22, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VBROADCASTSS c_one<>(SB), Z27
-	VDIVPS Z26, Z27, Z28
-	VBROADCASTSS c_one<>(SB), Z29
-	VSUBPS Z28, Z29, Z30
-	VMULPS Z30, Z28, Z31
-	VMULPS Z31, Z3, Z0
-	VMOVUPS Z0, (DI)
+	VMOVUPS (DX), Z26
+	VMULPS Z25, Z26, Z27
+	VMOVUPS Z27, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -12208,262 +15442,187 @@ done:
 	RET
 general4:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VMULPS Z16, Z1, Z17
-	VMOVUPS Z17, (DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z25, Z26, Z27
+	VMULPS Z27, Z25, Z28
+	VMOVUPS (DX), Z29
+	VMULPS Z28, Z29, Z30
+	VMOVUPS Z30, (DI)
 	VMOVUPS 64(SI), Z0
-	VMOVUPS 64(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VMULPS Z16, Z1, Z17
-	VMOVUPS Z17, 64(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z25, Z26, Z27
+	VMULPS Z27, Z25, Z28
+	VMOVUPS 64(DX), Z29
+	VMULPS Z28, Z29, Z30
+	VMOVUPS Z30, 64(DI)
 	VMOVUPS 128(SI), Z0
-	VMOVUPS 128(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VMULPS Z16, Z1, Z17
-	VMOVUPS Z17, 128(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z25, Z26, Z27
+	VMULPS Z27, Z25, Z28
+	VMOVUPS 128(DX), Z29
+	VMULPS Z28, Z29, Z30
+	VMOVUPS Z30, 128(DI)
 	VMOVUPS 192(SI), Z0
-	VMOVUPS 192(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VMULPS Z16, Z1, Z17
-	VMOVUPS Z17, 192(DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z25, Z26, Z27
+	VMULPS Z27, Z25, Z28
+	VMOVUPS 192(DX), Z29
+	VMULPS Z28, Z29, Z30
+	VMOVUPS Z30, 192(DI)
 	JMP  next4
 general1:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z31
-	VMULPS Z29, Z21, Z0
-	VMULPS Z31, Z0, Z3
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z3, K1, Z6
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z6, K2, Z5
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z5, K3, Z7
-	VPANDD.BCST c_absMask<>(SB), Z2, Z8
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z8, K4
-	VBLENDMPS Z24, Z7, K4, Z10
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z12
-	VDIVPS Z11, Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z13, Z14, Z15
-	VMULPS Z15, Z13, Z16
-	VMULPS Z16, Z1, Z17
-	VMOVUPS Z17, (DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VBROADCASTSS c_one<>(SB), Z26
+	VSUBPS Z25, Z26, Z27
+	VMULPS Z27, Z25, Z28
+	VMOVUPS (DX), Z29
+	VMULPS Z28, Z29, Z30
+	VMOVUPS Z30, (DI)
 	JMP  next1
 
 // func vkTanhBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = TanhBwdf(x, g)
@@ -12478,138 +15637,125 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z4, K1
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z5, K2
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z6, K3
-	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z7, K4
-	KANDW K2, K1, K5
-	KANDW K3, K5, K6
-	KANDW K4, K6, K7
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z7, K6
+	KANDW K6, K5, K7
 	KORTESTW K7, K7
 	JCC general4
-	VADDPS Z4, Z4, Z8
-	VADDPS Z5, Z5, Z9
-	VADDPS Z6, Z6, Z10
+	VADDPS Z1, Z1, Z8
+	VADDPS Z3, Z3, Z9
+	VADDPS Z5, Z5, Z10
 	VADDPS Z7, Z7, Z11
 	VMULPS.BCST c_log2e<>(SB), Z8, Z12
 	VMULPS.BCST c_log2e<>(SB), Z9, Z13
 	VMULPS.BCST c_log2e<>(SB), Z10, Z14
 	VMULPS.BCST c_log2e<>(SB), Z11, Z15
-	VADDPS.BCST c_magic<>(SB), Z12, Z16
-	VADDPS.BCST c_magic<>(SB), Z13, Z17
-	VADDPS.BCST c_magic<>(SB), Z14, Z18
-	VADDPS.BCST c_magic<>(SB), Z15, Z19
-	VSUBPS.BCST c_magic<>(SB), Z16, Z20
-	VSUBPS.BCST c_magic<>(SB), Z17, Z21
-	VSUBPS.BCST c_magic<>(SB), Z18, Z22
-	VSUBPS.BCST c_magic<>(SB), Z19, Z23
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z24
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z25
-	VMULPS.BCST c_ln2Hi<>(SB), Z22, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z23, Z27
-	VSUBPS Z24, Z8, Z28
-	VSUBPS Z25, Z9, Z29
-	VSUBPS Z26, Z10, Z30
-	VSUBPS Z27, Z11, Z31
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z4
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z5
-	VMULPS.BCST c_ln2Lo<>(SB), Z22, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z23, Z7
-	VSUBPS Z4, Z28, Z12
-	VSUBPS Z5, Z29, Z13
-	VSUBPS Z6, Z30, Z14
-	VSUBPS Z7, Z31, Z15
-	VMULPS.BCST c_expQ4<>(SB), Z12, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z13, Z24
-	VMULPS.BCST c_expQ4<>(SB), Z14, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z15, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z8, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z24, Z26
-	VADDPS.BCST c_expQ3<>(SB), Z9, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z27
-	VMULPS Z10, Z12, Z20
-	VMULPS Z26, Z13, Z21
-	VMULPS Z11, Z14, Z22
-	VMULPS Z27, Z15, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z20, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z21, Z4
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z29
-	VADDPS.BCST c_expQ2<>(SB), Z23, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z8
-	VADDPS.BCST c_expQ1<>(SB), Z6, Z24
-	VADDPS.BCST c_expQ1<>(SB), Z31, Z9
-	VADDPS.BCST c_expQ1<>(SB), Z7, Z25
-	VMULPS Z8, Z12, Z10
-	VMULPS Z24, Z13, Z26
-	VMULPS Z9, Z14, Z11
-	VMULPS Z25, Z15, Z27
-	VADDPS.BCST c_expQ0<>(SB), Z10, Z20
-	VADDPS.BCST c_expQ0<>(SB), Z26, Z21
-	VADDPS.BCST c_expQ0<>(SB), Z11, Z22
-	VADDPS.BCST c_expQ0<>(SB), Z27, Z23
-	VMULPS Z20, Z12, Z28
-	VMULPS Z21, Z13, Z4
-	VMULPS Z22, Z14, Z29
-	VMULPS Z23, Z15, Z5
-	VMULPS Z28, Z12, Z30
-	VMULPS Z4, Z13, Z6
-	VMULPS Z29, Z14, Z31
-	VMULPS Z5, Z15, Z7
-	VADDPS Z30, Z12, Z8
-	VADDPS Z6, Z13, Z24
-	VADDPS Z31, Z14, Z9
-	VADDPS Z7, Z15, Z25
-	VPSLLD $23, Z16, Z10
-	VPSLLD $23, Z17, Z26
-	VPSLLD $23, Z18, Z11
-	VPSLLD $23, Z19, Z27
-	VPADDD.BCST c_expBias<>(SB), Z10, Z20
-	VPADDD.BCST c_expBias<>(SB), Z26, Z21
-	VPADDD.BCST c_expBias<>(SB), Z11, Z22
-	VPADDD.BCST c_expBias<>(SB), Z27, Z23
-	VMULPS Z8, Z20, Z28
-	VMULPS Z24, Z21, Z4
-	VMULPS Z9, Z22, Z29
-	VMULPS Z25, Z23, Z5
-	VSUBPS.BCST c_one<>(SB), Z20, Z12
-	VSUBPS.BCST c_one<>(SB), Z21, Z30
-	VSUBPS.BCST c_one<>(SB), Z22, Z13
-	VSUBPS.BCST c_one<>(SB), Z23, Z6
-	VADDPS Z12, Z28, Z14
-	VADDPS Z30, Z4, Z31
-	VADDPS Z13, Z29, Z15
-	VADDPS Z6, Z5, Z7
-	VADDPS.BCST c_two<>(SB), Z14, Z16
-	VADDPS.BCST c_two<>(SB), Z31, Z17
-	VADDPS.BCST c_two<>(SB), Z15, Z18
-	VADDPS.BCST c_two<>(SB), Z7, Z19
-	VDIVPS Z16, Z14, Z10
-	VDIVPS Z17, Z31, Z26
-	VDIVPS Z18, Z15, Z11
-	VDIVPS Z19, Z7, Z27
-	VPANDD.BCST c_signMask<>(SB), Z0, Z8
-	VPANDD.BCST c_signMask<>(SB), Z1, Z24
-	VPANDD.BCST c_signMask<>(SB), Z2, Z9
-	VPANDD.BCST c_signMask<>(SB), Z3, Z25
-	VPORD Z8, Z10, Z20
-	VPORD Z24, Z26, Z21
-	VPORD Z9, Z11, Z22
-	VPORD Z25, Z27, Z23
-	VMOVUPS (DX), Z28
-	VMOVUPS 64(DX), Z12
-	VMOVUPS 128(DX), Z4
-	VMOVUPS 192(DX), Z30
+	VRNDSCALEPS $0, Z12, Z16
+	VRNDSCALEPS $0, Z13, Z17
+	VRNDSCALEPS $0, Z14, Z18
+	VRNDSCALEPS $0, Z15, Z19
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z8
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z17, Z9
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z18, Z10
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z19, Z11
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z20
+	VMULPS.BCST c_ln2Lo<>(SB), Z17, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z22
+	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
+	VSUBPS Z20, Z8, Z24
+	VSUBPS Z21, Z9, Z25
+	VSUBPS Z22, Z10, Z26
+	VSUBPS Z23, Z11, Z27
+	VMULPS.BCST c_expQ4<>(SB), Z24, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z25, Z29
+	VMULPS.BCST c_expQ4<>(SB), Z26, Z30
+	VMULPS.BCST c_expQ4<>(SB), Z27, Z31
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ3<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ3<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z1
+	VMULPS Z2, Z25, Z3
+	VMULPS Z4, Z26, Z5
+	VMULPS Z6, Z27, Z7
+	VADDPS.BCST c_expQ2<>(SB), Z1, Z12
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z13
+	VADDPS.BCST c_expQ2<>(SB), Z5, Z14
+	VADDPS.BCST c_expQ2<>(SB), Z7, Z15
+	VMULPS Z12, Z24, Z8
+	VMULPS Z13, Z25, Z20
+	VMULPS Z14, Z26, Z9
+	VMULPS Z15, Z27, Z21
+	VADDPS.BCST c_expQ1<>(SB), Z8, Z10
+	VADDPS.BCST c_expQ1<>(SB), Z20, Z22
+	VADDPS.BCST c_expQ1<>(SB), Z9, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z23
+	VMULPS Z10, Z24, Z28
+	VMULPS Z22, Z25, Z29
+	VMULPS Z11, Z26, Z30
+	VMULPS Z23, Z27, Z31
+	VADDPS.BCST c_expQ0<>(SB), Z28, Z0
+	VADDPS.BCST c_expQ0<>(SB), Z29, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z30, Z4
+	VADDPS.BCST c_expQ0<>(SB), Z31, Z6
+	VMULPS Z0, Z24, Z1
+	VMULPS Z2, Z25, Z3
+	VMULPS Z4, Z26, Z5
+	VMULPS Z6, Z27, Z7
+	VMULPS Z1, Z24, Z12
+	VMULPS Z3, Z25, Z13
+	VMULPS Z5, Z26, Z14
+	VMULPS Z7, Z27, Z15
+	VADDPS Z12, Z24, Z8
+	VADDPS Z13, Z25, Z20
+	VADDPS Z14, Z26, Z9
+	VADDPS Z15, Z27, Z21
+	VBROADCASTSS c_one<>(SB), Z10
+	VSCALEFPS Z16, Z10, Z22
+	VBROADCASTSS c_one<>(SB), Z11
+	VSCALEFPS Z17, Z11, Z23
+	VBROADCASTSS c_one<>(SB), Z28
+	VSCALEFPS Z18, Z28, Z29
+	VBROADCASTSS c_one<>(SB), Z30
+	VSCALEFPS Z19, Z30, Z31
+	VSUBPS.BCST c_one<>(SB), Z22, Z0
+	VSUBPS.BCST c_one<>(SB), Z23, Z2
+	VSUBPS.BCST c_one<>(SB), Z29, Z4
+	VSUBPS.BCST c_one<>(SB), Z31, Z6
+	VSCALEFPS Z16, Z8, Z1
+	VSCALEFPS Z17, Z20, Z3
+	VSCALEFPS Z18, Z9, Z5
+	VSCALEFPS Z19, Z21, Z7
+	VADDPS Z0, Z1, Z24
+	VADDPS Z2, Z3, Z12
+	VADDPS Z4, Z5, Z25
+	VADDPS Z6, Z7, Z13
+	VADDPS.BCST c_two<>(SB), Z24, Z26
+	VADDPS.BCST c_two<>(SB), Z12, Z14
+	VADDPS.BCST c_two<>(SB), Z25, Z27
+	VADDPS.BCST c_two<>(SB), Z13, Z15
+	VDIVPS Z26, Z24, Z10
+	VDIVPS Z14, Z12, Z11
+	VDIVPS Z27, Z25, Z28
+	VDIVPS Z15, Z13, Z30
+	VMOVUPS (SI), Z22
+	VPANDD.BCST c_signMask<>(SB), Z22, Z23
+	VMOVUPS 64(SI), Z29
+	VPANDD.BCST c_signMask<>(SB), Z29, Z31
+	VMOVUPS 128(SI), Z8
+	VPANDD.BCST c_signMask<>(SB), Z8, Z16
+	VMOVUPS 192(SI), Z20
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -12618,26 +15764,35 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS Z20, Z20, Z29
-	VMULPS Z21, Z21, Z13
-	VMULPS Z22, Z22, Z5
-	VMULPS Z23, Z23, Z6
-	VBROADCASTSS c_one<>(SB), Z14
-	VSUBPS Z29, Z14, Z16
-	VBROADCASTSS c_one<>(SB), Z31
-	VSUBPS Z13, Z31, Z17
-	VBROADCASTSS c_one<>(SB), Z15
-	VSUBPS Z5, Z15, Z18
+	VPANDD.BCST c_signMask<>(SB), Z20, Z17
+	VPORD Z23, Z10, Z9
+	VPORD Z31, Z11, Z18
+	VPORD Z16, Z28, Z21
+	VPORD Z17, Z30, Z19
+	VMULPS Z9, Z9, Z1
+	VMULPS Z18, Z18, Z0
+	VMULPS Z21, Z21, Z3
+	VMULPS Z19, Z19, Z2
+	VBROADCASTSS c_one<>(SB), Z5
+	VSUBPS Z1, Z5, Z4
 	VBROADCASTSS c_one<>(SB), Z7
-	VSUBPS Z6, Z7, Z19
-	VMULPS Z16, Z28, Z0
-	VMULPS Z17, Z12, Z1
-	VMULPS Z18, Z4, Z2
-	VMULPS Z19, Z30, Z3
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
+	VSUBPS Z0, Z7, Z6
+	VBROADCASTSS c_one<>(SB), Z24
+	VSUBPS Z3, Z24, Z26
+	VBROADCASTSS c_one<>(SB), Z12
+	VSUBPS Z2, Z12, Z14
+	VMOVUPS (DX), Z25
+	VMULPS Z4, Z25, Z27
+	VMOVUPS 64(DX), Z13
+	VMULPS Z6, Z13, Z15
+	VMOVUPS 128(DX), Z22
+	VMULPS Z26, Z22, Z29
+	VMOVUPS 192(DX), Z8
+	VMULPS Z14, Z8, Z20
+	VMOVUPS Z27, (DI)
+	VMOVUPS Z15, 64(DI)
+	VMOVUPS Z29, 128(DI)
+	VMOVUPS Z20, 192(DI)
 next4:
 	ADDQ $256, DI
 	ADDQ $256, SI
@@ -12654,38 +15809,37 @@ loop1:
 	JCC general1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
-	VPANDD.BCST c_signMask<>(SB), Z0, Z28
-	VPORD Z28, Z27, Z29
-	VMOVUPS (DX), Z30
-	VMULPS Z29, Z29, Z31
-	VBROADCASTSS c_one<>(SB), Z1
-	VSUBPS Z31, Z1, Z3
-	VMULPS Z3, Z30, Z2
-	VMOVUPS Z2, (DI)
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
+	VMOVUPS (SI), Z25
+	VPANDD.BCST c_signMask<>(SB), Z25, Z26
+	VPORD Z26, Z24, Z27
+	VMULPS Z27, Z27, Z28
+	VBROADCASTSS c_one<>(SB), Z29
+	VSUBPS Z28, Z29, Z30
+	VMOVUPS (DX), Z31
+	VMULPS Z30, Z31, Z0
+	VMOVUPS Z0, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -12700,213 +15854,203 @@ general4:
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMULPS Z29, Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z30, Z31, Z3
 	VMOVUPS (DX), Z2
-	VMULPS Z3, Z3, Z6
-	VBROADCASTSS c_one<>(SB), Z5
-	VSUBPS Z6, Z5, Z7
-	VMULPS Z7, Z2, Z8
-	VMOVUPS Z8, (DI)
+	VMULPS Z3, Z2, Z5
+	VMOVUPS Z5, (DI)
 	VMOVUPS 64(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMULPS Z29, Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z30, Z31, Z3
 	VMOVUPS 64(DX), Z2
-	VMULPS Z3, Z3, Z6
-	VBROADCASTSS c_one<>(SB), Z5
-	VSUBPS Z6, Z5, Z7
-	VMULPS Z7, Z2, Z8
-	VMOVUPS Z8, 64(DI)
+	VMULPS Z3, Z2, Z5
+	VMOVUPS Z5, 64(DI)
 	VMOVUPS 128(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMULPS Z29, Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z30, Z31, Z3
 	VMOVUPS 128(DX), Z2
-	VMULPS Z3, Z3, Z6
-	VBROADCASTSS c_one<>(SB), Z5
-	VSUBPS Z6, Z5, Z7
-	VMULPS Z7, Z2, Z8
-	VMOVUPS Z8, 128(DI)
+	VMULPS Z3, Z2, Z5
+	VMOVUPS Z5, 128(DI)
 	VMOVUPS 192(SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMULPS Z29, Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z30, Z31, Z3
 	VMOVUPS 192(DX), Z2
-	VMULPS Z3, Z3, Z6
-	VBROADCASTSS c_one<>(SB), Z5
-	VSUBPS Z6, Z5, Z7
-	VMULPS Z7, Z2, Z8
-	VMOVUPS Z8, 192(DI)
+	VMULPS Z3, Z2, Z5
+	VMOVUPS Z5, 192(DI)
 	JMP  next4
 general1:
 	VMOVUPS (SI), Z0
 	VPANDD.BCST c_absMask<>(SB), Z0, Z1
 	VADDPS Z1, Z1, Z2
 	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
-	VPSLLD $23, Z4, Z21
-	VPADDD.BCST c_expBias<>(SB), Z21, Z22
-	VMULPS Z20, Z22, Z23
-	VSUBPS.BCST c_one<>(SB), Z22, Z24
-	VADDPS Z24, Z23, Z25
-	VADDPS.BCST c_two<>(SB), Z25, Z26
-	VDIVPS Z26, Z25, Z27
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VSCALEFPS Z4, Z18, Z19
+	VSUBPS.BCST c_one<>(SB), Z19, Z20
+	VSCALEFPS Z4, Z17, Z21
+	VADDPS Z20, Z21, Z22
+	VADDPS.BCST c_two<>(SB), Z22, Z23
+	VDIVPS Z23, Z22, Z24
 	VCMPPS.BCST $0x11, c_tanhHi<>(SB), Z1, K1
-	VBROADCASTSS c_one<>(SB), Z28
-	VBLENDMPS Z27, Z28, K1, Z29
+	VBROADCASTSS c_one<>(SB), Z25
+	VBLENDMPS Z24, Z25, K1, Z26
 	VCMPPS $0x03, Z1, Z1, K2
-	VBLENDMPS.BCST c_nan<>(SB), Z29, K2, Z30
-	VPANDD.BCST c_signMask<>(SB), Z0, Z31
-	VPORD Z31, Z30, Z3
+	VBLENDMPS.BCST c_nan<>(SB), Z26, K2, Z27
+	VPANDD.BCST c_signMask<>(SB), Z0, Z28
+	VPORD Z28, Z27, Z29
+	VMULPS Z29, Z29, Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VSUBPS Z30, Z31, Z3
 	VMOVUPS (DX), Z2
-	VMULPS Z3, Z3, Z6
-	VBROADCASTSS c_one<>(SB), Z5
-	VSUBPS Z6, Z5, Z7
-	VMULPS Z7, Z2, Z8
-	VMOVUPS Z8, (DI)
+	VMULPS Z3, Z2, Z5
+	VMOVUPS Z5, (DI)
 	JMP  next1
 
 // func vkSafeLogBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
-TEXT ·vkSafeLogBwdAVX512(SB), NOSPLIT, $0-56
+TEXT ·vkSafeLogBwdAVX512(SB), $768-56
 	MOVQ n+0(FP), CX
 	MOVQ o0+8(FP), DI
 	MOVQ i0+24(FP), SI
@@ -12914,322 +16058,544 @@ TEXT ·vkSafeLogBwdAVX512(SB), NOSPLIT, $0-56
 	VBROADCASTSS s0+48(FP), Z31
 	SHRQ $4, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop6:
+	CMPQ CX, $6
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VPANDD.BCST c_absMask<>(SB), Z0, Z3
-	VPANDD.BCST c_absMask<>(SB), Z1, Z4
-	VPANDD.BCST c_absMask<>(SB), Z2, Z5
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z3, K1
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z4, K2
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K3
-	KANDW K2, K1, K4
-	KANDW K3, K4, K5
-	KORTESTW K5, K5
-	JCC general3
-	VMOVUPS (DX), Z6
-	VMOVUPS 64(DX), Z7
-	VMOVUPS 128(DX), Z8
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPANDD.BCST c_absMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPANDD.BCST c_absMask<>(SB), Z10, Z11
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z3, K2
+	KANDW K2, K1, K3
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z5, K4
+	KANDW K4, K3, K5
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z7, K6
+	KANDW K6, K5, K7
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z9, K1
+	KANDW K1, K7, K2
+	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K3
+	KANDW K3, K2, K4
+	KORTESTW K4, K4
+	JCC general6
+	VPXORD.BCST c_signMask<>(SB), Z0, Z12
+	VPXORD.BCST c_signMask<>(SB), Z2, Z13
+	VPXORD.BCST c_signMask<>(SB), Z4, Z14
+	VPXORD.BCST c_signMask<>(SB), Z6, Z15
+	VPXORD.BCST c_signMask<>(SB), Z8, Z16
+	VPXORD.BCST c_signMask<>(SB), Z10, Z17
+	VMULPS.BCST c_log2e<>(SB), Z12, Z18
+	VMULPS.BCST c_log2e<>(SB), Z13, Z19
+	VMULPS.BCST c_log2e<>(SB), Z14, Z20
+	VMULPS.BCST c_log2e<>(SB), Z15, Z21
+	VMULPS.BCST c_log2e<>(SB), Z16, Z22
+	VMULPS.BCST c_log2e<>(SB), Z17, Z23
+	VRNDSCALEPS $0, Z18, Z24
+	VRNDSCALEPS $0, Z19, Z25
+	VRNDSCALEPS $0, Z20, Z26
+	VRNDSCALEPS $0, Z21, Z27
+	VRNDSCALEPS $0, Z22, Z28
+	VRNDSCALEPS $0, Z23, Z29
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z24, Z12
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z25, Z13
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z26, Z14
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z15
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z28, Z16
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z29, Z17
+	VMULPS.BCST c_ln2Lo<>(SB), Z24, Z30
+	VMULPS.BCST c_ln2Lo<>(SB), Z25, Z1
+	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z3
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z5
+	VMULPS.BCST c_ln2Lo<>(SB), Z28, Z7
+	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z9
+	VSUBPS Z30, Z12, Z11
+	VSUBPS Z1, Z13, Z0
+	VSUBPS Z3, Z14, Z2
+	VSUBPS Z5, Z15, Z4
+	VSUBPS Z7, Z16, Z6
+	VSUBPS Z9, Z17, Z8
+	VMULPS.BCST c_expQ4<>(SB), Z11, Z10
+	VMULPS.BCST c_expQ4<>(SB), Z0, Z18
+	VMULPS.BCST c_expQ4<>(SB), Z2, Z19
+	VMULPS.BCST c_expQ4<>(SB), Z4, Z20
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z21
+	VMULPS.BCST c_expQ4<>(SB), Z8, Z22
+	VADDPS.BCST c_expQ3<>(SB), Z10, Z23
+	VADDPS.BCST c_expQ3<>(SB), Z18, Z12
+	VADDPS.BCST c_expQ3<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ3<>(SB), Z20, Z13
+	VADDPS.BCST c_expQ3<>(SB), Z21, Z1
+	VADDPS.BCST c_expQ3<>(SB), Z22, Z14
+	VMULPS Z23, Z11, Z3
+	VMULPS Z12, Z0, Z15
+	VMULPS Z30, Z2, Z5
+	VMULPS Z13, Z4, Z16
+	VMULPS Z1, Z6, Z7
+	VMULPS Z14, Z8, Z17
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z15, Z10
+	VADDPS.BCST c_expQ2<>(SB), Z5, Z18
+	VADDPS.BCST c_expQ2<>(SB), Z16, Z19
+	VADDPS.BCST c_expQ2<>(SB), Z7, Z20
+	VADDPS.BCST c_expQ2<>(SB), Z17, Z21
+	VMULPS Z9, Z11, Z22
+	VMULPS Z10, Z0, Z23
+	VMULPS Z18, Z2, Z12
+	VMULPS Z19, Z4, Z30
+	VMULPS Z20, Z6, Z13
+	VMULPS Z21, Z8, Z1
+	VADDPS.BCST c_expQ1<>(SB), Z22, Z14
+	VADDPS.BCST c_expQ1<>(SB), Z23, Z3
+	VADDPS.BCST c_expQ1<>(SB), Z12, Z15
+	VADDPS.BCST c_expQ1<>(SB), Z30, Z5
+	VADDPS.BCST c_expQ1<>(SB), Z13, Z16
+	VADDPS.BCST c_expQ1<>(SB), Z1, Z7
+	VMULPS Z14, Z11, Z17
+	VMULPS Z3, Z0, Z9
+	VMULPS Z15, Z2, Z10
+	VMULPS Z5, Z4, Z18
+	VMULPS Z16, Z6, Z19
+	VMULPS Z7, Z8, Z20
+	VADDPS.BCST c_expQ0<>(SB), Z17, Z21
+	VADDPS.BCST c_expQ0<>(SB), Z9, Z22
+	VADDPS.BCST c_expQ0<>(SB), Z10, Z23
+	VADDPS.BCST c_expQ0<>(SB), Z18, Z12
+	VADDPS.BCST c_expQ0<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ0<>(SB), Z20, Z13
+	VMULPS Z21, Z11, Z1
+	VMULPS Z22, Z0, Z14
+	VMULPS Z23, Z2, Z3
+	VMULPS Z12, Z4, Z15
+	VMULPS Z30, Z6, Z5
+	VMULPS Z13, Z8, Z16
+	VMULPS Z1, Z11, Z7
+	VMULPS Z14, Z0, Z17
+	VMULPS Z3, Z2, Z9
+	VMULPS Z15, Z4, Z10
+	VMULPS Z5, Z6, Z18
+	VMULPS Z16, Z8, Z19
+	VADDPS Z7, Z11, Z20
+	VADDPS Z17, Z0, Z21
+	VADDPS Z9, Z2, Z22
+	VADDPS Z10, Z4, Z23
+	VADDPS Z18, Z6, Z12
+	VADDPS Z19, Z8, Z30
+	VADDPS.BCST c_one<>(SB), Z20, Z13
+	VADDPS.BCST c_one<>(SB), Z21, Z1
+	VADDPS.BCST c_one<>(SB), Z22, Z14
+	VADDPS.BCST c_one<>(SB), Z23, Z3
+	VADDPS.BCST c_one<>(SB), Z12, Z15
+	VADDPS.BCST c_one<>(SB), Z30, Z5
+	VSCALEFPS Z24, Z13, Z16
+	VSCALEFPS Z25, Z1, Z11
+	VSCALEFPS Z26, Z14, Z7
+	VSCALEFPS Z27, Z3, Z0
+	VSCALEFPS Z28, Z15, Z17
+	VSCALEFPS Z29, Z5, Z2
+	VADDPS.BCST c_one<>(SB), Z16, Z9
+	VADDPS.BCST c_one<>(SB), Z11, Z4
+	VADDPS.BCST c_one<>(SB), Z7, Z10
+	VADDPS.BCST c_one<>(SB), Z0, Z6
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VADDPS.BCST c_one<>(SB), Z2, Z8
+	VBROADCASTSS c_one<>(SB), Z19
+	VDIVPS Z9, Z19, Z20
+	VBROADCASTSS c_one<>(SB), Z21
+	VDIVPS Z4, Z21, Z22
+	VBROADCASTSS c_one<>(SB), Z23
+	VDIVPS Z10, Z23, Z12
+	VBROADCASTSS c_one<>(SB), Z30
+	VDIVPS Z6, Z30, Z13
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z18, Z24, Z1
+	VBROADCASTSS c_one<>(SB), Z25
+	VDIVPS Z8, Z25, Z14
+	VMOVUPS (DX), Z26
+	VMULPS Z20, Z26, Z3
+	VMOVUPS 64(DX), Z27
+	VMULPS Z22, Z27, Z15
+	VMOVUPS 128(DX), Z28
+	VMULPS Z12, Z28, Z5
+	VMOVUPS 192(DX), Z29
+	VMULPS Z13, Z29, Z16
+	VMOVUPS 256(DX), Z11
+	VMULPS Z1, Z11, Z7
+	VMOVUPS 320(DX), Z0
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
-	VPXORD.BCST c_signMask<>(SB), Z0, Z9
-	VPXORD.BCST c_signMask<>(SB), Z1, Z10
-	VPXORD.BCST c_signMask<>(SB), Z2, Z11
-	VMULPS.BCST c_log2e<>(SB), Z9, Z12
-	VMULPS.BCST c_log2e<>(SB), Z10, Z13
-	VMULPS.BCST c_log2e<>(SB), Z11, Z14
-	VADDPS.BCST c_magic<>(SB), Z12, Z15
-	VADDPS.BCST c_magic<>(SB), Z13, Z16
-	VADDPS.BCST c_magic<>(SB), Z14, Z17
-	VSUBPS.BCST c_magic<>(SB), Z15, Z18
-	VSUBPS.BCST c_magic<>(SB), Z16, Z19
-	VSUBPS.BCST c_magic<>(SB), Z17, Z20
-	VMULPS.BCST c_ln2Hi<>(SB), Z18, Z21
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z22
-	VMULPS.BCST c_ln2Hi<>(SB), Z20, Z23
-	VSUBPS Z21, Z9, Z24
-	VSUBPS Z22, Z10, Z25
-	VSUBPS Z23, Z11, Z26
-	VMULPS.BCST c_ln2Lo<>(SB), Z18, Z27
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z28
-	VMULPS.BCST c_ln2Lo<>(SB), Z20, Z29
-	VSUBPS Z27, Z24, Z30
-	VSUBPS Z28, Z25, Z3
-	VSUBPS Z29, Z26, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z30, Z5
-	VMULPS.BCST c_expQ4<>(SB), Z3, Z12
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z13
-	VADDPS.BCST c_expQ3<>(SB), Z5, Z14
-	VADDPS.BCST c_expQ3<>(SB), Z12, Z9
-	VADDPS.BCST c_expQ3<>(SB), Z13, Z21
-	VMULPS Z14, Z30, Z10
-	VMULPS Z9, Z3, Z22
-	VMULPS Z21, Z4, Z11
-	VADDPS.BCST c_expQ2<>(SB), Z10, Z23
-	VADDPS.BCST c_expQ2<>(SB), Z22, Z18
-	VADDPS.BCST c_expQ2<>(SB), Z11, Z19
-	VMULPS Z23, Z30, Z20
-	VMULPS Z18, Z3, Z24
-	VMULPS Z19, Z4, Z27
-	VADDPS.BCST c_expQ1<>(SB), Z20, Z25
-	VADDPS.BCST c_expQ1<>(SB), Z24, Z28
-	VADDPS.BCST c_expQ1<>(SB), Z27, Z26
-	VMULPS Z25, Z30, Z29
-	VMULPS Z28, Z3, Z5
-	VMULPS Z26, Z4, Z12
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z13
-	VADDPS.BCST c_expQ0<>(SB), Z5, Z14
-	VADDPS.BCST c_expQ0<>(SB), Z12, Z9
-	VMULPS Z13, Z30, Z21
-	VMULPS Z14, Z3, Z10
-	VMULPS Z9, Z4, Z22
-	VMULPS Z21, Z30, Z11
-	VMULPS Z10, Z3, Z23
-	VMULPS Z22, Z4, Z18
-	VADDPS Z11, Z30, Z19
-	VADDPS Z23, Z3, Z20
-	VADDPS Z18, Z4, Z24
-	VADDPS.BCST c_one<>(SB), Z19, Z27
-	VADDPS.BCST c_one<>(SB), Z20, Z25
-	VADDPS.BCST c_one<>(SB), Z24, Z28
-	VPSLLD $23, Z15, Z26
-	VPSLLD $23, Z16, Z29
-	VPSLLD $23, Z17, Z5
-	VPADDD.BCST c_expBias<>(SB), Z26, Z12
-	VPADDD.BCST c_expBias<>(SB), Z29, Z13
-	VPADDD.BCST c_expBias<>(SB), Z5, Z14
-	VMULPS Z12, Z27, Z9
-	VMULPS Z13, Z25, Z21
-	VMULPS Z14, Z28, Z10
-	VADDPS.BCST c_one<>(SB), Z9, Z22
-	VADDPS.BCST c_one<>(SB), Z21, Z30
-	VADDPS.BCST c_one<>(SB), Z10, Z11
-	VBROADCASTSS c_one<>(SB), Z3
-	VDIVPS Z22, Z3, Z23
-	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z30, Z4, Z18
-	VBROADCASTSS c_one<>(SB), Z19
-	VDIVPS Z11, Z19, Z20
-	VMULPS Z23, Z6, Z24
-	VMULPS Z18, Z7, Z15
-	VMULPS Z20, Z8, Z16
-	VPORD.BCST c_signMask<>(SB), Z0, Z17
-	VPORD.BCST c_signMask<>(SB), Z1, Z26
-	VPORD.BCST c_signMask<>(SB), Z2, Z29
-	VMULPS.BCST c_log2e<>(SB), Z17, Z5
-	VMULPS.BCST c_log2e<>(SB), Z26, Z27
-	VMULPS.BCST c_log2e<>(SB), Z29, Z12
-	VADDPS.BCST c_magic<>(SB), Z5, Z25
-	VADDPS.BCST c_magic<>(SB), Z27, Z13
-	VADDPS.BCST c_magic<>(SB), Z12, Z28
-	VSUBPS.BCST c_magic<>(SB), Z25, Z14
-	VSUBPS.BCST c_magic<>(SB), Z13, Z9
-	VSUBPS.BCST c_magic<>(SB), Z28, Z21
-	VMULPS.BCST c_ln2Hi<>(SB), Z14, Z10
-	VMULPS.BCST c_ln2Hi<>(SB), Z9, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z21, Z22
-	VSUBPS Z10, Z17, Z4
-	VSUBPS Z3, Z26, Z30
-	VSUBPS Z22, Z29, Z19
-	VMULPS.BCST c_ln2Lo<>(SB), Z14, Z11
-	VMULPS.BCST c_ln2Lo<>(SB), Z9, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z21, Z23
-	VSUBPS Z11, Z4, Z7
-	VSUBPS Z6, Z30, Z18
-	VSUBPS Z23, Z19, Z8
-	VMULPS.BCST c_expQ4<>(SB), Z7, Z20
-	VMULPS.BCST c_expQ4<>(SB), Z18, Z5
-	VMULPS.BCST c_expQ4<>(SB), Z8, Z27
-	VADDPS.BCST c_expQ3<>(SB), Z20, Z12
-	VADDPS.BCST c_expQ3<>(SB), Z5, Z17
-	VADDPS.BCST c_expQ3<>(SB), Z27, Z10
-	VMULPS Z12, Z7, Z26
-	VMULPS Z17, Z18, Z3
-	VMULPS Z10, Z8, Z29
-	VADDPS.BCST c_expQ2<>(SB), Z26, Z22
-	VADDPS.BCST c_expQ2<>(SB), Z3, Z14
-	VADDPS.BCST c_expQ2<>(SB), Z29, Z9
-	VMULPS Z22, Z7, Z21
-	VMULPS Z14, Z18, Z4
-	VMULPS Z9, Z8, Z11
-	VADDPS.BCST c_expQ1<>(SB), Z21, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z4, Z6
-	VADDPS.BCST c_expQ1<>(SB), Z11, Z19
-	VMULPS Z30, Z7, Z23
-	VMULPS Z6, Z18, Z20
-	VMULPS Z19, Z8, Z5
-	VADDPS.BCST c_expQ0<>(SB), Z23, Z27
-	VADDPS.BCST c_expQ0<>(SB), Z20, Z12
-	VADDPS.BCST c_expQ0<>(SB), Z5, Z17
-	VMULPS Z27, Z7, Z10
-	VMULPS Z12, Z18, Z26
-	VMULPS Z17, Z8, Z3
-	VMULPS Z10, Z7, Z29
-	VMULPS Z26, Z18, Z22
-	VMULPS Z3, Z8, Z14
-	VADDPS Z29, Z7, Z9
-	VADDPS Z22, Z18, Z21
-	VADDPS Z14, Z8, Z4
-	VADDPS.BCST c_one<>(SB), Z9, Z11
-	VADDPS.BCST c_one<>(SB), Z21, Z30
-	VADDPS.BCST c_one<>(SB), Z4, Z6
-	VPSLLD $23, Z25, Z19
-	VPSLLD $23, Z13, Z23
-	VPSLLD $23, Z28, Z20
-	VPADDD.BCST c_expBias<>(SB), Z19, Z5
-	VPADDD.BCST c_expBias<>(SB), Z23, Z27
-	VPADDD.BCST c_expBias<>(SB), Z20, Z12
-	VMULPS Z5, Z11, Z17
-	VMULPS Z27, Z30, Z10
-	VMULPS Z12, Z6, Z26
-	VMAXPS.BCST c_zero<>(SB), Z0, Z3
-	VMAXPS.BCST c_zero<>(SB), Z1, Z7
-	VMAXPS.BCST c_zero<>(SB), Z2, Z29
-	VADDPS.BCST c_one<>(SB), Z17, Z18
-	VADDPS.BCST c_one<>(SB), Z10, Z22
-	VADDPS.BCST c_one<>(SB), Z26, Z8
-	VSUBPS.BCST c_one<>(SB), Z18, Z14
-	VSUBPS.BCST c_one<>(SB), Z22, Z9
-	VSUBPS.BCST c_one<>(SB), Z8, Z21
-	VSUBPS Z14, Z18, Z4
-	VSUBPS Z9, Z22, Z25
-	VSUBPS Z21, Z8, Z13
-	VBROADCASTSS c_one<>(SB), Z28
-	VSUBPS Z4, Z28, Z19
-	VBROADCASTSS c_one<>(SB), Z23
-	VSUBPS Z25, Z23, Z20
-	VBROADCASTSS c_one<>(SB), Z11
-	VSUBPS Z13, Z11, Z5
-	VSUBPS Z14, Z17, Z30
-	VSUBPS Z9, Z10, Z27
-	VSUBPS Z21, Z26, Z6
-	VADDPS Z30, Z19, Z12
-	VADDPS Z27, Z20, Z0
-	VADDPS Z6, Z5, Z1
-	VDIVPS Z18, Z12, Z2
-	VDIVPS Z22, Z0, Z28
-	VDIVPS Z8, Z1, Z4
-	VPSRLD $23, Z18, Z23
-	VPSRLD $23, Z22, Z25
-	VPSRLD $23, Z8, Z11
-	VPSUBD.BCST c_i127<>(SB), Z23, Z13
-	VPSUBD.BCST c_i127<>(SB), Z25, Z17
-	VPSUBD.BCST c_i127<>(SB), Z11, Z14
-	VPANDD.BCST c_mantMask<>(SB), Z18, Z10
-	VPANDD.BCST c_mantMask<>(SB), Z22, Z9
-	VPANDD.BCST c_mantMask<>(SB), Z8, Z26
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z10, K6
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K7
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z26, K1
-	VPORD.BCST c_halfBits<>(SB), Z10, Z21
-	VPORD.BCST c_halfBits<>(SB), Z9, Z19
-	VPORD.BCST c_halfBits<>(SB), Z26, Z30
-	VPORD.BCST c_expBias<>(SB), Z10, Z20
-	VPORD.BCST c_expBias<>(SB), Z9, Z27
-	VPORD.BCST c_expBias<>(SB), Z26, Z5
-	VBLENDMPS Z21, Z20, K6, Z6
-	VBLENDMPS Z19, Z27, K7, Z12
-	VBLENDMPS Z30, Z5, K1, Z0
-	VPADDD.BCST c_one_i<>(SB), Z13, Z1
-	VPADDD.BCST c_one_i<>(SB), Z17, Z23
-	VPADDD.BCST c_one_i<>(SB), Z14, Z25
-	VBLENDMPS Z1, Z13, K6, Z11
-	VBLENDMPS Z23, Z17, K7, Z18
-	VBLENDMPS Z25, Z14, K1, Z22
-	VSUBPS.BCST c_one<>(SB), Z6, Z8
-	VSUBPS.BCST c_one<>(SB), Z12, Z10
-	VSUBPS.BCST c_one<>(SB), Z0, Z9
-	VADDPS.BCST c_two<>(SB), Z8, Z26
-	VADDPS.BCST c_two<>(SB), Z10, Z21
-	VADDPS.BCST c_two<>(SB), Z9, Z20
-	VDIVPS Z26, Z8, Z19
-	VDIVPS Z21, Z10, Z27
-	VDIVPS Z20, Z9, Z30
-	VMULPS Z19, Z19, Z5
-	VMULPS Z27, Z27, Z1
-	VMULPS Z30, Z30, Z13
-	VMULPS.BCST c_logL4<>(SB), Z5, Z23
-	VMULPS.BCST c_logL4<>(SB), Z1, Z17
-	VMULPS.BCST c_logL4<>(SB), Z13, Z25
-	VADDPS.BCST c_logL3<>(SB), Z23, Z14
-	VADDPS.BCST c_logL3<>(SB), Z17, Z6
-	VADDPS.BCST c_logL3<>(SB), Z25, Z12
-	VMULPS Z14, Z5, Z0
-	VMULPS Z6, Z1, Z26
-	VMULPS Z12, Z13, Z21
-	VADDPS.BCST c_logL2<>(SB), Z0, Z20
-	VADDPS.BCST c_logL2<>(SB), Z26, Z23
-	VADDPS.BCST c_logL2<>(SB), Z21, Z17
-	VMULPS Z20, Z5, Z25
-	VMULPS Z23, Z1, Z14
-	VMULPS Z17, Z13, Z6
-	VADDPS.BCST c_logL1<>(SB), Z25, Z12
-	VADDPS.BCST c_logL1<>(SB), Z14, Z0
-	VADDPS.BCST c_logL1<>(SB), Z6, Z26
-	VMULPS Z12, Z5, Z21
-	VMULPS Z0, Z1, Z20
-	VMULPS Z26, Z13, Z23
-	VSUBPS Z21, Z8, Z17
-	VSUBPS Z20, Z10, Z25
-	VSUBPS Z23, Z9, Z14
-	VMULPS Z17, Z19, Z6
-	VMULPS Z25, Z27, Z5
-	VMULPS Z14, Z30, Z12
-	VCVTDQ2PS Z11, Z1
-	VCVTDQ2PS Z18, Z0
-	VCVTDQ2PS Z22, Z13
-	VMULPS.BCST c_ln2Hi<>(SB), Z1, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z0, Z21
-	VMULPS.BCST c_ln2Hi<>(SB), Z13, Z20
-	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z23
-	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z19
-	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z17
-	VADDPS Z8, Z26, Z27
-	VADDPS Z10, Z21, Z25
-	VADDPS Z9, Z20, Z30
-	VSUBPS Z26, Z27, Z14
-	VSUBPS Z21, Z25, Z11
-	VSUBPS Z20, Z30, Z18
-	VSUBPS Z14, Z8, Z22
-	VSUBPS Z11, Z10, Z1
-	VSUBPS Z18, Z9, Z0
-	VADDPS Z2, Z23, Z13
-	VADDPS Z28, Z19, Z26
-	VADDPS Z4, Z17, Z21
-	VSUBPS Z6, Z13, Z20
-	VSUBPS Z5, Z26, Z8
-	VSUBPS Z12, Z21, Z14
-	VADDPS Z20, Z22, Z10
-	VADDPS Z8, Z1, Z11
-	VADDPS Z14, Z0, Z9
-	VADDPS Z10, Z27, Z18
-	VADDPS Z11, Z25, Z23
-	VADDPS Z9, Z30, Z2
-	VADDPS Z18, Z3, Z19
-	VADDPS Z23, Z7, Z28
-	VADDPS Z2, Z29, Z17
-	VADDPS Z31, Z19, Z4
-	VADDPS Z31, Z28, Z13
-	VADDPS Z31, Z17, Z6
-	VDIVPS Z4, Z24, Z26
-	VDIVPS Z13, Z15, Z5
-	VDIVPS Z6, Z16, Z21
-	VMOVUPS Z26, (DI)
-	VMOVUPS Z5, 64(DI)
-	VMOVUPS Z21, 128(DI)
-next3:
-	ADDQ $192, DI
-	ADDQ $192, SI
-	ADDQ $192, DX
-	SUBQ $3, CX
-	JMP  loop3
+	PREFETCHT0 2240(DX)
+	PREFETCHT0 2304(DX)
+	PREFETCHT0 2368(DX)
+	VMULPS Z14, Z0, Z17
+	VMOVUPS (SI), Z2
+	VPORD.BCST c_signMask<>(SB), Z2, Z19
+	VMOVUPS 64(SI), Z9
+	VPORD.BCST c_signMask<>(SB), Z9, Z21
+	VMOVUPS 128(SI), Z4
+	VPORD.BCST c_signMask<>(SB), Z4, Z23
+	VMOVUPS 192(SI), Z10
+	VPORD.BCST c_signMask<>(SB), Z10, Z30
+	VMOVUPS 256(SI), Z6
+	VPORD.BCST c_signMask<>(SB), Z6, Z24
+	VMOVUPS 320(SI), Z18
+	VPORD.BCST c_signMask<>(SB), Z18, Z25
+	VMULPS.BCST c_log2e<>(SB), Z19, Z8
+	VMULPS.BCST c_log2e<>(SB), Z21, Z26
+	VMULPS.BCST c_log2e<>(SB), Z23, Z20
+	VMULPS.BCST c_log2e<>(SB), Z30, Z27
+	VMULPS.BCST c_log2e<>(SB), Z24, Z22
+	VMULPS.BCST c_log2e<>(SB), Z25, Z28
+	VRNDSCALEPS $0, Z8, Z12
+	VRNDSCALEPS $0, Z26, Z29
+	VRNDSCALEPS $0, Z20, Z13
+	VRNDSCALEPS $0, Z27, Z11
+	VRNDSCALEPS $0, Z22, Z1
+	VRNDSCALEPS $0, Z28, Z0
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z12, Z19
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z29, Z21
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z13, Z23
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z11, Z30
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z1, Z24
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z0, Z25
+	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z14
+	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z13, Z9
+	VMULPS.BCST c_ln2Lo<>(SB), Z11, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z10
+	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z6
+	VSUBPS Z14, Z19, Z18
+	VSUBPS Z2, Z21, Z8
+	VSUBPS Z9, Z23, Z26
+	VSUBPS Z4, Z30, Z20
+	VSUBPS Z10, Z24, Z27
+	VSUBPS Z6, Z25, Z22
+	VMULPS.BCST c_expQ4<>(SB), Z18, Z28
+	VMULPS.BCST c_expQ4<>(SB), Z8, Z19
+	VMULPS.BCST c_expQ4<>(SB), Z26, Z14
+	VMULPS.BCST c_expQ4<>(SB), Z20, Z21
+	VMULPS.BCST c_expQ4<>(SB), Z27, Z2
+	VMULPS.BCST c_expQ4<>(SB), Z22, Z23
+	VADDPS.BCST c_expQ3<>(SB), Z28, Z9
+	VADDPS.BCST c_expQ3<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ3<>(SB), Z14, Z4
+	VADDPS.BCST c_expQ3<>(SB), Z21, Z24
+	VADDPS.BCST c_expQ3<>(SB), Z2, Z10
+	VADDPS.BCST c_expQ3<>(SB), Z23, Z25
+	VMULPS Z9, Z18, Z6
+	VMULPS Z30, Z8, Z28
+	VMULPS Z4, Z26, Z19
+	VMULPS Z24, Z20, Z14
+	VMULPS Z10, Z27, Z21
+	VMULPS Z25, Z22, Z2
+	VADDPS.BCST c_expQ2<>(SB), Z6, Z23
+	VADDPS.BCST c_expQ2<>(SB), Z28, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ2<>(SB), Z14, Z4
+	VADDPS.BCST c_expQ2<>(SB), Z21, Z24
+	VADDPS.BCST c_expQ2<>(SB), Z2, Z10
+	VMULPS Z23, Z18, Z25
+	VMULPS Z9, Z8, Z6
+	VMULPS Z30, Z26, Z28
+	VMULPS Z4, Z20, Z19
+	VMULPS Z24, Z27, Z14
+	VMULPS Z10, Z22, Z21
+	VADDPS.BCST c_expQ1<>(SB), Z25, Z2
+	VADDPS.BCST c_expQ1<>(SB), Z6, Z23
+	VADDPS.BCST c_expQ1<>(SB), Z28, Z9
+	VADDPS.BCST c_expQ1<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ1<>(SB), Z14, Z4
+	VADDPS.BCST c_expQ1<>(SB), Z21, Z24
+	VMULPS Z2, Z18, Z10
+	VMULPS Z23, Z8, Z25
+	VMULPS Z9, Z26, Z6
+	VMULPS Z30, Z20, Z28
+	VMULPS Z4, Z27, Z19
+	VMULPS Z24, Z22, Z14
+	VADDPS.BCST c_expQ0<>(SB), Z10, Z21
+	VADDPS.BCST c_expQ0<>(SB), Z25, Z2
+	VADDPS.BCST c_expQ0<>(SB), Z6, Z23
+	VADDPS.BCST c_expQ0<>(SB), Z28, Z9
+	VADDPS.BCST c_expQ0<>(SB), Z19, Z30
+	VADDPS.BCST c_expQ0<>(SB), Z14, Z4
+	VMULPS Z21, Z18, Z24
+	VMULPS Z2, Z8, Z10
+	VMULPS Z23, Z26, Z25
+	VMULPS Z9, Z20, Z6
+	VMULPS Z30, Z27, Z28
+	VMULPS Z4, Z22, Z19
+	VMULPS Z24, Z18, Z14
+	VMULPS Z10, Z8, Z21
+	VMULPS Z25, Z26, Z2
+	VMULPS Z6, Z20, Z23
+	VMULPS Z28, Z27, Z9
+	VMULPS Z19, Z22, Z30
+	VADDPS Z14, Z18, Z4
+	VADDPS Z21, Z8, Z24
+	VADDPS Z2, Z26, Z10
+	VADDPS Z23, Z20, Z25
+	VADDPS Z9, Z27, Z6
+	VADDPS Z30, Z22, Z28
+	VADDPS.BCST c_one<>(SB), Z4, Z19
+	VADDPS.BCST c_one<>(SB), Z24, Z18
+	VADDPS.BCST c_one<>(SB), Z10, Z14
+	VADDPS.BCST c_one<>(SB), Z25, Z8
+	VADDPS.BCST c_one<>(SB), Z6, Z21
+	VADDPS.BCST c_one<>(SB), Z28, Z26
+	VSCALEFPS Z12, Z19, Z2
+	VSCALEFPS Z29, Z18, Z20
+	VSCALEFPS Z13, Z14, Z23
+	VSCALEFPS Z11, Z8, Z27
+	VSCALEFPS Z1, Z21, Z9
+	VSCALEFPS Z0, Z26, Z22
+	VADDPS.BCST c_one<>(SB), Z2, Z30
+	VADDPS.BCST c_one<>(SB), Z20, Z4
+	VADDPS.BCST c_one<>(SB), Z23, Z24
+	VADDPS.BCST c_one<>(SB), Z27, Z10
+	VADDPS.BCST c_one<>(SB), Z9, Z25
+	VADDPS.BCST c_one<>(SB), Z22, Z6
+	VSUBPS.BCST c_one<>(SB), Z30, Z28
+	VSUBPS.BCST c_one<>(SB), Z4, Z19
+	VSUBPS.BCST c_one<>(SB), Z24, Z12
+	VSUBPS.BCST c_one<>(SB), Z10, Z18
+	VSUBPS.BCST c_one<>(SB), Z25, Z29
+	VSUBPS.BCST c_one<>(SB), Z6, Z14
+	VSUBPS Z28, Z2, Z13
+	VSUBPS Z19, Z20, Z8
+	VSUBPS Z12, Z23, Z11
+	VSUBPS Z18, Z27, Z21
+	VSUBPS Z29, Z9, Z1
+	VSUBPS Z14, Z22, Z26
+	VDIVPS Z30, Z13, Z0
+	VDIVPS Z4, Z8, Z2
+	VDIVPS Z24, Z11, Z28
+	VDIVPS Z10, Z21, Z20
+	VDIVPS Z25, Z1, Z19
+	VDIVPS Z6, Z26, Z23
+	VMOVUPS Z0, (SP)
+	VMOVUPS Z2, 128(SP)
+	VMOVUPS Z28, 256(SP)
+	VMOVUPS Z20, 384(SP)
+	VMOVUPS Z19, 512(SP)
+	VMOVUPS Z23, 640(SP)
+	VPADDD.BCST c_logOff<>(SB), Z30, Z12
+	VPADDD.BCST c_logOff<>(SB), Z4, Z27
+	VPADDD.BCST c_logOff<>(SB), Z24, Z18
+	VPADDD.BCST c_logOff<>(SB), Z10, Z9
+	VPADDD.BCST c_logOff<>(SB), Z25, Z29
+	VPADDD.BCST c_logOff<>(SB), Z6, Z22
+	VPANDD.BCST c_mantMask<>(SB), Z12, Z14
+	VPANDD.BCST c_mantMask<>(SB), Z27, Z13
+	VPANDD.BCST c_mantMask<>(SB), Z18, Z8
+	VPANDD.BCST c_mantMask<>(SB), Z9, Z11
+	VPANDD.BCST c_mantMask<>(SB), Z29, Z21
+	VPANDD.BCST c_mantMask<>(SB), Z22, Z1
+	VPADDD.BCST c_logM0<>(SB), Z14, Z26
+	VPADDD.BCST c_logM0<>(SB), Z13, Z0
+	VPADDD.BCST c_logM0<>(SB), Z8, Z2
+	VPADDD.BCST c_logM0<>(SB), Z11, Z28
+	VPADDD.BCST c_logM0<>(SB), Z21, Z20
+	VPADDD.BCST c_logM0<>(SB), Z1, Z19
+	VMOVUPS Z12, 64(SP)
+	VMOVUPS Z27, 192(SP)
+	VMOVUPS Z18, 320(SP)
+	VMOVUPS Z9, 448(SP)
+	VMOVUPS Z29, 576(SP)
+	VMOVUPS Z22, 704(SP)
+	VSUBPS.BCST c_one<>(SB), Z26, Z23
+	VSUBPS.BCST c_one<>(SB), Z0, Z30
+	VSUBPS.BCST c_one<>(SB), Z2, Z4
+	VSUBPS.BCST c_one<>(SB), Z28, Z24
+	VSUBPS.BCST c_one<>(SB), Z20, Z10
+	VSUBPS.BCST c_one<>(SB), Z19, Z25
+	VADDPS.BCST c_two<>(SB), Z23, Z6
+	VADDPS.BCST c_two<>(SB), Z30, Z14
+	VADDPS.BCST c_two<>(SB), Z4, Z13
+	VADDPS.BCST c_two<>(SB), Z24, Z8
+	VADDPS.BCST c_two<>(SB), Z10, Z11
+	VADDPS.BCST c_two<>(SB), Z25, Z21
+	VDIVPS Z6, Z23, Z1
+	VDIVPS Z14, Z30, Z12
+	VDIVPS Z13, Z4, Z27
+	VDIVPS Z8, Z24, Z18
+	VDIVPS Z11, Z10, Z9
+	VDIVPS Z21, Z25, Z29
+	VMULPS Z1, Z1, Z22
+	VMULPS Z12, Z12, Z26
+	VMULPS Z27, Z27, Z0
+	VMULPS Z18, Z18, Z2
+	VMULPS Z9, Z9, Z28
+	VMULPS Z29, Z29, Z20
+	VMULPS.BCST c_logL4<>(SB), Z22, Z19
+	VMULPS.BCST c_logL4<>(SB), Z26, Z6
+	VMULPS.BCST c_logL4<>(SB), Z0, Z14
+	VMULPS.BCST c_logL4<>(SB), Z2, Z13
+	VMULPS.BCST c_logL4<>(SB), Z28, Z8
+	VMULPS.BCST c_logL4<>(SB), Z20, Z11
+	VADDPS.BCST c_logL3<>(SB), Z19, Z21
+	VADDPS.BCST c_logL3<>(SB), Z6, Z19
+	VADDPS.BCST c_logL3<>(SB), Z14, Z6
+	VADDPS.BCST c_logL3<>(SB), Z13, Z14
+	VADDPS.BCST c_logL3<>(SB), Z8, Z13
+	VADDPS.BCST c_logL3<>(SB), Z11, Z8
+	VMULPS Z21, Z22, Z11
+	VMULPS Z19, Z26, Z21
+	VMULPS Z6, Z0, Z19
+	VMULPS Z14, Z2, Z6
+	VMULPS Z13, Z28, Z14
+	VMULPS Z8, Z20, Z13
+	VADDPS.BCST c_logL2<>(SB), Z11, Z8
+	VADDPS.BCST c_logL2<>(SB), Z21, Z11
+	VADDPS.BCST c_logL2<>(SB), Z19, Z21
+	VADDPS.BCST c_logL2<>(SB), Z6, Z19
+	VADDPS.BCST c_logL2<>(SB), Z14, Z6
+	VADDPS.BCST c_logL2<>(SB), Z13, Z14
+	VMULPS Z8, Z22, Z13
+	VMULPS Z11, Z26, Z8
+	VMULPS Z21, Z0, Z11
+	VMULPS Z19, Z2, Z21
+	VMULPS Z6, Z28, Z19
+	VMULPS Z14, Z20, Z6
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VADDPS.BCST c_logL1<>(SB), Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z11, Z8
+	VADDPS.BCST c_logL1<>(SB), Z21, Z11
+	VADDPS.BCST c_logL1<>(SB), Z19, Z21
+	VADDPS.BCST c_logL1<>(SB), Z6, Z19
+	VMULPS Z14, Z22, Z6
+	VMULPS Z13, Z26, Z22
+	VMULPS Z8, Z0, Z14
+	VMULPS Z11, Z2, Z26
+	VMULPS Z21, Z28, Z13
+	VMULPS Z19, Z20, Z0
+	VSUBPS Z6, Z23, Z8
+	VSUBPS Z22, Z30, Z2
+	VSUBPS Z14, Z4, Z11
+	VSUBPS Z26, Z24, Z28
+	VSUBPS Z13, Z10, Z21
+	VSUBPS Z0, Z25, Z20
+	VMULPS Z8, Z1, Z19
+	VMULPS Z2, Z12, Z6
+	VMULPS Z11, Z27, Z22
+	VMULPS Z28, Z18, Z14
+	VMULPS Z21, Z9, Z26
+	VMULPS Z20, Z29, Z13
+	VGETEXPPS 64(SP), Z0
+	VGETEXPPS 192(SP), Z1
+	VGETEXPPS 320(SP), Z8
+	VGETEXPPS 448(SP), Z12
+	VGETEXPPS 576(SP), Z2
+	VGETEXPPS 704(SP), Z27
+	VMULPS.BCST c_ln2Lo<>(SB), Z0, Z11
+	VMULPS.BCST c_ln2Lo<>(SB), Z1, Z18
+	VMULPS.BCST c_ln2Lo<>(SB), Z8, Z28
+	VMULPS.BCST c_ln2Lo<>(SB), Z12, Z9
+	VMULPS.BCST c_ln2Lo<>(SB), Z2, Z21
+	VMULPS.BCST c_ln2Lo<>(SB), Z27, Z29
+	VADDPS (SP), Z11, Z20
+	VADDPS 128(SP), Z18, Z11
+	VADDPS 256(SP), Z28, Z18
+	VADDPS 384(SP), Z9, Z28
+	VADDPS 512(SP), Z21, Z9
+	VADDPS 640(SP), Z29, Z21
+	VSUBPS Z19, Z20, Z29
+	VSUBPS Z6, Z11, Z20
+	VSUBPS Z22, Z18, Z19
+	VSUBPS Z14, Z28, Z11
+	VSUBPS Z26, Z9, Z6
+	VSUBPS Z13, Z21, Z18
+	VMOVAPS Z23, Z22
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z0, Z22
+	VMOVAPS Z30, Z28
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z1, Z28
+	VMOVAPS Z4, Z14
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z8, Z14
+	VMOVAPS Z24, Z9
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z12, Z9
+	VMOVAPS Z10, Z26
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z2, Z26
+	VMOVAPS Z25, Z21
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z27, Z21
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z22, Z0
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z28, Z1
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z14, Z8
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z9, Z12
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z26, Z2
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z21, Z27
+	VSUBPS Z0, Z23, Z13
+	VSUBPS Z1, Z30, Z23
+	VSUBPS Z8, Z4, Z0
+	VSUBPS Z12, Z24, Z30
+	VSUBPS Z2, Z10, Z1
+	VSUBPS Z27, Z25, Z4
+	VADDPS Z29, Z13, Z8
+	VADDPS Z20, Z23, Z24
+	VADDPS Z19, Z0, Z12
+	VADDPS Z11, Z30, Z10
+	VADDPS Z6, Z1, Z2
+	VADDPS Z18, Z4, Z25
+	VADDPS Z8, Z22, Z27
+	VADDPS Z24, Z28, Z13
+	VADDPS Z12, Z14, Z29
+	VADDPS Z10, Z9, Z23
+	VADDPS Z2, Z26, Z20
+	VADDPS Z25, Z21, Z0
+	VMOVUPS (SI), Z19
+	VMAXPS.BCST c_zero<>(SB), Z19, Z30
+	VMOVUPS 64(SI), Z11
+	VMAXPS.BCST c_zero<>(SB), Z11, Z1
+	VMOVUPS 128(SI), Z6
+	VMAXPS.BCST c_zero<>(SB), Z6, Z4
+	VMOVUPS 192(SI), Z18
+	VMAXPS.BCST c_zero<>(SB), Z18, Z22
+	VMOVUPS 256(SI), Z8
+	VMAXPS.BCST c_zero<>(SB), Z8, Z28
+	VMOVUPS 320(SI), Z24
+	VMAXPS.BCST c_zero<>(SB), Z24, Z14
+	VADDPS Z27, Z30, Z12
+	VADDPS Z13, Z1, Z9
+	VADDPS Z29, Z4, Z10
+	VADDPS Z23, Z22, Z26
+	VADDPS Z20, Z28, Z2
+	VADDPS Z0, Z14, Z21
+	VADDPS Z31, Z12, Z25
+	VADDPS Z31, Z9, Z19
+	VADDPS Z31, Z10, Z11
+	VADDPS Z31, Z26, Z6
+	VADDPS Z31, Z2, Z18
+	VADDPS Z31, Z21, Z8
+	VDIVPS Z25, Z3, Z24
+	VDIVPS Z19, Z15, Z30
+	VDIVPS Z11, Z5, Z27
+	VDIVPS Z6, Z16, Z1
+	VDIVPS Z18, Z7, Z13
+	VDIVPS Z8, Z17, Z4
+	VMOVUPS Z24, (DI)
+	VMOVUPS Z30, 64(DI)
+	VMOVUPS Z27, 128(DI)
+	VMOVUPS Z1, 192(DI)
+	VMOVUPS Z13, 256(DI)
+	VMOVUPS Z4, 320(DI)
+next6:
+	ADDQ $384, DI
+	ADDQ $384, SI
+	ADDQ $384, DX
+	SUBQ $6, CX
+	JMP  loop6
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -13238,102 +16604,88 @@ loop1:
 	VCMPPS.BCST $0x11, c_expMid<>(SB), Z1, K1
 	KORTESTW K1, K1
 	JCC general1
-	VMOVUPS (DX), Z2
-	VPXORD.BCST c_signMask<>(SB), Z0, Z3
-	VMULPS.BCST c_log2e<>(SB), Z3, Z4
-	VADDPS.BCST c_magic<>(SB), Z4, Z5
-	VSUBPS.BCST c_magic<>(SB), Z5, Z6
-	VMULPS.BCST c_ln2Hi<>(SB), Z6, Z7
-	VSUBPS Z7, Z3, Z8
-	VMULPS.BCST c_ln2Lo<>(SB), Z6, Z9
-	VSUBPS Z9, Z8, Z10
-	VMULPS.BCST c_expQ4<>(SB), Z10, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
-	VMULPS Z12, Z10, Z13
-	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
-	VMULPS Z14, Z10, Z15
-	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
-	VMULPS Z16, Z10, Z17
-	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
-	VMULPS Z18, Z10, Z19
-	VMULPS Z19, Z10, Z20
-	VADDPS Z20, Z10, Z21
-	VADDPS.BCST c_one<>(SB), Z21, Z22
-	VPSLLD $23, Z5, Z23
-	VPADDD.BCST c_expBias<>(SB), Z23, Z24
-	VMULPS Z24, Z22, Z25
-	VADDPS.BCST c_one<>(SB), Z25, Z26
-	VBROADCASTSS c_one<>(SB), Z27
-	VDIVPS Z26, Z27, Z28
-	VMULPS Z28, Z2, Z29
-	VPORD.BCST c_signMask<>(SB), Z0, Z30
-	VMULPS.BCST c_log2e<>(SB), Z30, Z1
-	VADDPS.BCST c_magic<>(SB), Z1, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z3
-	VMULPS.BCST c_ln2Hi<>(SB), Z3, Z7
-	VSUBPS Z7, Z30, Z6
-	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z8
-	VSUBPS Z8, Z6, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z11
-	VADDPS.BCST c_expQ3<>(SB), Z11, Z12
-	VMULPS Z12, Z9, Z13
-	VADDPS.BCST c_expQ2<>(SB), Z13, Z14
-	VMULPS Z14, Z9, Z15
-	VADDPS.BCST c_expQ1<>(SB), Z15, Z16
-	VMULPS Z16, Z9, Z17
-	VADDPS.BCST c_expQ0<>(SB), Z17, Z18
-	VMULPS Z18, Z9, Z19
-	VMULPS Z19, Z9, Z10
-	VADDPS Z10, Z9, Z20
-	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z5
-	VPADDD.BCST c_expBias<>(SB), Z5, Z23
-	VMULPS Z23, Z21, Z22
-	VMAXPS.BCST c_zero<>(SB), Z0, Z24
-	VADDPS.BCST c_one<>(SB), Z22, Z25
-	VSUBPS.BCST c_one<>(SB), Z25, Z27
-	VSUBPS Z27, Z25, Z26
-	VBROADCASTSS c_one<>(SB), Z2
-	VSUBPS Z26, Z2, Z28
-	VSUBPS Z27, Z22, Z1
-	VADDPS Z1, Z28, Z30
-	VDIVPS Z25, Z30, Z7
-	VPSRLD $23, Z25, Z3
-	VPSUBD.BCST c_i127<>(SB), Z3, Z6
-	VPANDD.BCST c_mantMask<>(SB), Z25, Z8
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z8, K2
-	VPORD.BCST c_halfBits<>(SB), Z8, Z11
-	VPORD.BCST c_expBias<>(SB), Z8, Z12
-	VBLENDMPS Z11, Z12, K2, Z13
-	VPADDD.BCST c_one_i<>(SB), Z6, Z14
-	VBLENDMPS Z14, Z6, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z13, Z16
-	VADDPS.BCST c_two<>(SB), Z16, Z17
-	VDIVPS Z17, Z16, Z18
-	VMULPS Z18, Z18, Z19
-	VMULPS.BCST c_logL4<>(SB), Z19, Z9
-	VADDPS.BCST c_logL3<>(SB), Z9, Z10
-	VMULPS Z10, Z19, Z20
-	VADDPS.BCST c_logL2<>(SB), Z20, Z4
-	VMULPS Z4, Z19, Z5
-	VADDPS.BCST c_logL1<>(SB), Z5, Z21
-	VMULPS Z21, Z19, Z23
-	VSUBPS Z23, Z16, Z0
-	VMULPS Z0, Z18, Z2
-	VCVTDQ2PS Z15, Z26
-	VMULPS.BCST c_ln2Hi<>(SB), Z26, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z26, Z27
-	VADDPS Z16, Z22, Z28
-	VSUBPS Z22, Z28, Z1
-	VSUBPS Z1, Z16, Z30
-	VADDPS Z7, Z27, Z3
-	VSUBPS Z2, Z3, Z25
-	VADDPS Z25, Z30, Z8
-	VADDPS Z8, Z28, Z11
-	VADDPS Z11, Z24, Z12
-	VADDPS Z31, Z12, Z14
-	VDIVPS Z14, Z29, Z6
-	VMOVUPS Z6, (DI)
+	VPXORD.BCST c_signMask<>(SB), Z0, Z2
+	VMULPS.BCST c_log2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z4, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z4, Z5
+	VSUBPS Z5, Z2, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z4, Z18, Z19
+	VADDPS.BCST c_one<>(SB), Z19, Z20
+	VBROADCASTSS c_one<>(SB), Z21
+	VDIVPS Z20, Z21, Z22
+	VMOVUPS (DX), Z23
+	VMULPS Z22, Z23, Z24
+	VMOVUPS (SI), Z25
+	VPORD.BCST c_signMask<>(SB), Z25, Z26
+	VMULPS.BCST c_log2e<>(SB), Z26, Z27
+	VRNDSCALEPS $0, Z27, Z28
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z28, Z26
+	VMULPS.BCST c_ln2Lo<>(SB), Z28, Z29
+	VSUBPS Z29, Z26, Z30
+	VMULPS.BCST c_expQ4<>(SB), Z30, Z1
+	VADDPS.BCST c_expQ3<>(SB), Z1, Z0
+	VMULPS Z0, Z30, Z3
+	VADDPS.BCST c_expQ2<>(SB), Z3, Z2
+	VMULPS Z2, Z30, Z5
+	VADDPS.BCST c_expQ1<>(SB), Z5, Z7
+	VMULPS Z7, Z30, Z8
+	VADDPS.BCST c_expQ0<>(SB), Z8, Z9
+	VMULPS Z9, Z30, Z10
+	VMULPS Z10, Z30, Z11
+	VADDPS Z11, Z30, Z12
+	VADDPS.BCST c_one<>(SB), Z12, Z13
+	VSCALEFPS Z28, Z13, Z14
+	VADDPS.BCST c_one<>(SB), Z14, Z15
+	VSUBPS.BCST c_one<>(SB), Z15, Z6
+	VSUBPS Z6, Z14, Z16
+	VDIVPS Z15, Z16, Z17
+	VMOVUPS Z17, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z15, Z18
+	VPANDD.BCST c_mantMask<>(SB), Z18, Z4
+	VPADDD.BCST c_logM0<>(SB), Z4, Z19
+	VMOVUPS Z18, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z19, Z21
+	VADDPS.BCST c_two<>(SB), Z21, Z20
+	VDIVPS Z20, Z21, Z23
+	VMULPS Z23, Z23, Z22
+	VMULPS.BCST c_logL4<>(SB), Z22, Z25
+	VADDPS.BCST c_logL3<>(SB), Z25, Z27
+	VMULPS Z27, Z22, Z26
+	VADDPS.BCST c_logL2<>(SB), Z26, Z29
+	VMULPS Z29, Z22, Z1
+	VADDPS.BCST c_logL1<>(SB), Z1, Z0
+	VMULPS Z0, Z22, Z3
+	VSUBPS Z3, Z21, Z2
+	VMULPS Z2, Z23, Z5
+	VGETEXPPS 64(SP), Z7
+	VMULPS.BCST c_ln2Lo<>(SB), Z7, Z8
+	VADDPS (SP), Z8, Z9
+	VSUBPS Z5, Z9, Z10
+	VMOVAPS Z21, Z30
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z7, Z30
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z30, Z7
+	VSUBPS Z7, Z21, Z11
+	VADDPS Z10, Z11, Z12
+	VADDPS Z12, Z30, Z13
+	VMOVUPS (SI), Z28
+	VMAXPS.BCST c_zero<>(SB), Z28, Z14
+	VADDPS Z13, Z14, Z6
+	VADDPS Z31, Z6, Z16
+	VDIVPS Z16, Z24, Z17
+	VMOVUPS Z17, (DI)
 next1:
 	ADDQ $64, DI
 	ADDQ $64, SI
@@ -13343,557 +16695,702 @@ next1:
 done:
 	VZEROUPPER
 	RET
-general3:
+general6:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS (DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
 	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z3
-	VMULPS Z29, Z21, Z6
-	VMULPS Z3, Z6, Z5
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z7
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z7, K2, Z8
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z8, K3, Z10
-	VPANDD.BCST c_absMask<>(SB), Z2, Z11
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	VBLENDMPS Z24, Z10, K4, Z12
-	VADDPS.BCST c_one<>(SB), Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VDIVPS Z13, Z14, Z15
-	VMULPS Z15, Z1, Z16
-	VPORD.BCST c_signMask<>(SB), Z0, Z17
-	VMULPS.BCST c_log2e<>(SB), Z17, Z18
-	VADDPS.BCST c_magic<>(SB), Z18, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z20
-	VSUBPS Z20, Z17, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
-	VSUBPS Z23, Z22, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z26
-	VMULPS Z26, Z4, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z28, Z27
-	VMULPS Z27, Z4, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z21
-	VMULPS Z21, Z4, Z29
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z6
-	VMULPS Z6, Z4, Z3
-	VMULPS Z3, Z4, Z5
-	VADDPS Z5, Z4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z8
-	VPSLLD $23, Z9, Z2
-	VPADDD.BCST c_expBias<>(SB), Z2, Z11
-	VMULPS Z11, Z8, Z24
-	VPSUBD.BCST c_magic<>(SB), Z9, Z10
-	VPSRAD $1, Z10, Z12
-	VPSUBD Z12, Z10, Z14
-	VPADDD.BCST c_i127<>(SB), Z12, Z13
-	VPSLLD $23, Z13, Z1
-	VPADDD.BCST c_i127<>(SB), Z14, Z15
-	VPSLLD $23, Z15, Z18
-	VMULPS Z1, Z8, Z20
-	VMULPS Z18, Z20, Z19
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z17, K5
-	VBLENDMPS.BCST c_inf<>(SB), Z19, K5, Z22
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z17, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z22, K6, Z23
-	VCMPPS $0x03, Z17, Z17, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z23, K7, Z25
-	VPANDD.BCST c_absMask<>(SB), Z17, Z26
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K1
-	VBLENDMPS Z24, Z25, K1, Z28
-	VMAXPS.BCST c_zero<>(SB), Z0, Z27
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VSUBPS.BCST c_one<>(SB), Z30, Z21
-	VSUBPS Z21, Z30, Z29
-	VBROADCASTSS c_one<>(SB), Z6
-	VSUBPS Z29, Z6, Z3
-	VSUBPS Z21, Z28, Z4
-	VADDPS Z4, Z3, Z5
-	VDIVPS Z30, Z5, Z7
-	VPSRLD $23, Z30, Z2
-	VPSUBD.BCST c_i127<>(SB), Z2, Z11
-	VPANDD.BCST c_mantMask<>(SB), Z30, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z10
-	VPORD.BCST c_expBias<>(SB), Z9, Z12
-	VBLENDMPS Z10, Z12, K2, Z13
-	VPADDD.BCST c_one_i<>(SB), Z11, Z14
-	VBLENDMPS Z14, Z11, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z13, Z8
-	VADDPS.BCST c_two<>(SB), Z8, Z1
-	VDIVPS Z1, Z8, Z20
-	VMULPS Z20, Z20, Z18
-	VMULPS.BCST c_logL4<>(SB), Z18, Z19
-	VADDPS.BCST c_logL3<>(SB), Z19, Z22
-	VMULPS Z22, Z18, Z23
-	VADDPS.BCST c_logL2<>(SB), Z23, Z17
-	VMULPS Z17, Z18, Z26
-	VADDPS.BCST c_logL1<>(SB), Z26, Z24
-	VMULPS Z24, Z18, Z25
-	VSUBPS Z25, Z8, Z0
-	VMULPS Z0, Z20, Z6
-	VCVTDQ2PS Z15, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z29, Z21
-	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z3
-	VADDPS Z8, Z21, Z4
-	VSUBPS Z21, Z4, Z5
-	VSUBPS Z5, Z8, Z2
-	VADDPS Z7, Z3, Z30
-	VSUBPS Z6, Z30, Z9
-	VADDPS Z9, Z2, Z10
-	VADDPS Z10, Z4, Z12
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z28, K3
-	VBLENDMPS Z28, Z12, K3, Z14
-	VCMPPS $0x03, Z28, Z28, K4
-	VBLENDMPS.BCST c_nan<>(SB), Z14, K4, Z11
-	VADDPS Z11, Z27, Z13
-	VADDPS Z31, Z13, Z1
-	VDIVPS Z1, Z16, Z19
-	VMOVUPS Z19, (DI)
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, (DI)
 	VMOVUPS 64(SI), Z0
-	VMOVUPS 64(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 64(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
 	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z3
-	VMULPS Z29, Z21, Z6
-	VMULPS Z3, Z6, Z5
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z7
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z7, K2, Z8
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z8, K3, Z10
-	VPANDD.BCST c_absMask<>(SB), Z2, Z11
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	VBLENDMPS Z24, Z10, K4, Z12
-	VADDPS.BCST c_one<>(SB), Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VDIVPS Z13, Z14, Z15
-	VMULPS Z15, Z1, Z16
-	VPORD.BCST c_signMask<>(SB), Z0, Z17
-	VMULPS.BCST c_log2e<>(SB), Z17, Z18
-	VADDPS.BCST c_magic<>(SB), Z18, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z20
-	VSUBPS Z20, Z17, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
-	VSUBPS Z23, Z22, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z26
-	VMULPS Z26, Z4, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z28, Z27
-	VMULPS Z27, Z4, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z21
-	VMULPS Z21, Z4, Z29
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z6
-	VMULPS Z6, Z4, Z3
-	VMULPS Z3, Z4, Z5
-	VADDPS Z5, Z4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z8
-	VPSLLD $23, Z9, Z2
-	VPADDD.BCST c_expBias<>(SB), Z2, Z11
-	VMULPS Z11, Z8, Z24
-	VPSUBD.BCST c_magic<>(SB), Z9, Z10
-	VPSRAD $1, Z10, Z12
-	VPSUBD Z12, Z10, Z14
-	VPADDD.BCST c_i127<>(SB), Z12, Z13
-	VPSLLD $23, Z13, Z1
-	VPADDD.BCST c_i127<>(SB), Z14, Z15
-	VPSLLD $23, Z15, Z18
-	VMULPS Z1, Z8, Z20
-	VMULPS Z18, Z20, Z19
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z17, K5
-	VBLENDMPS.BCST c_inf<>(SB), Z19, K5, Z22
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z17, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z22, K6, Z23
-	VCMPPS $0x03, Z17, Z17, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z23, K7, Z25
-	VPANDD.BCST c_absMask<>(SB), Z17, Z26
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K1
-	VBLENDMPS Z24, Z25, K1, Z28
-	VMAXPS.BCST c_zero<>(SB), Z0, Z27
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VSUBPS.BCST c_one<>(SB), Z30, Z21
-	VSUBPS Z21, Z30, Z29
-	VBROADCASTSS c_one<>(SB), Z6
-	VSUBPS Z29, Z6, Z3
-	VSUBPS Z21, Z28, Z4
-	VADDPS Z4, Z3, Z5
-	VDIVPS Z30, Z5, Z7
-	VPSRLD $23, Z30, Z2
-	VPSUBD.BCST c_i127<>(SB), Z2, Z11
-	VPANDD.BCST c_mantMask<>(SB), Z30, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z10
-	VPORD.BCST c_expBias<>(SB), Z9, Z12
-	VBLENDMPS Z10, Z12, K2, Z13
-	VPADDD.BCST c_one_i<>(SB), Z11, Z14
-	VBLENDMPS Z14, Z11, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z13, Z8
-	VADDPS.BCST c_two<>(SB), Z8, Z1
-	VDIVPS Z1, Z8, Z20
-	VMULPS Z20, Z20, Z18
-	VMULPS.BCST c_logL4<>(SB), Z18, Z19
-	VADDPS.BCST c_logL3<>(SB), Z19, Z22
-	VMULPS Z22, Z18, Z23
-	VADDPS.BCST c_logL2<>(SB), Z23, Z17
-	VMULPS Z17, Z18, Z26
-	VADDPS.BCST c_logL1<>(SB), Z26, Z24
-	VMULPS Z24, Z18, Z25
-	VSUBPS Z25, Z8, Z0
-	VMULPS Z0, Z20, Z6
-	VCVTDQ2PS Z15, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z29, Z21
-	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z3
-	VADDPS Z8, Z21, Z4
-	VSUBPS Z21, Z4, Z5
-	VSUBPS Z5, Z8, Z2
-	VADDPS Z7, Z3, Z30
-	VSUBPS Z6, Z30, Z9
-	VADDPS Z9, Z2, Z10
-	VADDPS Z10, Z4, Z12
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z28, K3
-	VBLENDMPS Z28, Z12, K3, Z14
-	VCMPPS $0x03, Z28, Z28, K4
-	VBLENDMPS.BCST c_nan<>(SB), Z14, K4, Z11
-	VADDPS Z11, Z27, Z13
-	VADDPS Z31, Z13, Z1
-	VDIVPS Z1, Z16, Z19
-	VMOVUPS Z19, 64(DI)
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, 64(DI)
 	VMOVUPS 128(SI), Z0
-	VMOVUPS 128(DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 128(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
 	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z3
-	VMULPS Z29, Z21, Z6
-	VMULPS Z3, Z6, Z5
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z7
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z7, K2, Z8
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z8, K3, Z10
-	VPANDD.BCST c_absMask<>(SB), Z2, Z11
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	VBLENDMPS Z24, Z10, K4, Z12
-	VADDPS.BCST c_one<>(SB), Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VDIVPS Z13, Z14, Z15
-	VMULPS Z15, Z1, Z16
-	VPORD.BCST c_signMask<>(SB), Z0, Z17
-	VMULPS.BCST c_log2e<>(SB), Z17, Z18
-	VADDPS.BCST c_magic<>(SB), Z18, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z20
-	VSUBPS Z20, Z17, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
-	VSUBPS Z23, Z22, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z26
-	VMULPS Z26, Z4, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z28, Z27
-	VMULPS Z27, Z4, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z21
-	VMULPS Z21, Z4, Z29
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z6
-	VMULPS Z6, Z4, Z3
-	VMULPS Z3, Z4, Z5
-	VADDPS Z5, Z4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z8
-	VPSLLD $23, Z9, Z2
-	VPADDD.BCST c_expBias<>(SB), Z2, Z11
-	VMULPS Z11, Z8, Z24
-	VPSUBD.BCST c_magic<>(SB), Z9, Z10
-	VPSRAD $1, Z10, Z12
-	VPSUBD Z12, Z10, Z14
-	VPADDD.BCST c_i127<>(SB), Z12, Z13
-	VPSLLD $23, Z13, Z1
-	VPADDD.BCST c_i127<>(SB), Z14, Z15
-	VPSLLD $23, Z15, Z18
-	VMULPS Z1, Z8, Z20
-	VMULPS Z18, Z20, Z19
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z17, K5
-	VBLENDMPS.BCST c_inf<>(SB), Z19, K5, Z22
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z17, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z22, K6, Z23
-	VCMPPS $0x03, Z17, Z17, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z23, K7, Z25
-	VPANDD.BCST c_absMask<>(SB), Z17, Z26
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K1
-	VBLENDMPS Z24, Z25, K1, Z28
-	VMAXPS.BCST c_zero<>(SB), Z0, Z27
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VSUBPS.BCST c_one<>(SB), Z30, Z21
-	VSUBPS Z21, Z30, Z29
-	VBROADCASTSS c_one<>(SB), Z6
-	VSUBPS Z29, Z6, Z3
-	VSUBPS Z21, Z28, Z4
-	VADDPS Z4, Z3, Z5
-	VDIVPS Z30, Z5, Z7
-	VPSRLD $23, Z30, Z2
-	VPSUBD.BCST c_i127<>(SB), Z2, Z11
-	VPANDD.BCST c_mantMask<>(SB), Z30, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z10
-	VPORD.BCST c_expBias<>(SB), Z9, Z12
-	VBLENDMPS Z10, Z12, K2, Z13
-	VPADDD.BCST c_one_i<>(SB), Z11, Z14
-	VBLENDMPS Z14, Z11, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z13, Z8
-	VADDPS.BCST c_two<>(SB), Z8, Z1
-	VDIVPS Z1, Z8, Z20
-	VMULPS Z20, Z20, Z18
-	VMULPS.BCST c_logL4<>(SB), Z18, Z19
-	VADDPS.BCST c_logL3<>(SB), Z19, Z22
-	VMULPS Z22, Z18, Z23
-	VADDPS.BCST c_logL2<>(SB), Z23, Z17
-	VMULPS Z17, Z18, Z26
-	VADDPS.BCST c_logL1<>(SB), Z26, Z24
-	VMULPS Z24, Z18, Z25
-	VSUBPS Z25, Z8, Z0
-	VMULPS Z0, Z20, Z6
-	VCVTDQ2PS Z15, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z29, Z21
-	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z3
-	VADDPS Z8, Z21, Z4
-	VSUBPS Z21, Z4, Z5
-	VSUBPS Z5, Z8, Z2
-	VADDPS Z7, Z3, Z30
-	VSUBPS Z6, Z30, Z9
-	VADDPS Z9, Z2, Z10
-	VADDPS Z10, Z4, Z12
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z28, K3
-	VBLENDMPS Z28, Z12, K3, Z14
-	VCMPPS $0x03, Z28, Z28, K4
-	VBLENDMPS.BCST c_nan<>(SB), Z14, K4, Z11
-	VADDPS Z11, Z27, Z13
-	VADDPS Z31, Z13, Z1
-	VDIVPS Z1, Z16, Z19
-	VMOVUPS Z19, 128(DI)
-	JMP  next3
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, 128(DI)
+	VMOVUPS 192(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 192(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
+	VADDPS.BCST c_one<>(SB), Z20, Z21
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, 192(DI)
+	VMOVUPS 256(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 256(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
+	VADDPS.BCST c_one<>(SB), Z20, Z21
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, 256(DI)
+	VMOVUPS 320(SI), Z0
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS 320(DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
+	VADDPS.BCST c_one<>(SB), Z20, Z21
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, 320(DI)
+	JMP  next6
 general1:
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VPXORD.BCST c_signMask<>(SB), Z0, Z2
-	VMULPS.BCST c_log2e<>(SB), Z2, Z3
-	VADDPS.BCST c_magic<>(SB), Z3, Z4
-	VSUBPS.BCST c_magic<>(SB), Z4, Z5
-	VMULPS.BCST c_ln2Hi<>(SB), Z5, Z6
-	VSUBPS Z6, Z2, Z7
-	VMULPS.BCST c_ln2Lo<>(SB), Z5, Z8
-	VSUBPS Z8, Z7, Z9
-	VMULPS.BCST c_expQ4<>(SB), Z9, Z10
-	VADDPS.BCST c_expQ3<>(SB), Z10, Z11
-	VMULPS Z11, Z9, Z12
-	VADDPS.BCST c_expQ2<>(SB), Z12, Z13
-	VMULPS Z13, Z9, Z14
-	VADDPS.BCST c_expQ1<>(SB), Z14, Z15
-	VMULPS Z15, Z9, Z16
-	VADDPS.BCST c_expQ0<>(SB), Z16, Z17
-	VMULPS Z17, Z9, Z18
-	VMULPS Z18, Z9, Z19
-	VADDPS Z19, Z9, Z20
+	VPXORD.BCST c_signMask<>(SB), Z0, Z1
+	VMULPS.BCST c_log2e<>(SB), Z1, Z2
+	VRNDSCALEPS $0, Z2, Z3
+	VMOVAPS Z1, Z4
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z3, Z4
+	VMULPS.BCST c_ln2Lo<>(SB), Z3, Z5
+	VSUBPS Z5, Z4, Z6
+	VMULPS.BCST c_expQ4<>(SB), Z6, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z6, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z6, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z6, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z6, Z15
+	VMULPS Z15, Z6, Z16
+	VADDPS Z16, Z6, Z17
+	VADDPS.BCST c_one<>(SB), Z17, Z18
+	VSCALEFPS Z3, Z18, Z19
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z1, K1
+	VBLENDMPS.BCST c_inf<>(SB), Z19, K1, Z20
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z1, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z20, K2, Z21
+	VCMPPS $0x03, Z1, Z1, K3
+	VBLENDMPS.BCST c_nan<>(SB), Z21, K3, Z22
+	VADDPS.BCST c_one<>(SB), Z22, Z23
+	VBROADCASTSS c_one<>(SB), Z24
+	VDIVPS Z23, Z24, Z25
+	VMOVUPS (DX), Z26
+	VMULPS Z25, Z26, Z27
+	VPORD.BCST c_signMask<>(SB), Z0, Z28
+	VMULPS.BCST c_log2e<>(SB), Z28, Z29
+	VRNDSCALEPS $0, Z29, Z30
+	VMOVAPS Z28, Z2
+	VFNMADD231PS.BCST c_ln2Hi<>(SB), Z30, Z2
+	VMULPS.BCST c_ln2Lo<>(SB), Z30, Z4
+	VSUBPS Z4, Z2, Z5
+	VMULPS.BCST c_expQ4<>(SB), Z5, Z7
+	VADDPS.BCST c_expQ3<>(SB), Z7, Z8
+	VMULPS Z8, Z5, Z9
+	VADDPS.BCST c_expQ2<>(SB), Z9, Z10
+	VMULPS Z10, Z5, Z11
+	VADDPS.BCST c_expQ1<>(SB), Z11, Z12
+	VMULPS Z12, Z5, Z13
+	VADDPS.BCST c_expQ0<>(SB), Z13, Z14
+	VMULPS Z14, Z5, Z15
+	VMULPS Z15, Z5, Z6
+	VADDPS Z6, Z5, Z16
+	VADDPS.BCST c_one<>(SB), Z16, Z17
+	VSCALEFPS Z30, Z17, Z18
+	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z28, K4
+	VBLENDMPS.BCST c_inf<>(SB), Z18, K4, Z3
+	VCMPPS.BCST $0x11, c_expLo<>(SB), Z28, K5
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VCMPPS $0x03, Z28, Z28, K6
+	VBLENDMPS.BCST c_nan<>(SB), Z19, K6, Z20
+	VMAXPS.BCST c_zero<>(SB), Z0, Z1
 	VADDPS.BCST c_one<>(SB), Z20, Z21
-	VPSLLD $23, Z4, Z22
-	VPADDD.BCST c_expBias<>(SB), Z22, Z23
-	VMULPS Z23, Z21, Z24
-	VPSUBD.BCST c_magic<>(SB), Z4, Z25
-	VPSRAD $1, Z25, Z26
-	VPSUBD Z26, Z25, Z27
-	VPADDD.BCST c_i127<>(SB), Z26, Z28
-	VPSLLD $23, Z28, Z29
-	VPADDD.BCST c_i127<>(SB), Z27, Z30
-	VPSLLD $23, Z30, Z3
-	VMULPS Z29, Z21, Z6
-	VMULPS Z3, Z6, Z5
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z2, K1
-	VBLENDMPS.BCST c_inf<>(SB), Z5, K1, Z7
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z2, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z7, K2, Z8
-	VCMPPS $0x03, Z2, Z2, K3
-	VBLENDMPS.BCST c_nan<>(SB), Z8, K3, Z10
-	VPANDD.BCST c_absMask<>(SB), Z2, Z11
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z11, K4
-	VBLENDMPS Z24, Z10, K4, Z12
-	VADDPS.BCST c_one<>(SB), Z12, Z13
-	VBROADCASTSS c_one<>(SB), Z14
-	VDIVPS Z13, Z14, Z15
-	VMULPS Z15, Z1, Z16
-	VPORD.BCST c_signMask<>(SB), Z0, Z17
-	VMULPS.BCST c_log2e<>(SB), Z17, Z18
-	VADDPS.BCST c_magic<>(SB), Z18, Z9
-	VSUBPS.BCST c_magic<>(SB), Z9, Z19
-	VMULPS.BCST c_ln2Hi<>(SB), Z19, Z20
-	VSUBPS Z20, Z17, Z22
-	VMULPS.BCST c_ln2Lo<>(SB), Z19, Z23
-	VSUBPS Z23, Z22, Z4
-	VMULPS.BCST c_expQ4<>(SB), Z4, Z25
-	VADDPS.BCST c_expQ3<>(SB), Z25, Z26
-	VMULPS Z26, Z4, Z28
-	VADDPS.BCST c_expQ2<>(SB), Z28, Z27
-	VMULPS Z27, Z4, Z30
-	VADDPS.BCST c_expQ1<>(SB), Z30, Z21
-	VMULPS Z21, Z4, Z29
-	VADDPS.BCST c_expQ0<>(SB), Z29, Z6
-	VMULPS Z6, Z4, Z3
-	VMULPS Z3, Z4, Z5
-	VADDPS Z5, Z4, Z7
-	VADDPS.BCST c_one<>(SB), Z7, Z8
-	VPSLLD $23, Z9, Z2
-	VPADDD.BCST c_expBias<>(SB), Z2, Z11
-	VMULPS Z11, Z8, Z24
-	VPSUBD.BCST c_magic<>(SB), Z9, Z10
-	VPSRAD $1, Z10, Z12
-	VPSUBD Z12, Z10, Z14
-	VPADDD.BCST c_i127<>(SB), Z12, Z13
-	VPSLLD $23, Z13, Z1
-	VPADDD.BCST c_i127<>(SB), Z14, Z15
-	VPSLLD $23, Z15, Z18
-	VMULPS Z1, Z8, Z20
-	VMULPS Z18, Z20, Z19
-	VCMPPS.BCST $0x1e, c_expHi<>(SB), Z17, K5
-	VBLENDMPS.BCST c_inf<>(SB), Z19, K5, Z22
-	VCMPPS.BCST $0x11, c_expLo<>(SB), Z17, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z22, K6, Z23
-	VCMPPS $0x03, Z17, Z17, K7
-	VBLENDMPS.BCST c_nan<>(SB), Z23, K7, Z25
-	VPANDD.BCST c_absMask<>(SB), Z17, Z26
-	VCMPPS.BCST $0x11, c_expMid<>(SB), Z26, K1
-	VBLENDMPS Z24, Z25, K1, Z28
-	VMAXPS.BCST c_zero<>(SB), Z0, Z27
-	VADDPS.BCST c_one<>(SB), Z28, Z30
-	VSUBPS.BCST c_one<>(SB), Z30, Z21
-	VSUBPS Z21, Z30, Z29
-	VBROADCASTSS c_one<>(SB), Z6
-	VSUBPS Z29, Z6, Z3
-	VSUBPS Z21, Z28, Z4
-	VADDPS Z4, Z3, Z5
-	VDIVPS Z30, Z5, Z7
-	VPSRLD $23, Z30, Z2
-	VPSUBD.BCST c_i127<>(SB), Z2, Z11
-	VPANDD.BCST c_mantMask<>(SB), Z30, Z9
-	VPCMPGTD.BCST c_sqrt2Man<>(SB), Z9, K2
-	VPORD.BCST c_halfBits<>(SB), Z9, Z10
-	VPORD.BCST c_expBias<>(SB), Z9, Z12
-	VBLENDMPS Z10, Z12, K2, Z13
-	VPADDD.BCST c_one_i<>(SB), Z11, Z14
-	VBLENDMPS Z14, Z11, K2, Z15
-	VSUBPS.BCST c_one<>(SB), Z13, Z8
-	VADDPS.BCST c_two<>(SB), Z8, Z1
-	VDIVPS Z1, Z8, Z20
-	VMULPS Z20, Z20, Z18
-	VMULPS.BCST c_logL4<>(SB), Z18, Z19
-	VADDPS.BCST c_logL3<>(SB), Z19, Z22
-	VMULPS Z22, Z18, Z23
-	VADDPS.BCST c_logL2<>(SB), Z23, Z17
-	VMULPS Z17, Z18, Z26
-	VADDPS.BCST c_logL1<>(SB), Z26, Z24
-	VMULPS Z24, Z18, Z25
-	VSUBPS Z25, Z8, Z0
-	VMULPS Z0, Z20, Z6
-	VCVTDQ2PS Z15, Z29
-	VMULPS.BCST c_ln2Hi<>(SB), Z29, Z21
-	VMULPS.BCST c_ln2Lo<>(SB), Z29, Z3
-	VADDPS Z8, Z21, Z4
-	VSUBPS Z21, Z4, Z5
-	VSUBPS Z5, Z8, Z2
-	VADDPS Z7, Z3, Z30
-	VSUBPS Z6, Z30, Z9
-	VADDPS Z9, Z2, Z10
-	VADDPS Z10, Z4, Z12
-	VCMPPS.BCST $0x00, c_zero<>(SB), Z28, K3
-	VBLENDMPS Z28, Z12, K3, Z14
-	VCMPPS $0x03, Z28, Z28, K4
-	VBLENDMPS.BCST c_nan<>(SB), Z14, K4, Z11
-	VADDPS Z11, Z27, Z13
-	VADDPS Z31, Z13, Z1
-	VDIVPS Z1, Z16, Z19
-	VMOVUPS Z19, (DI)
+	VSUBPS.BCST c_one<>(SB), Z21, Z22
+	VSUBPS Z22, Z20, Z24
+	VDIVPS Z21, Z24, Z23
+	VMOVUPS Z23, (SP)
+	VPADDD.BCST c_logOff<>(SB), Z21, Z26
+	VPANDD.BCST c_mantMask<>(SB), Z26, Z25
+	VPADDD.BCST c_logM0<>(SB), Z25, Z29
+	VMOVUPS Z26, 64(SP)
+	VSUBPS.BCST c_one<>(SB), Z29, Z2
+	VADDPS.BCST c_two<>(SB), Z2, Z4
+	VDIVPS Z4, Z2, Z7
+	VMULPS Z7, Z7, Z8
+	VMULPS.BCST c_logL4<>(SB), Z8, Z9
+	VADDPS.BCST c_logL3<>(SB), Z9, Z10
+	VMULPS Z10, Z8, Z11
+	VADDPS.BCST c_logL2<>(SB), Z11, Z12
+	VMULPS Z12, Z8, Z13
+	VADDPS.BCST c_logL1<>(SB), Z13, Z14
+	VMULPS Z14, Z8, Z15
+	VSUBPS Z15, Z2, Z5
+	VMULPS Z5, Z7, Z6
+	VGETEXPPS 64(SP), Z16
+	VMULPS.BCST c_ln2Lo<>(SB), Z16, Z17
+	VADDPS (SP), Z17, Z30
+	VSUBPS Z6, Z30, Z18
+	VMOVAPS Z2, Z3
+	VFMADD231PS.BCST c_ln2Hi<>(SB), Z16, Z3
+	VFNMADD132PS.BCST c_ln2Hi<>(SB), Z3, Z16
+	VSUBPS Z16, Z2, Z28
+	VADDPS Z18, Z28, Z19
+	VADDPS Z19, Z3, Z0
+	VCMPPS.BCST $0x00, c_zero<>(SB), Z20, K7
+	VBLENDMPS Z20, Z0, K7, Z22
+	VCMPPS $0x03, Z20, Z20, K1
+	VBLENDMPS.BCST c_nan<>(SB), Z22, K1, Z24
+	VADDPS Z24, Z1, Z23
+	VADDPS Z31, Z23, Z21
+	VDIVPS Z21, Z27, Z25
+	VMOVUPS Z25, (DI)
 	JMP  next1
 
 // func vkAbsAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): dst = |x|
@@ -13903,30 +17400,62 @@ TEXT ·vkAbsAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VPANDD.BCST c_absMask<>(SB), Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VPANDD.BCST c_absMask<>(SB), Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VPANDD.BCST c_absMask<>(SB), Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VPANDD.BCST c_absMask<>(SB), Z6, Z7
+	VMOVUPS 256(SI), Z8
+	VPANDD.BCST c_absMask<>(SB), Z8, Z9
+	VMOVUPS 320(SI), Z10
+	VPANDD.BCST c_absMask<>(SB), Z10, Z11
+	VMOVUPS 384(SI), Z12
+	VPANDD.BCST c_absMask<>(SB), Z12, Z13
+	VMOVUPS 448(SI), Z14
+	VPANDD.BCST c_absMask<>(SB), Z14, Z15
+	VMOVUPS 512(SI), Z16
+	VPANDD.BCST c_absMask<>(SB), Z16, Z17
+	VMOVUPS 576(SI), Z18
+	VPANDD.BCST c_absMask<>(SB), Z18, Z19
+	VMOVUPS 640(SI), Z20
+	VPANDD.BCST c_absMask<>(SB), Z20, Z21
+	VMOVUPS 704(SI), Z22
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VPANDD.BCST c_absMask<>(SB), Z0, Z4
-	VPANDD.BCST c_absMask<>(SB), Z1, Z5
-	VPANDD.BCST c_absMask<>(SB), Z2, Z6
-	VPANDD.BCST c_absMask<>(SB), Z3, Z7
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	VMOVUPS Z6, 128(DI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
+	VPANDD.BCST c_absMask<>(SB), Z22, Z23
+	VMOVUPS Z1, (DI)
+	VMOVUPS Z3, 64(DI)
+	VMOVUPS Z5, 128(DI)
 	VMOVUPS Z7, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	VMOVUPS Z9, 256(DI)
+	VMOVUPS Z11, 320(DI)
+	VMOVUPS Z13, 384(DI)
+	VMOVUPS Z15, 448(DI)
+	VMOVUPS Z17, 512(DI)
+	VMOVUPS Z19, 576(DI)
+	VMOVUPS Z21, 640(DI)
+	VMOVUPS Z23, 704(DI)
+next12:
+	ADDQ $768, DI
+	ADDQ $768, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -13949,34 +17478,74 @@ TEXT ·vkInvAVX512(SB), NOSPLIT, $0-56
 	MOVQ i0+24(FP), SI
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VBROADCASTSS c_one<>(SB), Z1
+	VDIVPS Z0, Z1, Z2
+	VMOVUPS 64(SI), Z3
+	VBROADCASTSS c_one<>(SB), Z4
+	VDIVPS Z3, Z4, Z5
+	VMOVUPS 128(SI), Z6
+	VBROADCASTSS c_one<>(SB), Z7
+	VDIVPS Z6, Z7, Z8
+	VMOVUPS 192(SI), Z9
+	VBROADCASTSS c_one<>(SB), Z10
+	VDIVPS Z9, Z10, Z11
+	VMOVUPS 256(SI), Z12
+	VBROADCASTSS c_one<>(SB), Z13
+	VDIVPS Z12, Z13, Z14
+	VMOVUPS 320(SI), Z15
+	VBROADCASTSS c_one<>(SB), Z16
+	VDIVPS Z15, Z16, Z17
+	VMOVUPS 384(SI), Z18
+	VBROADCASTSS c_one<>(SB), Z19
+	VDIVPS Z18, Z19, Z20
+	VMOVUPS 448(SI), Z21
+	VBROADCASTSS c_one<>(SB), Z22
+	VDIVPS Z21, Z22, Z23
+	VMOVUPS 512(SI), Z24
+	VBROADCASTSS c_one<>(SB), Z25
+	VDIVPS Z24, Z25, Z26
+	VMOVUPS 576(SI), Z27
+	VBROADCASTSS c_one<>(SB), Z28
+	VDIVPS Z27, Z28, Z29
+	VMOVUPS 640(SI), Z30
+	VBROADCASTSS c_one<>(SB), Z31
+	VDIVPS Z30, Z31, Z1
+	VMOVUPS 704(SI), Z0
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
 	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z0, Z4, Z5
-	VBROADCASTSS c_one<>(SB), Z6
-	VDIVPS Z1, Z6, Z7
-	VBROADCASTSS c_one<>(SB), Z8
-	VDIVPS Z2, Z8, Z9
-	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z3, Z10, Z11
-	VMOVUPS Z5, (DI)
-	VMOVUPS Z7, 64(DI)
-	VMOVUPS Z9, 128(DI)
+	VDIVPS Z0, Z4, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z8, 128(DI)
 	VMOVUPS Z11, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	VMOVUPS Z14, 256(DI)
+	VMOVUPS Z17, 320(DI)
+	VMOVUPS Z20, 384(DI)
+	VMOVUPS Z23, 448(DI)
+	VMOVUPS Z26, 512(DI)
+	VMOVUPS Z29, 576(DI)
+	VMOVUPS Z1, 640(DI)
+	VMOVUPS Z3, 704(DI)
+next12:
+	ADDQ $768, DI
+	ADDQ $768, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -14005,13 +17574,16 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
+	VMOVUPS (DX), Z1
+	VDIVPS Z1, Z0, Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 64(DX), Z4
+	VDIVPS Z4, Z3, Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 128(DX), Z7
+	VDIVPS Z7, Z6, Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 192(DX), Z10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14020,13 +17592,10 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VDIVPS Z4, Z0, Z8
-	VDIVPS Z5, Z1, Z9
-	VDIVPS Z6, Z2, Z10
-	VDIVPS Z7, Z3, Z11
-	VMOVUPS Z8, (DI)
-	VMOVUPS Z9, 64(DI)
-	VMOVUPS Z10, 128(DI)
+	VDIVPS Z10, Z9, Z11
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z8, 128(DI)
 	VMOVUPS Z11, 192(DI)
 next4:
 	ADDQ $256, DI
@@ -14063,13 +17632,16 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
+	VMOVUPS (DX), Z1
+	VMAXPS Z1, Z0, Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 64(DX), Z4
+	VMAXPS Z4, Z3, Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 128(DX), Z7
+	VMAXPS Z7, Z6, Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 192(DX), Z10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14078,18 +17650,15 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
+	VMAXPS Z10, Z9, Z11
 	VCMPPS $0x03, Z0, Z0, K1
-	VCMPPS $0x03, Z1, Z1, K2
-	VCMPPS $0x03, Z2, Z2, K3
-	VCMPPS $0x03, Z3, Z3, K4
-	VMAXPS Z4, Z0, Z8
-	VMAXPS Z5, Z1, Z9
-	VMAXPS Z6, Z2, Z10
-	VMAXPS Z7, Z3, Z11
-	VBLENDMPS Z0, Z8, K1, Z12
-	VBLENDMPS Z1, Z9, K2, Z13
-	VBLENDMPS Z2, Z10, K3, Z14
-	VBLENDMPS Z3, Z11, K4, Z15
+	VBLENDMPS Z0, Z2, K1, Z12
+	VCMPPS $0x03, Z3, Z3, K2
+	VBLENDMPS Z3, Z5, K2, Z13
+	VCMPPS $0x03, Z6, Z6, K3
+	VBLENDMPS Z6, Z8, K3, Z14
+	VCMPPS $0x03, Z9, Z9, K4
+	VBLENDMPS Z9, Z11, K4, Z15
 	VMOVUPS Z12, (DI)
 	VMOVUPS Z13, 64(DI)
 	VMOVUPS Z14, 128(DI)
@@ -14105,8 +17674,8 @@ loop1:
 	JZ   done
 	VMOVUPS (SI), Z0
 	VMOVUPS (DX), Z1
-	VCMPPS $0x03, Z0, Z0, K1
 	VMAXPS Z1, Z0, Z2
+	VCMPPS $0x03, Z0, Z0, K1
 	VBLENDMPS Z0, Z2, K1, Z3
 	VMOVUPS Z3, (DI)
 next1:
@@ -14131,13 +17700,16 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
+	VMOVUPS (DX), Z1
+	VMINPS Z1, Z0, Z2
+	VMOVUPS 64(SI), Z3
+	VMOVUPS 64(DX), Z4
+	VMINPS Z4, Z3, Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 128(DX), Z7
+	VMINPS Z7, Z6, Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 192(DX), Z10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14146,18 +17718,15 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
+	VMINPS Z10, Z9, Z11
 	VCMPPS $0x03, Z0, Z0, K1
-	VCMPPS $0x03, Z1, Z1, K2
-	VCMPPS $0x03, Z2, Z2, K3
-	VCMPPS $0x03, Z3, Z3, K4
-	VMINPS Z4, Z0, Z8
-	VMINPS Z5, Z1, Z9
-	VMINPS Z6, Z2, Z10
-	VMINPS Z7, Z3, Z11
-	VBLENDMPS Z0, Z8, K1, Z12
-	VBLENDMPS Z1, Z9, K2, Z13
-	VBLENDMPS Z2, Z10, K3, Z14
-	VBLENDMPS Z3, Z11, K4, Z15
+	VBLENDMPS Z0, Z2, K1, Z12
+	VCMPPS $0x03, Z3, Z3, K2
+	VBLENDMPS Z3, Z5, K2, Z13
+	VCMPPS $0x03, Z6, Z6, K3
+	VBLENDMPS Z6, Z8, K3, Z14
+	VCMPPS $0x03, Z9, Z9, K4
+	VBLENDMPS Z9, Z11, K4, Z15
 	VMOVUPS Z12, (DI)
 	VMOVUPS Z13, 64(DI)
 	VMOVUPS Z14, 128(DI)
@@ -14173,8 +17742,8 @@ loop1:
 	JZ   done
 	VMOVUPS (SI), Z0
 	VMOVUPS (DX), Z1
-	VCMPPS $0x03, Z0, Z0, K1
 	VMINPS Z1, Z0, Z2
+	VCMPPS $0x03, Z0, Z0, K1
 	VBLENDMPS Z0, Z2, K1, Z3
 	VMOVUPS Z3, (DI)
 next1:
@@ -14196,34 +17765,74 @@ TEXT ·vkClampAVX512(SB), NOSPLIT, $0-56
 	VBROADCASTSS s1+52(FP), Z30
 	SHRQ $4, CX
 	PCALIGN $32
-loop4:
-	CMPQ CX, $4
+loop12:
+	CMPQ CX, $12
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VMAXPS Z0, Z31, Z1
+	VMOVUPS 64(SI), Z2
+	VMAXPS Z2, Z31, Z3
+	VMOVUPS 128(SI), Z4
+	VMAXPS Z4, Z31, Z5
+	VMOVUPS 192(SI), Z6
+	VMAXPS Z6, Z31, Z7
+	VMOVUPS 256(SI), Z8
+	VMAXPS Z8, Z31, Z9
+	VMOVUPS 320(SI), Z10
+	VMAXPS Z10, Z31, Z11
+	VMOVUPS 384(SI), Z12
+	VMAXPS Z12, Z31, Z13
+	VMOVUPS 448(SI), Z14
+	VMAXPS Z14, Z31, Z15
+	VMOVUPS 512(SI), Z16
+	VMAXPS Z16, Z31, Z17
+	VMOVUPS 576(SI), Z18
+	VMAXPS Z18, Z31, Z19
+	VMOVUPS 640(SI), Z20
+	VMAXPS Z20, Z31, Z21
+	VMOVUPS 704(SI), Z22
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VMAXPS Z0, Z31, Z4
-	VMAXPS Z1, Z31, Z5
-	VMAXPS Z2, Z31, Z6
-	VMAXPS Z3, Z31, Z7
-	VMINPS Z4, Z30, Z8
-	VMINPS Z5, Z30, Z9
-	VMINPS Z6, Z30, Z10
-	VMINPS Z7, Z30, Z11
-	VMOVUPS Z8, (DI)
-	VMOVUPS Z9, 64(DI)
-	VMOVUPS Z10, 128(DI)
-	VMOVUPS Z11, 192(DI)
-next4:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $4, CX
-	JMP  loop4
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
+	VMAXPS Z22, Z31, Z23
+	VMINPS Z1, Z30, Z24
+	VMINPS Z3, Z30, Z25
+	VMINPS Z5, Z30, Z26
+	VMINPS Z7, Z30, Z27
+	VMINPS Z9, Z30, Z28
+	VMINPS Z11, Z30, Z29
+	VMINPS Z13, Z30, Z0
+	VMINPS Z15, Z30, Z2
+	VMINPS Z17, Z30, Z4
+	VMINPS Z19, Z30, Z6
+	VMINPS Z21, Z30, Z8
+	VMINPS Z23, Z30, Z10
+	VMOVUPS Z24, (DI)
+	VMOVUPS Z25, 64(DI)
+	VMOVUPS Z26, 128(DI)
+	VMOVUPS Z27, 192(DI)
+	VMOVUPS Z28, 256(DI)
+	VMOVUPS Z29, 320(DI)
+	VMOVUPS Z0, 384(DI)
+	VMOVUPS Z2, 448(DI)
+	VMOVUPS Z4, 512(DI)
+	VMOVUPS Z6, 576(DI)
+	VMOVUPS Z8, 640(DI)
+	VMOVUPS Z10, 704(DI)
+next12:
+	ADDQ $768, DI
+	ADDQ $768, SI
+	SUBQ $12, CX
+	JMP  loop12
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -14252,33 +17861,36 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
 	VCMPPS.BCST $0x11, c_zero<>(SB), Z0, K1
-	VCMPPS.BCST $0x11, c_zero<>(SB), Z1, K2
-	VCMPPS.BCST $0x11, c_zero<>(SB), Z2, K3
-	VCMPPS.BCST $0x11, c_zero<>(SB), Z3, K4
+	VBROADCASTSS c_zero<>(SB), Z1
+	VBLENDMPS.BCST c_negOne<>(SB), Z1, K1, Z2
+	VMOVUPS 64(SI), Z3
+	VCMPPS.BCST $0x11, c_zero<>(SB), Z3, K2
 	VBROADCASTSS c_zero<>(SB), Z4
-	VBLENDMPS.BCST c_negOne<>(SB), Z4, K1, Z5
-	VBROADCASTSS c_zero<>(SB), Z6
-	VBLENDMPS.BCST c_negOne<>(SB), Z6, K2, Z7
-	VBROADCASTSS c_zero<>(SB), Z8
-	VBLENDMPS.BCST c_negOne<>(SB), Z8, K3, Z9
+	VBLENDMPS.BCST c_negOne<>(SB), Z4, K2, Z5
+	VMOVUPS 128(SI), Z6
+	VCMPPS.BCST $0x11, c_zero<>(SB), Z6, K3
+	VBROADCASTSS c_zero<>(SB), Z7
+	VBLENDMPS.BCST c_negOne<>(SB), Z7, K3, Z8
+	VMOVUPS 192(SI), Z9
+	VCMPPS.BCST $0x11, c_zero<>(SB), Z9, K4
 	VBROADCASTSS c_zero<>(SB), Z10
 	VBLENDMPS.BCST c_negOne<>(SB), Z10, K4, Z11
 	VCMPPS.BCST $0x1e, c_zero<>(SB), Z0, K5
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z1, K6
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z2, K7
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z3, K1
-	VBLENDMPS.BCST c_one<>(SB), Z5, K5, Z12
-	VBLENDMPS.BCST c_one<>(SB), Z7, K6, Z13
-	VBLENDMPS.BCST c_one<>(SB), Z9, K7, Z14
+	VBLENDMPS.BCST c_one<>(SB), Z2, K5, Z12
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z3, K6
+	VBLENDMPS.BCST c_one<>(SB), Z5, K6, Z13
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z6, K7
+	VBLENDMPS.BCST c_one<>(SB), Z8, K7, Z14
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z9, K1
 	VBLENDMPS.BCST c_one<>(SB), Z11, K1, Z15
 	VMOVUPS (DX), Z16
-	VMOVUPS 64(DX), Z17
-	VMOVUPS 128(DX), Z18
-	VMOVUPS 192(DX), Z19
+	VMULPS Z16, Z12, Z17
+	VMOVUPS 64(DX), Z18
+	VMULPS Z18, Z13, Z19
+	VMOVUPS 128(DX), Z20
+	VMULPS Z20, Z14, Z21
+	VMOVUPS 192(DX), Z22
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14287,13 +17899,10 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS Z16, Z12, Z20
-	VMULPS Z17, Z13, Z21
-	VMULPS Z18, Z14, Z22
-	VMULPS Z19, Z15, Z23
-	VMOVUPS Z20, (DI)
-	VMOVUPS Z21, 64(DI)
-	VMOVUPS Z22, 128(DI)
+	VMULPS Z22, Z15, Z23
+	VMOVUPS Z17, (DI)
+	VMOVUPS Z19, 64(DI)
+	VMOVUPS Z21, 128(DI)
 	VMOVUPS Z23, 192(DI)
 next4:
 	ADDQ $256, DI
@@ -14335,13 +17944,32 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
+	VSQRTPS Z0, Z1
+	VMOVUPS 64(SI), Z2
+	VSQRTPS Z2, Z3
+	VMOVUPS 128(SI), Z4
+	VSQRTPS Z4, Z5
+	VMOVUPS 192(SI), Z6
+	VSQRTPS Z6, Z7
+	VMULPS.BCST c_two<>(SB), Z1, Z8
+	VMULPS.BCST c_two<>(SB), Z3, Z9
+	VMULPS.BCST c_two<>(SB), Z5, Z10
+	VMULPS.BCST c_two<>(SB), Z7, Z11
+	VBROADCASTSS c_one<>(SB), Z12
+	VDIVPS Z8, Z12, Z13
+	VBROADCASTSS c_one<>(SB), Z14
+	VDIVPS Z9, Z14, Z15
+	VBROADCASTSS c_one<>(SB), Z16
+	VDIVPS Z10, Z16, Z17
+	VBROADCASTSS c_one<>(SB), Z18
+	VDIVPS Z11, Z18, Z19
+	VMOVUPS (DX), Z20
+	VMULPS Z13, Z20, Z21
+	VMOVUPS 64(DX), Z22
+	VMULPS Z15, Z22, Z23
+	VMOVUPS 128(DX), Z24
+	VMULPS Z17, Z24, Z25
+	VMOVUPS 192(DX), Z26
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14350,42 +17978,23 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VSQRTPS Z0, Z8
-	VSQRTPS Z1, Z9
-	VSQRTPS Z2, Z10
-	VSQRTPS Z3, Z11
-	VMULPS.BCST c_two<>(SB), Z8, Z12
-	VMULPS.BCST c_two<>(SB), Z9, Z13
-	VMULPS.BCST c_two<>(SB), Z10, Z14
-	VMULPS.BCST c_two<>(SB), Z11, Z15
-	VBROADCASTSS c_one<>(SB), Z16
-	VDIVPS Z12, Z16, Z17
-	VBROADCASTSS c_one<>(SB), Z18
-	VDIVPS Z13, Z18, Z19
-	VBROADCASTSS c_one<>(SB), Z20
-	VDIVPS Z14, Z20, Z21
-	VBROADCASTSS c_one<>(SB), Z22
-	VDIVPS Z15, Z22, Z23
-	VMULPS Z17, Z4, Z24
-	VMULPS Z19, Z5, Z25
-	VMULPS Z21, Z6, Z26
-	VMULPS Z23, Z7, Z27
+	VMULPS Z19, Z26, Z27
 	VCMPPS.BCST $0x1e, c_zero<>(SB), Z0, K1
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z1, K2
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z2, K3
-	VCMPPS.BCST $0x1e, c_zero<>(SB), Z3, K4
 	VBROADCASTSS c_zero<>(SB), Z28
-	VBLENDMPS Z24, Z28, K1, Z29
+	VBLENDMPS Z21, Z28, K1, Z29
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z2, K2
 	VBROADCASTSS c_zero<>(SB), Z30
-	VBLENDMPS Z25, Z30, K2, Z31
-	VBROADCASTSS c_zero<>(SB), Z8
-	VBLENDMPS Z26, Z8, K3, Z9
-	VBROADCASTSS c_zero<>(SB), Z10
-	VBLENDMPS Z27, Z10, K4, Z11
+	VBLENDMPS Z23, Z30, K2, Z31
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z4, K3
+	VBROADCASTSS c_zero<>(SB), Z1
+	VBLENDMPS Z25, Z1, K3, Z3
+	VCMPPS.BCST $0x1e, c_zero<>(SB), Z6, K4
+	VBROADCASTSS c_zero<>(SB), Z5
+	VBLENDMPS Z27, Z5, K4, Z7
 	VMOVUPS Z29, (DI)
 	VMOVUPS Z31, 64(DI)
-	VMOVUPS Z9, 128(DI)
-	VMOVUPS Z11, 192(DI)
+	VMOVUPS Z3, 128(DI)
+	VMOVUPS Z7, 192(DI)
 next4:
 	ADDQ $256, DI
 	ADDQ $256, SI
@@ -14396,12 +18005,12 @@ loop1:
 	TESTQ CX, CX
 	JZ   done
 	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VSQRTPS Z0, Z2
-	VMULPS.BCST c_two<>(SB), Z2, Z3
-	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z3, Z4, Z5
-	VMULPS Z5, Z1, Z6
+	VSQRTPS Z0, Z1
+	VMULPS.BCST c_two<>(SB), Z1, Z2
+	VBROADCASTSS c_one<>(SB), Z3
+	VDIVPS Z2, Z3, Z4
+	VMOVUPS (DX), Z5
+	VMULPS Z4, Z5, Z6
 	VCMPPS.BCST $0x1e, c_zero<>(SB), Z0, K1
 	VBROADCASTSS c_zero<>(SB), Z7
 	VBLENDMPS Z6, Z7, K1, Z8
@@ -14428,13 +18037,16 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (DX), Z0
-	VMOVUPS 64(DX), Z1
-	VMOVUPS 128(DX), Z2
-	VMOVUPS 192(DX), Z3
-	VMOVUPS (SI), Z4
-	VMOVUPS 64(SI), Z5
-	VMOVUPS 128(SI), Z6
-	VMOVUPS 192(SI), Z7
+	VMOVUPS (SI), Z1
+	VDIVPS Z1, Z0, Z2
+	VMOVUPS 64(DX), Z3
+	VMOVUPS 64(SI), Z4
+	VDIVPS Z4, Z3, Z5
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 128(SI), Z7
+	VDIVPS Z7, Z6, Z8
+	VMOVUPS 192(DX), Z9
+	VMOVUPS 192(SI), Z10
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14443,13 +18055,10 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VDIVPS Z4, Z0, Z8
-	VDIVPS Z5, Z1, Z9
-	VDIVPS Z6, Z2, Z10
-	VDIVPS Z7, Z3, Z11
-	VMOVUPS Z8, (DI)
-	VMOVUPS Z9, 64(DI)
-	VMOVUPS Z10, 128(DI)
+	VDIVPS Z10, Z9, Z11
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z8, 128(DI)
 	VMOVUPS Z11, 192(DI)
 next4:
 	ADDQ $256, DI
@@ -14486,21 +18095,24 @@ loop4:
 	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
+	VBROADCASTSS c_one<>(SB), Z1
+	VDIVPS Z0, Z1, Z2
+	VMOVUPS 64(SI), Z3
 	VBROADCASTSS c_one<>(SB), Z4
-	VDIVPS Z0, Z4, Z5
-	VBROADCASTSS c_one<>(SB), Z6
-	VDIVPS Z1, Z6, Z7
-	VBROADCASTSS c_one<>(SB), Z8
-	VDIVPS Z2, Z8, Z9
+	VDIVPS Z3, Z4, Z5
+	VMOVUPS 128(SI), Z6
+	VBROADCASTSS c_one<>(SB), Z7
+	VDIVPS Z6, Z7, Z8
+	VMOVUPS 192(SI), Z9
 	VBROADCASTSS c_one<>(SB), Z10
-	VDIVPS Z3, Z10, Z11
+	VDIVPS Z9, Z10, Z11
 	VMOVUPS (DX), Z12
-	VMOVUPS 64(DX), Z13
-	VMOVUPS 128(DX), Z14
-	VMOVUPS 192(DX), Z15
+	VMULPS Z2, Z12, Z13
+	VMOVUPS 64(DX), Z14
+	VMULPS Z5, Z14, Z15
+	VMOVUPS 128(DX), Z16
+	VMULPS Z8, Z16, Z17
+	VMOVUPS 192(DX), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14509,13 +18121,10 @@ loop4:
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
 	PREFETCHT0 2240(DX)
-	VMULPS Z5, Z12, Z16
-	VMULPS Z7, Z13, Z17
-	VMULPS Z9, Z14, Z18
-	VMULPS Z11, Z15, Z19
-	VMULPS Z5, Z16, Z20
-	VMULPS Z7, Z17, Z21
-	VMULPS Z9, Z18, Z22
+	VMULPS Z11, Z18, Z19
+	VMULPS Z2, Z13, Z20
+	VMULPS Z5, Z15, Z21
+	VMULPS Z8, Z17, Z22
 	VMULPS Z11, Z19, Z23
 	VPXORD.BCST c_signMask<>(SB), Z20, Z24
 	VPXORD.BCST c_signMask<>(SB), Z21, Z25
@@ -14562,45 +18171,55 @@ TEXT ·vkClampBwdAVX512(SB), NOSPLIT, $0-56
 	VBROADCASTSS s1+52(FP), Z30
 	SHRQ $4, CX
 	PCALIGN $32
-loop3:
-	CMPQ CX, $3
+loop4:
+	CMPQ CX, $4
 	JLT  loop1
 	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
 	VCMPPS $0x1e, Z31, Z0, K1
-	VCMPPS $0x1e, Z31, Z1, K2
-	VCMPPS $0x1e, Z31, Z2, K3
-	VCMPPS $0x11, Z30, Z0, K4
-	VCMPPS $0x11, Z30, Z1, K5
-	VCMPPS $0x11, Z30, Z2, K6
-	KANDW K4, K1, K7
-	KANDW K5, K2, K1
-	KANDW K6, K3, K4
-	VMOVUPS (DX), Z3
-	VMOVUPS 64(DX), Z4
-	VMOVUPS 128(DX), Z5
+	VCMPPS $0x11, Z30, Z0, K2
+	KANDW K2, K1, K3
+	VMOVUPS (DX), Z1
+	VBROADCASTSS c_zero<>(SB), Z2
+	VBLENDMPS Z1, Z2, K3, Z3
+	VMOVUPS 64(SI), Z4
+	VCMPPS $0x1e, Z31, Z4, K4
+	VCMPPS $0x11, Z30, Z4, K5
+	KANDW K5, K4, K6
+	VMOVUPS 64(DX), Z5
+	VBROADCASTSS c_zero<>(SB), Z6
+	VBLENDMPS Z5, Z6, K6, Z7
+	VMOVUPS 128(SI), Z8
+	VCMPPS $0x1e, Z31, Z8, K7
+	VCMPPS $0x11, Z30, Z8, K1
+	KANDW K1, K7, K2
+	VMOVUPS 128(DX), Z9
+	VBROADCASTSS c_zero<>(SB), Z10
+	VBLENDMPS Z9, Z10, K2, Z11
+	VMOVUPS 192(SI), Z12
+	VCMPPS $0x1e, Z31, Z12, K3
+	VCMPPS $0x11, Z30, Z12, K4
+	KANDW K4, K3, K5
+	VMOVUPS 192(DX), Z13
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
 	PREFETCHT0 2048(DX)
 	PREFETCHT0 2112(DX)
 	PREFETCHT0 2176(DX)
-	VBROADCASTSS c_zero<>(SB), Z6
-	VBLENDMPS Z3, Z6, K7, Z7
-	VBROADCASTSS c_zero<>(SB), Z8
-	VBLENDMPS Z4, Z8, K1, Z9
-	VBROADCASTSS c_zero<>(SB), Z10
-	VBLENDMPS Z5, Z10, K4, Z11
-	VMOVUPS Z7, (DI)
-	VMOVUPS Z9, 64(DI)
+	PREFETCHT0 2240(DX)
+	VBROADCASTSS c_zero<>(SB), Z14
+	VBLENDMPS Z13, Z14, K5, Z15
+	VMOVUPS Z3, (DI)
+	VMOVUPS Z7, 64(DI)
 	VMOVUPS Z11, 128(DI)
-next3:
-	ADDQ $192, DI
-	ADDQ $192, SI
-	ADDQ $192, DX
-	SUBQ $3, CX
-	JMP  loop3
+	VMOVUPS Z15, 192(DI)
+next4:
+	ADDQ $256, DI
+	ADDQ $256, SI
+	ADDQ $256, DX
+	SUBQ $4, CX
+	JMP  loop4
 loop1:
 	TESTQ CX, CX
 	JZ   done
@@ -14635,15 +18254,22 @@ TEXT ·vkMaxBwdAVX512(SB), NOSPLIT, $0-56
 loop3:
 	CMPQ CX, $3
 	JLT  loop1
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS (DX), Z3
-	VMOVUPS 64(DX), Z4
-	VMOVUPS 128(DX), Z5
-	VMOVUPS (BX), Z6
-	VMOVUPS 64(BX), Z7
-	VMOVUPS 128(BX), Z8
+	VMOVUPS (BX), Z0
+	VMULPS.BCST c_half<>(SB), Z0, Z1
+	VMOVUPS 64(BX), Z2
+	VMULPS.BCST c_half<>(SB), Z2, Z3
+	VMOVUPS 128(BX), Z4
+	VMULPS.BCST c_half<>(SB), Z4, Z5
+	VMOVUPS (DX), Z6
+	VMOVUPS (SI), Z7
+	VCMPPS $0x1e, Z7, Z6, K1
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K1, Z8
+	VMOVUPS 64(DX), Z9
+	VMOVUPS 64(SI), Z10
+	VCMPPS $0x1e, Z10, Z9, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K2, Z11
+	VMOVUPS 128(DX), Z12
+	VMOVUPS 128(SI), Z13
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14653,27 +18279,20 @@ loop3:
 	PREFETCHT0 2048(BX)
 	PREFETCHT0 2112(BX)
 	PREFETCHT0 2176(BX)
-	VMULPS.BCST c_half<>(SB), Z6, Z9
-	VMULPS.BCST c_half<>(SB), Z7, Z10
-	VMULPS.BCST c_half<>(SB), Z8, Z11
-	VCMPPS $0x1e, Z3, Z0, K1
-	VCMPPS $0x1e, Z4, Z1, K2
-	VCMPPS $0x1e, Z5, Z2, K3
-	VCMPPS $0x1e, Z0, Z3, K4
-	VCMPPS $0x1e, Z1, Z4, K5
-	VCMPPS $0x1e, Z2, Z5, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z9, K4, Z12
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K5, Z13
-	VBLENDMPS.BCST c_zero<>(SB), Z11, K6, Z14
-	VBLENDMPS Z6, Z12, K1, Z15
-	VBLENDMPS Z7, Z13, K2, Z16
-	VBLENDMPS Z8, Z14, K3, Z17
-	VBLENDMPS.BCST c_zero<>(SB), Z9, K1, Z18
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z19
-	VBLENDMPS.BCST c_zero<>(SB), Z11, K3, Z20
-	VBLENDMPS Z6, Z18, K4, Z21
-	VBLENDMPS Z7, Z19, K5, Z22
-	VBLENDMPS Z8, Z20, K6, Z23
+	VCMPPS $0x1e, Z13, Z12, K3
+	VBLENDMPS.BCST c_zero<>(SB), Z5, K3, Z14
+	VCMPPS $0x1e, Z6, Z7, K4
+	VBLENDMPS Z0, Z8, K4, Z15
+	VCMPPS $0x1e, Z9, Z10, K5
+	VBLENDMPS Z2, Z11, K5, Z16
+	VCMPPS $0x1e, Z12, Z13, K6
+	VBLENDMPS Z4, Z14, K6, Z17
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K4, Z18
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VBLENDMPS.BCST c_zero<>(SB), Z5, K6, Z20
+	VBLENDMPS Z0, Z18, K1, Z21
+	VBLENDMPS Z2, Z19, K2, Z22
+	VBLENDMPS Z4, Z20, K3, Z23
 	VMOVUPS Z15, (DI)
 	VMOVUPS Z16, 64(DI)
 	VMOVUPS Z17, 128(DI)
@@ -14691,16 +18310,16 @@ next3:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMOVUPS (BX), Z2
-	VMULPS.BCST c_half<>(SB), Z2, Z3
-	VCMPPS $0x1e, Z1, Z0, K1
-	VCMPPS $0x1e, Z0, Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z3, K2, Z4
-	VBLENDMPS Z2, Z4, K1, Z5
-	VBLENDMPS.BCST c_zero<>(SB), Z3, K1, Z6
-	VBLENDMPS Z2, Z6, K2, Z7
+	VMOVUPS (BX), Z0
+	VMULPS.BCST c_half<>(SB), Z0, Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (SI), Z3
+	VCMPPS $0x1e, Z3, Z2, K1
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K1, Z4
+	VCMPPS $0x1e, Z2, Z3, K2
+	VBLENDMPS Z0, Z4, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z6
+	VBLENDMPS Z0, Z6, K1, Z7
 	VMOVUPS Z5, (DI)
 	VMOVUPS Z7, (R8)
 next1:
@@ -14728,15 +18347,22 @@ TEXT ·vkMinBwdAVX512(SB), NOSPLIT, $0-56
 loop3:
 	CMPQ CX, $3
 	JLT  loop1
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS (DX), Z3
-	VMOVUPS 64(DX), Z4
-	VMOVUPS 128(DX), Z5
-	VMOVUPS (BX), Z6
-	VMOVUPS 64(BX), Z7
-	VMOVUPS 128(BX), Z8
+	VMOVUPS (BX), Z0
+	VMULPS.BCST c_half<>(SB), Z0, Z1
+	VMOVUPS 64(BX), Z2
+	VMULPS.BCST c_half<>(SB), Z2, Z3
+	VMOVUPS 128(BX), Z4
+	VMULPS.BCST c_half<>(SB), Z4, Z5
+	VMOVUPS (DX), Z6
+	VMOVUPS (SI), Z7
+	VCMPPS $0x11, Z7, Z6, K1
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K1, Z8
+	VMOVUPS 64(DX), Z9
+	VMOVUPS 64(SI), Z10
+	VCMPPS $0x11, Z10, Z9, K2
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K2, Z11
+	VMOVUPS 128(DX), Z12
+	VMOVUPS 128(SI), Z13
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14746,27 +18372,20 @@ loop3:
 	PREFETCHT0 2048(BX)
 	PREFETCHT0 2112(BX)
 	PREFETCHT0 2176(BX)
-	VMULPS.BCST c_half<>(SB), Z6, Z9
-	VMULPS.BCST c_half<>(SB), Z7, Z10
-	VMULPS.BCST c_half<>(SB), Z8, Z11
-	VCMPPS $0x11, Z3, Z0, K1
-	VCMPPS $0x11, Z4, Z1, K2
-	VCMPPS $0x11, Z5, Z2, K3
-	VCMPPS $0x11, Z0, Z3, K4
-	VCMPPS $0x11, Z1, Z4, K5
-	VCMPPS $0x11, Z2, Z5, K6
-	VBLENDMPS.BCST c_zero<>(SB), Z9, K4, Z12
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K5, Z13
-	VBLENDMPS.BCST c_zero<>(SB), Z11, K6, Z14
-	VBLENDMPS Z6, Z12, K1, Z15
-	VBLENDMPS Z7, Z13, K2, Z16
-	VBLENDMPS Z8, Z14, K3, Z17
-	VBLENDMPS.BCST c_zero<>(SB), Z9, K1, Z18
-	VBLENDMPS.BCST c_zero<>(SB), Z10, K2, Z19
-	VBLENDMPS.BCST c_zero<>(SB), Z11, K3, Z20
-	VBLENDMPS Z6, Z18, K4, Z21
-	VBLENDMPS Z7, Z19, K5, Z22
-	VBLENDMPS Z8, Z20, K6, Z23
+	VCMPPS $0x11, Z13, Z12, K3
+	VBLENDMPS.BCST c_zero<>(SB), Z5, K3, Z14
+	VCMPPS $0x11, Z6, Z7, K4
+	VBLENDMPS Z0, Z8, K4, Z15
+	VCMPPS $0x11, Z9, Z10, K5
+	VBLENDMPS Z2, Z11, K5, Z16
+	VCMPPS $0x11, Z12, Z13, K6
+	VBLENDMPS Z4, Z14, K6, Z17
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K4, Z18
+	VBLENDMPS.BCST c_zero<>(SB), Z3, K5, Z19
+	VBLENDMPS.BCST c_zero<>(SB), Z5, K6, Z20
+	VBLENDMPS Z0, Z18, K1, Z21
+	VBLENDMPS Z2, Z19, K2, Z22
+	VBLENDMPS Z4, Z20, K3, Z23
 	VMOVUPS Z15, (DI)
 	VMOVUPS Z16, 64(DI)
 	VMOVUPS Z17, 128(DI)
@@ -14784,16 +18403,16 @@ next3:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
-	VMOVUPS (BX), Z2
-	VMULPS.BCST c_half<>(SB), Z2, Z3
-	VCMPPS $0x11, Z1, Z0, K1
-	VCMPPS $0x11, Z0, Z1, K2
-	VBLENDMPS.BCST c_zero<>(SB), Z3, K2, Z4
-	VBLENDMPS Z2, Z4, K1, Z5
-	VBLENDMPS.BCST c_zero<>(SB), Z3, K1, Z6
-	VBLENDMPS Z2, Z6, K2, Z7
+	VMOVUPS (BX), Z0
+	VMULPS.BCST c_half<>(SB), Z0, Z1
+	VMOVUPS (DX), Z2
+	VMOVUPS (SI), Z3
+	VCMPPS $0x11, Z3, Z2, K1
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K1, Z4
+	VCMPPS $0x11, Z2, Z3, K2
+	VBLENDMPS Z0, Z4, K2, Z5
+	VBLENDMPS.BCST c_zero<>(SB), Z1, K2, Z6
+	VBLENDMPS Z0, Z6, K1, Z7
 	VMOVUPS Z5, (DI)
 	VMOVUPS Z7, (R8)
 next1:
@@ -14821,18 +18440,25 @@ TEXT ·vkMulBwdAVX512(SB), NOSPLIT, $0-56
 loop4:
 	CMPQ CX, $4
 	JLT  loop1
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
-	VMOVUPS (BX), Z8
-	VMOVUPS 64(BX), Z9
-	VMOVUPS 128(BX), Z10
-	VMOVUPS 192(BX), Z11
+	VMOVUPS (BX), Z0
+	VMOVUPS (DX), Z1
+	VMULPS Z1, Z0, Z2
+	VMOVUPS 64(BX), Z3
+	VMOVUPS 64(DX), Z4
+	VMULPS Z4, Z3, Z5
+	VMOVUPS 128(BX), Z6
+	VMOVUPS 128(DX), Z7
+	VMULPS Z7, Z6, Z8
+	VMOVUPS 192(BX), Z9
+	VMOVUPS 192(DX), Z10
+	VMULPS Z10, Z9, Z11
+	VMOVUPS (SI), Z12
+	VMULPS Z12, Z0, Z13
+	VMOVUPS 64(SI), Z14
+	VMULPS Z14, Z3, Z15
+	VMOVUPS 128(SI), Z16
+	VMULPS Z16, Z6, Z17
+	VMOVUPS 192(SI), Z18
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14845,21 +18471,14 @@ loop4:
 	PREFETCHT0 2112(BX)
 	PREFETCHT0 2176(BX)
 	PREFETCHT0 2240(BX)
-	VMULPS Z4, Z8, Z12
-	VMULPS Z5, Z9, Z13
-	VMULPS Z6, Z10, Z14
-	VMULPS Z7, Z11, Z15
-	VMULPS Z0, Z8, Z16
-	VMULPS Z1, Z9, Z17
-	VMULPS Z2, Z10, Z18
-	VMULPS Z3, Z11, Z19
-	VMOVUPS Z12, (DI)
-	VMOVUPS Z13, 64(DI)
-	VMOVUPS Z14, 128(DI)
-	VMOVUPS Z15, 192(DI)
-	VMOVUPS Z16, (R8)
-	VMOVUPS Z17, 64(R8)
-	VMOVUPS Z18, 128(R8)
+	VMULPS Z18, Z9, Z19
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z8, 128(DI)
+	VMOVUPS Z11, 192(DI)
+	VMOVUPS Z13, (R8)
+	VMOVUPS Z15, 64(R8)
+	VMOVUPS Z17, 128(R8)
 	VMOVUPS Z19, 192(R8)
 next4:
 	ADDQ $256, DI
@@ -14872,12 +18491,12 @@ next4:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Z0
+	VMOVUPS (BX), Z0
 	VMOVUPS (DX), Z1
-	VMOVUPS (BX), Z2
-	VMULPS Z1, Z2, Z3
-	VMULPS Z0, Z2, Z4
-	VMOVUPS Z3, (DI)
+	VMULPS Z1, Z0, Z2
+	VMOVUPS (SI), Z3
+	VMULPS Z3, Z0, Z4
+	VMOVUPS Z2, (DI)
 	VMOVUPS Z4, (R8)
 next1:
 	ADDQ $64, DI
@@ -14904,18 +18523,29 @@ TEXT ·vkDivBwdAVX512(SB), NOSPLIT, $0-56
 loop4:
 	CMPQ CX, $4
 	JLT  loop1
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	VMOVUPS 128(SI), Z2
-	VMOVUPS 192(SI), Z3
-	VMOVUPS (DX), Z4
-	VMOVUPS 64(DX), Z5
-	VMOVUPS 128(DX), Z6
-	VMOVUPS 192(DX), Z7
-	VMOVUPS (BX), Z8
-	VMOVUPS 64(BX), Z9
-	VMOVUPS 128(BX), Z10
-	VMOVUPS 192(BX), Z11
+	VMOVUPS (BX), Z0
+	VMOVUPS (DX), Z1
+	VDIVPS Z1, Z0, Z2
+	VMOVUPS 64(BX), Z3
+	VMOVUPS 64(DX), Z4
+	VDIVPS Z4, Z3, Z5
+	VMOVUPS 128(BX), Z6
+	VMOVUPS 128(DX), Z7
+	VDIVPS Z7, Z6, Z8
+	VMOVUPS 192(BX), Z9
+	VMOVUPS 192(DX), Z10
+	VDIVPS Z10, Z9, Z11
+	VMULPS Z1, Z1, Z12
+	VMULPS Z4, Z4, Z13
+	VMULPS Z7, Z7, Z14
+	VMULPS Z10, Z10, Z15
+	VMOVUPS (SI), Z16
+	VDIVPS Z12, Z16, Z17
+	VMOVUPS 64(SI), Z18
+	VDIVPS Z13, Z18, Z19
+	VMOVUPS 128(SI), Z20
+	VDIVPS Z14, Z20, Z21
+	VMOVUPS 192(SI), Z22
 	PREFETCHT0 2048(SI)
 	PREFETCHT0 2112(SI)
 	PREFETCHT0 2176(SI)
@@ -14928,30 +18558,19 @@ loop4:
 	PREFETCHT0 2112(BX)
 	PREFETCHT0 2176(BX)
 	PREFETCHT0 2240(BX)
-	VDIVPS Z4, Z8, Z12
-	VDIVPS Z5, Z9, Z13
-	VDIVPS Z6, Z10, Z14
-	VDIVPS Z7, Z11, Z15
-	VMULPS Z4, Z4, Z16
-	VMULPS Z5, Z5, Z17
-	VMULPS Z6, Z6, Z18
-	VMULPS Z7, Z7, Z19
-	VDIVPS Z16, Z0, Z20
-	VDIVPS Z17, Z1, Z21
-	VDIVPS Z18, Z2, Z22
-	VDIVPS Z19, Z3, Z23
-	VMULPS Z20, Z8, Z24
-	VMULPS Z21, Z9, Z25
-	VMULPS Z22, Z10, Z26
-	VMULPS Z23, Z11, Z27
+	VDIVPS Z15, Z22, Z23
+	VMULPS Z17, Z0, Z24
+	VMULPS Z19, Z3, Z25
+	VMULPS Z21, Z6, Z26
+	VMULPS Z23, Z9, Z27
 	VPXORD.BCST c_signMask<>(SB), Z24, Z28
 	VPXORD.BCST c_signMask<>(SB), Z25, Z29
 	VPXORD.BCST c_signMask<>(SB), Z26, Z30
 	VPXORD.BCST c_signMask<>(SB), Z27, Z31
-	VMOVUPS Z12, (DI)
-	VMOVUPS Z13, 64(DI)
-	VMOVUPS Z14, 128(DI)
-	VMOVUPS Z15, 192(DI)
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z5, 64(DI)
+	VMOVUPS Z8, 128(DI)
+	VMOVUPS Z11, 192(DI)
 	VMOVUPS Z28, (R8)
 	VMOVUPS Z29, 64(R8)
 	VMOVUPS Z30, 128(R8)
@@ -14967,15 +18586,15 @@ next4:
 loop1:
 	TESTQ CX, CX
 	JZ   done
-	VMOVUPS (SI), Z0
+	VMOVUPS (BX), Z0
 	VMOVUPS (DX), Z1
-	VMOVUPS (BX), Z2
-	VDIVPS Z1, Z2, Z3
-	VMULPS Z1, Z1, Z4
-	VDIVPS Z4, Z0, Z5
-	VMULPS Z5, Z2, Z6
+	VDIVPS Z1, Z0, Z2
+	VMULPS Z1, Z1, Z3
+	VMOVUPS (SI), Z4
+	VDIVPS Z3, Z4, Z5
+	VMULPS Z5, Z0, Z6
 	VPXORD.BCST c_signMask<>(SB), Z6, Z7
-	VMOVUPS Z3, (DI)
+	VMOVUPS Z2, (DI)
 	VMOVUPS Z7, (R8)
 next1:
 	ADDQ $64, DI

@@ -8,10 +8,17 @@
 //
 // Each kernel is written once below, as the sequence of vector operations that mirrors its
 // scalar Go twin operation by operation (one VADDPS per float32 addition, one VMULPS per
-// rounded product, VDIVPS, VSQRTPS, integer lane operations for the exponent bits; no fused
-// multiply-add, because none of these kernels calls Fmaf). A branch of the scalar code becomes
-// both sides computed in every lane and a per-lane select (VBLENDVPS / VBLENDMPS), so the
-// lanes that take a side compute exactly that side's operations.
+// rounded product, VDIVPS, VSQRTPS, integer lane operations for the exponent bits). A branch of
+// the scalar code becomes both sides computed in every lane and a per-lane select (VBLENDVPS /
+// VBLENDMPS), so the lanes that take a side compute exactly that side's operations.
+//
+// A few building blocks compute some of those operations with other instructions that give the
+// same bits for every input the blocks see, each one argued where it is used (exact products
+// fused with their addition on AVX-512, VSCALEFPS for the multiplication by 2^k, VGETEXPPS and
+// VRNDSCALEPS for exponent and rounding tricks, an integer addition for the mantissa split of
+// the logarithm, Log1pf's error term simplified where its input is in [0, 1]). None of them
+// changes a rounding: the kernels still call no Fmaf, and TestVecExhaustive checks every kernel
+// against its scalar loop over all 2^32 inputs.
 //
 // Most kernels have two bodies. The fast body assumes the common case in every lane (e.g.
 // |x| < 87.5 for Expf, which skips expRare) and starts with a check of that assumption; when
@@ -19,12 +26,14 @@
 // handles every input (NaN, ±Inf, ±0, subnormals, overflow, underflow) with selects. Both
 // bodies are straight-line code; a tiny register allocator maps their values to registers
 // (Y0-Y15, Z0-Z31, and K1-K7 for AVX-512 masks) and constants are memory operands (32-byte
-// vectors for AVX2, embedded broadcasts for AVX-512).
+// vectors for AVX2, embedded broadcasts for AVX-512). A value used long after it is computed
+// may be loaded again from the input (Again) or, on AVX-512, wait in a stack slot (Spill).
 //
-// Speed: the main loop takes up to 4 vectors per iteration, their instructions interleaved
-// (independent chains for the out-of-order core; fewer vectors where the registers run out),
-// with one fast-path check for the group and a software prefetch of the inputs; the group's
-// general body runs its vectors one after the other. A loop of single vectors does what is
+// Speed: the main loop takes up to maxUnroll(k) vectors per iteration (12 for the one-input
+// kernels, 4 or 6 for the others), their instructions interleaved (independent chains for the
+// out-of-order core; fewer vectors where the registers run out), loads and masks placed just
+// before their first use, with one fast-path check for the group and a software prefetch of
+// the inputs; the group's general body runs its vectors one after the other. A loop of single vectors does what is
 // left, the caller's scalar loop the last len % lanes elements. Which path computes an element
 // never changes its bits: every lane runs the same operations.
 //
@@ -56,36 +65,39 @@ func f32(v float32) uint32 { return math.Float32bits(v) }
 
 func init() {
 	for name, v := range map[string]float32{
-		"log2e":  0x1.715476p+00,
-		"magic":  0x1.8p+23,
-		"ln2Hi":  0x1.62e4p-01,
-		"ln2Lo":  0x1.7f7d1cp-20,
-		"expHi":  0x1.64p+06,
-		"expLo":  -0x1.ap+06,
-		"expMid": 0x1.5ep+06,
-		"tanhHi": 0x1.3p+03,
-		"two23":  0x1p+23,
-		"maxF32": 0x1.fffffep+127,
-		"expQ0":  0x1p-01,
-		"expQ1":  0x1.5554dep-03,
-		"expQ2":  0x1.5555bap-05,
-		"expQ3":  0x1.120b4ap-07,
-		"expQ4":  0x1.6c6a02p-10,
-		"logL1":  0x1.555556p-01,
-		"logL2":  0x1.99999ap-02,
-		"logL3":  0x1.24924ap-02,
-		"logL4":  0x1.c71c72p-03,
-		"geluC":  0.044715,
-		"gelu3C": 0.134145,
-		"geluK2": 2 * float32(0.7978845608),
-		"one":    1,
-		"two":    2,
-		"half":   0.5,
-		"negOne": -1,
-		"zero":   0,
-		"minNrm": 0x1p-126,
-		"inf":    float32(math.Inf(1)),
-		"negInf": float32(math.Inf(-1)),
+		"log2e":     0x1.715476p+00,
+		"magic":     0x1.8p+23,
+		"ln2Hi":     0x1.62e4p-01,
+		"ln2Lo":     0x1.7f7d1cp-20,
+		"expHi":     0x1.64p+06,
+		"expLo":     -0x1.ap+06,
+		"expMid":    0x1.5ep+06,
+		"tanhHi":    0x1.3p+03,
+		"two23":     0x1p+23,
+		"maxF32":    0x1.fffffep+127,
+		"expQ0":     0x1p-01,
+		"expQ1":     0x1.5554dep-03,
+		"expQ2":     0x1.5555bap-05,
+		"expQ3":     0x1.120b4ap-07,
+		"expQ4":     0x1.6c6a02p-10,
+		"logL1":     0x1.555556p-01,
+		"logL2":     0x1.99999ap-02,
+		"logL3":     0x1.24924ap-02,
+		"logL4":     0x1.c71c72p-03,
+		"geluC":     0.044715,
+		"gelu3C":    0.134145,
+		"geluK2":    2 * float32(0.7978845608),
+		"negGeluK2": -2 * float32(0.7978845608),
+		"two127":    0x1p+127,
+		"negExpMid": -0x1.5ep+06,
+		"one":       1,
+		"two":       2,
+		"half":      0.5,
+		"negOne":    -1,
+		"zero":      0,
+		"minNrm":    0x1p-126,
+		"inf":       float32(math.Inf(1)),
+		"negInf":    float32(math.Inf(-1)),
 	} {
 		consts[name] = f32(v)
 	}
@@ -103,6 +115,8 @@ func init() {
 		"halfBits": 0x3f000000, // bits(0.5)
 		"minNrmP":  0x00800000, // bits(2^-126)
 		"one_i":    1,
+		"logOff":   0x004afb0c, // 0x3f800000 - 0x3f3504f4 (logSplit)
+		"logM0":    0x3f3504f4,
 	} {
 		consts[name] = v
 	}
@@ -116,6 +130,7 @@ type val struct {
 	mask  bool   // a lane mask (K register on AVX-512, all-ones/zero lanes on AVX2)
 	konst string // a constant: a memory operand, no register
 	param int    // 1 or 2: the scalar argument s0 or s1 (a reserved register)
+	slot  int    // k > 0: a value spilled to the stack, 64 bytes at (k-1)*64(SP)
 	reg   int
 	last  int
 }
@@ -126,15 +141,22 @@ type inst struct {
 	args []*val
 	imm  int
 	off  int // load, store: the vector's index within the unrolled group
+	tied int // fma, fnma: the operand whose register dst takes over (-1: dst gets a copy of args[2])
 }
 
 type block struct {
-	ins  []*inst
-	vals []*val
-	nin  int // highest input index used + 1
-	nout int
-	cur  int // the unrolled copy being built (load and store offsets)
+	t     *target // the target being built for (the AVX-512-only instructions)
+	ins   []*inst
+	vals  []*val
+	nin   int // highest input index used + 1
+	nout  int
+	cur   int // the unrolled copy being built (load and store offsets)
+	nslot int // stack slots used by Spill
 }
+
+// avx512 reports whether b is built for AVX-512, whose extra instructions (fused multiply-add,
+// VSCALEFPS, VGETEXPPS, VRNDSCALEPS) some building blocks use where they give the same bits.
+func (b *block) avx512() bool { return b.t.kregs }
 
 func (b *block) newVal(mask bool) *val {
 	v := &val{id: len(b.vals), mask: mask, reg: -1, last: -1}
@@ -150,7 +172,7 @@ func (b *block) emit(op string, mask bool, imm int, args ...*val) *val {
 	}
 	var d *val
 	switch op {
-	case "store", "requireAll":
+	case "store", "requireAll", "spill":
 	default:
 		d = b.newVal(mask)
 	}
@@ -174,6 +196,25 @@ func (b *block) In(k int) *val {
 	return b.emit("load", false, k)
 }
 
+// Again loads input k of the current vector once more: a value used again at the end of a long
+// chain is cheaper to reload from the L1 cache than to keep in a register throughout (the
+// registers bound how many vectors the main loop interleaves).
+func (b *block) Again(k int) *val { return b.In(k) }
+
+// Spill stores v in a stack slot of its own and returns the slot, a value that the
+// instructions use as a memory operand (or load, where they need a register): on AVX-512, a
+// value computed early and used late costs a store and a load instead of a register through
+// the long chain between (the registers bound how many vectors the main loop interleaves).
+// Elsewhere it returns v.
+func (b *block) Spill(v *val) *val {
+	if !b.avx512() {
+		return v
+	}
+	b.nslot++
+	b.emit("spill", false, b.nslot, v)
+	return &val{id: -1, slot: b.nslot, reg: -1}
+}
+
 func (b *block) Out(k int, v *val) {
 	b.nout = max(b.nout, k+1)
 	b.emit("store", false, k, v)
@@ -185,6 +226,20 @@ func (b *block) Sub(x, y *val) *val { return b.emit("sub", false, 0, x, y) }
 func (b *block) Mul(x, y *val) *val { return b.emit("mul", false, 0, x, y) }
 func (b *block) Div(x, y *val) *val { return b.emit("div", false, 0, x, y) }
 func (b *block) Sqrt(x *val) *val   { return b.emit("sqrt", false, 0, x) }
+
+// AVX-512 only, each used only where it gives the bits of the scalar code's operations (the
+// building blocks below say why):
+//
+//	FMA(x, y, z) = x*y + z and FNMA(x, y, z) = z - x*y, rounded once (VFMADD/VFNMADD): the
+//	same as the scalar product-then-add wherever the product x*y is exact;
+//	ScaleF(x, k) = x * 2^floor(k) rounded once (VSCALEFPS): x * 2^k for an integer-valued k;
+//	GetExp(x) = floor(log2|x|) as a float (VGETEXPPS): the unbiased exponent of a normal x;
+//	RoundEven(x) = x rounded to an integer, ties to even (VRNDSCALEPS $0).
+func (b *block) FMA(x, y, z *val) *val  { return b.emit("fma", false, 0, x, y, z) }
+func (b *block) FNMA(x, y, z *val) *val { return b.emit("fnma", false, 0, x, y, z) }
+func (b *block) ScaleF(x, k *val) *val  { return b.emit("scalef", false, 0, x, k) }
+func (b *block) GetExp(x *val) *val     { return b.emit("getexp", false, 0, x) }
+func (b *block) RoundEven(x *val) *val  { return b.emit("roundeven", false, 0, x) }
 
 // MaxPS is x > y ? x : y (y when either is NaN): VMAXPS with x as first source.
 func (b *block) MaxPS(x, y *val) *val { return b.emit("max", false, 0, x, y) }
@@ -255,6 +310,10 @@ func regOnly(op string, i int) bool {
 		return i == 1
 	case "sel":
 		return i != 1
+	case "fma", "fnma", "scalef":
+		return i != 1
+	case "getexp":
+		return false
 	}
 	return true
 }
@@ -272,11 +331,16 @@ func commutative(op string) bool {
 func (b *block) prepare() {
 	var out []*inst
 	for _, in := range b.ins {
-		if commutative(in.op) && in.args[0].konst != "" && in.args[1].konst == "" {
+		if in.op == "bcast" {
+			out = append(out, in)
+			continue
+		}
+		mem := func(a *val) bool { return a.konst != "" || a.slot > 0 }
+		if (commutative(in.op) || in.op == "fma" || in.op == "fnma") && mem(in.args[0]) && !mem(in.args[1]) {
 			in.args[0], in.args[1] = in.args[1], in.args[0]
 		}
 		for i, a := range in.args {
-			if a.konst != "" && regOnly(in.op, i) {
+			if mem(a) && (regOnly(in.op, i) || a.slot > 0 && i > 0 && mem(in.args[i-1])) {
 				v := b.newVal(false)
 				out = append(out, &inst{op: "bcast", dst: v, args: []*val{a}})
 				in.args[i] = v
@@ -328,15 +392,34 @@ func (b *block) alloc(t *target) error {
 		}
 	}
 	for i, in := range b.ins {
+		// A fused multiply-add overwrites one of its operands: the addend (form 231) or the
+		// register multiplicand (form 132), whichever dies here; otherwise dst is a copy of
+		// the addend first.
+		in.tied = -1
+		if in.op == "fma" || in.op == "fnma" {
+			for _, k := range []int{2, 0} {
+				a := in.args[k]
+				if a.id >= 0 && a.last == i && a != in.args[2-k] && a != in.args[1] {
+					in.tied = k
+					break
+				}
+			}
+		}
 		seen := map[*val]bool{}
-		for _, a := range in.args {
+		for k, a := range in.args {
 			if a.id >= 0 && a.last == i && !seen[a] {
 				seen[a] = true
-				give(a)
+				if k != in.tied {
+					give(a)
+				}
 			}
 		}
 		if in.dst != nil {
-			take(in.dst)
+			if in.tied >= 0 {
+				in.dst.reg = in.args[in.tied].reg
+			} else {
+				take(in.dst)
+			}
 			if in.dst.last < 0 {
 				give(in.dst)
 			}
@@ -364,6 +447,8 @@ func (e *emitter) opnd(v *val) string {
 	switch {
 	case v.konst != "":
 		return "c_" + v.konst + "<>(SB)"
+	case v.slot > 0:
+		return fmt.Sprintf("%s(SP)", offs((v.slot-1)*64))
 	case v.param > 0:
 		return e.paramReg(v.param)
 	case v.mask && e.t.kregs:
@@ -400,8 +485,12 @@ func (e *emitter) ins(in *inst, general string) {
 		e.line("VMOVUPS %s(%s), %s", offs(in.off*4*t.lanes), inPtr[in.imm], d)
 	case "store":
 		e.line("VMOVUPS %s, %s(%s)", o(a[0]), offs(in.off*4*t.lanes), outPtr[in.imm])
+	case "spill":
+		e.line("VMOVUPS %s, %s(SP)", o(a[0]), offs((in.imm-1)*64))
 	case "bcast":
-		if t.kregs {
+		if a[0].slot > 0 {
+			e.line("VMOVUPS %s, %s", o(a[0]), d)
+		} else if t.kregs {
 			e.line("VBROADCASTSS %s, %s", o(a[0]), d)
 		} else {
 			e.line("VMOVUPS %s, %s", o(a[0]), d)
@@ -427,6 +516,23 @@ func (e *emitter) ins(in *inst, general string) {
 		e.line("VCVTDQ2PS %s, %s", o(a[0]), d)
 	case "sqrt":
 		e.line("VSQRTPS %s, %s", o(a[0]), d)
+	case "fma", "fnma": // a0*a1 + a2, a2 - a0*a1; a1 may be memory
+		op := map[string]string{"fma": "VFMADD", "fnma": "VFNMADD"}[in.op]
+		switch in.tied {
+		case 2: // dst = a1*a0 + dst
+			e.line("%s231PS%s %s, %s, %s", op, bc, o(a[1]), o(a[0]), d)
+		case 0: // dst = dst*a1 + a2
+			e.line("%s132PS%s %s, %s, %s", op, bc, o(a[1]), o(a[2]), d)
+		default:
+			e.line("VMOVAPS %s, %s", o(a[2]), d)
+			e.line("%s231PS%s %s, %s, %s", op, bc, o(a[1]), o(a[0]), d)
+		}
+	case "scalef":
+		e.line("VSCALEFPS%s %s, %s, %s", bc, o(a[1]), o(a[0]), d)
+	case "getexp":
+		e.line("VGETEXPPS %s, %s", o(a[0]), d)
+	case "roundeven":
+		e.line("VRNDSCALEPS $0, %s, %s", o(a[0]), d)
 	case "cmp":
 		e.line("VCMPPS%s $0x%02x, %s, %s, %s", bc, in.imm, o(a[1]), o(a[0]), d)
 	case "igt":
@@ -496,27 +602,62 @@ func def(name, doc string, ins, outs, params int, fast, general func(b *block)) 
 func abs(b *block, x *val) *val { return b.And(x, b.K("absMask")) }
 func neg(b *block, x *val) *val { return b.Xor(x, b.K("signMask")) }
 
+// expParts is expCore's result for x: m = expm1(r), kf = k as a float, and on AVX2
+// j = magic + k (whose bits give 2^k; nil on AVX-512, which scales by kf with VSCALEFPS).
+type expParts struct{ j, kf, m *val }
+
 // expCore mirrors expCore: j = x*log2e + magic; kf = j - magic; r = (x - kf*ln2Hi) - kf*ln2Lo;
 // q = Horner(Q4..Q0); m = r + r*(r*q).
-func expCore(b *block, x *val) (j, m *val) {
-	j = b.Add(b.Mul(x, b.K("log2e")), b.K("magic"))
-	kf := b.Sub(j, b.K("magic"))
-	r := b.Sub(b.Sub(x, b.Mul(kf, b.K("ln2Hi"))), b.Mul(kf, b.K("ln2Lo")))
+//
+// AVX-512 gets the same kf and m in two instructions fewer, for every x with |x| <= 104 (the
+// only lanes whose result is ever selected):
+//   - kf = RoundEven(t), t = x*log2e: for |t| < 2^22, t + magic (magic = 1.5*2^23, even, ulp 1)
+//     rounds t to the nearest integer with ties to even, exactly, and the subtraction of magic is
+//     exact. The one difference is the sign of a zero kf: RoundEven keeps t's sign (-0 for t in
+//     [-0.5, -0]) where j - magic gives +0. It never shows in m: for x != 0, x - (±0) = x and
+//     x - ±0 = x, so r is the same; for x = -0 (t = -0), r comes out +0 instead of -0, and then
+//     m = r + r*(r*q) = ±0 + (+0) = +0 either way (r*(r*q) = r*r*q >= 0, q > 0). VSCALEFPS
+//     reads -0 as 2^0 like +0.
+//   - x - kf*ln2Hi = FNMA(kf, ln2Hi, x): kf is an integer with |kf| <= 150 (8 bits) and ln2Hi
+//     has 15 significant bits, so the product is exact and the fused operation rounds the same
+//     difference once.
+func expCore(b *block, x *val) expParts {
+	var p expParts
+	var r *val
+	if b.avx512() {
+		p.kf = b.RoundEven(b.Mul(x, b.K("log2e")))
+		r = b.Sub(b.FNMA(p.kf, b.K("ln2Hi"), x), b.Mul(p.kf, b.K("ln2Lo")))
+	} else {
+		p.j = b.Add(b.Mul(x, b.K("log2e")), b.K("magic"))
+		p.kf = b.Sub(p.j, b.K("magic"))
+		r = b.Sub(b.Sub(x, b.Mul(p.kf, b.K("ln2Hi"))), b.Mul(p.kf, b.K("ln2Lo")))
+	}
 	q := b.Add(b.Mul(r, b.K("expQ4")), b.K("expQ3"))
 	q = b.Add(b.Mul(r, q), b.K("expQ2"))
 	q = b.Add(b.Mul(r, q), b.K("expQ1"))
 	q = b.Add(b.Mul(r, q), b.K("expQ0"))
-	m = b.Add(r, b.Mul(r, b.Mul(r, q)))
-	return j, m
+	p.m = b.Add(r, b.Mul(r, b.Mul(r, q)))
+	return p
 }
 
-// expPow2 mirrors expPow2: bits(j) << 23 + 0x3f800000.
+// expPow2 mirrors expPow2: bits(j) << 23 + 0x3f800000 (AVX2).
 func expPow2(b *block, j *val) *val { return b.IAdd(b.Shl(j, 23), b.K("expBias")) }
+
+// times2k is s * 2^k, rounded once, for the k of p (|k| <= 150). AVX2 multiplies by expPow2(j)
+// (2^k exactly for -126 <= k <= 127, the common branch); AVX-512 uses VSCALEFPS, which rounds the
+// exact s*2^k once for every k: the same bits as s * expPow2(j) in the common branch, and as
+// scale's (s*2^k1)*2^k2 (an exact product, then one rounding) in the rare one.
+func times2k(b *block, s *val, p expParts) *val {
+	if b.avx512() {
+		return b.ScaleF(s, p.kf)
+	}
+	return b.Mul(s, expPow2(b, p.j))
+}
 
 // expCommon is Expf's common branch, (1 + m) * expPow2(j), valid where |x| < 87.5.
 func expCommon(b *block, x *val) *val {
-	j, m := expCore(b, x)
-	return b.Mul(b.Add(m, b.K("one")), expPow2(b, j))
+	p := expCore(b, x)
+	return times2k(b, b.Add(p.m, b.K("one")), p)
 }
 
 // expFastOK is Expf's common-branch condition |x| < 87.5 (false for NaN).
@@ -528,39 +669,52 @@ func expFastOK(b *block, x *val) *val { return b.Cmp(LT, abs(b, x), b.K("expMid"
 //	rare:   NaN -> NaN; x > 89 -> +Inf; x < -104 -> +0;
 //	        k = bits(j) - bits(magic); k1 = k >> 1; k2 = k - k1
 //	        ((1 + m) * 2^k1) * 2^k2      (scale; 2^k built as (k + 127) << 23)
+//
+// On AVX-512 both branches are times2k(1 + m).
 func expGeneral(b *block, x *val) *val {
-	j, m := expCore(b, x)
-	om := b.Add(m, b.K("one"))
-	common := b.Mul(om, expPow2(b, j))
-	k := b.ISub(j, b.K("magic"))
-	k1 := b.Sra(k, 1)
-	k2 := b.ISub(k, k1)
-	p1 := b.Shl(b.IAdd(k1, b.K("i127")), 23)
-	p2 := b.Shl(b.IAdd(k2, b.K("i127")), 23)
-	rare := b.Mul(b.Mul(om, p1), p2)
-	rare = b.Sel(b.Cmp(GT, x, b.K("expHi")), b.K("inf"), rare)
-	rare = b.Sel(b.Cmp(LT, x, b.K("expLo")), b.K("zero"), rare)
-	rare = b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), rare)
-	return b.Sel(expFastOK(b, x), common, rare)
+	p := expCore(b, x)
+	om := b.Add(p.m, b.K("one"))
+	var r *val
+	if b.avx512() {
+		r = b.ScaleF(om, p.kf)
+	} else {
+		common := b.Mul(om, expPow2(b, p.j))
+		k := b.ISub(p.j, b.K("magic"))
+		k1 := b.Sra(k, 1)
+		k2 := b.ISub(k, k1)
+		p1 := b.Shl(b.IAdd(k1, b.K("i127")), 23)
+		p2 := b.Shl(b.IAdd(k2, b.K("i127")), 23)
+		r = b.Sel(expFastOK(b, x), common, b.Mul(b.Mul(om, p1), p2))
+	}
+	r = b.Sel(b.Cmp(GT, x, b.K("expHi")), b.K("inf"), r)
+	r = b.Sel(b.Cmp(LT, x, b.K("expLo")), b.K("zero"), r)
+	return b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), r)
 }
 
 // sigmoidOf mirrors Sigmoidf given e = Expf(-x): 1 / (1 + e).
 func sigmoidOf(b *block, e *val) *val { return b.Div(b.K("one"), b.Add(e, b.K("one"))) }
 
 // tanhCore mirrors Tanhf's |x| < 9.5 branch for a = |x|: E = p*m + (p - 1); y = E / (E + 2).
+// k is in [0, 27], so p = 2^k is exact and p*m = times2k(m).
 func tanhCore(b *block, a *val) *val {
-	j, m := expCore(b, b.Add(a, a))
-	p := expPow2(b, j)
-	e := b.Add(b.Mul(p, m), b.Sub(p, b.K("one")))
+	p := expCore(b, b.Add(a, a))
+	var pm1 *val // p - 1
+	if b.avx512() {
+		pm1 = b.Sub(b.ScaleF(b.K("one"), p.kf), b.K("one"))
+	} else {
+		pm1 = b.Sub(expPow2(b, p.j), b.K("one"))
+	}
+	e := b.Add(times2k(b, p.m, p), pm1)
 	return b.Div(e, b.Add(e, b.K("two")))
 }
 
-// tanhFast is Tanhf where every lane has |x| < 9.5 (the check is emitted here).
-func tanhFast(b *block, x *val) *val {
-	a := abs(b, x)
+// tanhFast is Tanhf of input 0 where every lane has |x| < 9.5 (the check is emitted here); x is
+// loaded again for its sign.
+func tanhFast(b *block) *val {
+	a := abs(b, b.In(0))
 	b.RequireAll(b.Cmp(LT, a, b.K("tanhHi")))
 	y := tanhCore(b, a)
-	return b.Or(y, b.And(x, b.K("signMask")))
+	return b.Or(y, b.And(b.Again(0), b.K("signMask")))
 }
 
 // tanhGeneral mirrors Tanhf for every x: !(a < 9.5) -> (NaN ? NaN : 1); sign of x or'ed in.
@@ -572,21 +726,53 @@ func tanhGeneral(b *block, x *val) *val {
 	return b.Or(y, b.And(x, b.K("signMask")))
 }
 
-// logTail is logCore after the exponent and mantissa split: given e (int32 lanes, before the
-// sqrt(2) adjustment) and ix (the 23 mantissa bits), ext the correction:
+// logSplit is logCore's split of the bits ix of a finite x > 0 (after the subnormal scaling)
+// into the exponent and the mantissa m in (0.7071, 1.4143]:
 //
+//	e = (ix >> 23) + ebias;  ix &= 0x007fffff
 //	if ix > 0x003504f3 { ix |= 0x3f000000; e += 1 } else { ix |= 0x3f800000 }
+//
+// computed without the compare and the selects: with t = ix + 0x004afb0c (= 0x3f800000 -
+// 0x3f3504f4), the addition carries into the exponent field exactly when the mantissa bits are
+// >= 0x3504f4, leaving mant - 0x3504f4 there (else mant + 0x4afb0c), so
+//
+//	m = (t & 0x007fffff) + 0x3f3504f4 (0x3f000000 | mant, or 0x3f800000 | mant)
+//	e = (t >> 23) + ebias             (the carry is the e += 1)
+//
+// It returns m and a function that computes e as a float, to be called where e is needed.
+// ebias == nil stands for -127; then x must be normal, and on AVX-512 also below
+// 0x1.6a09e8p+127 (bits 0x7f3504f4), so that t is the bits of a positive normal float whose
+// VGETEXPPS is e, and t waits in a stack slot until then. Otherwise ebias is an int32 vector
+// (-150 for the scaled subnormals).
+func logSplit(b *block, x, ebias *val) (ef func() *val, m *val) {
+	t := b.IAdd(x, b.K("logOff"))
+	m = b.IAdd(b.And(t, b.K("mantMask")), b.K("logM0"))
+	switch {
+	case ebias != nil:
+		e := b.Cvt(b.IAdd(b.Srl(t, 23), ebias))
+		return func() *val { return e }, m
+	case b.avx512():
+		ts := b.Spill(t)
+		return func() *val { return b.GetExp(ts) }, m
+	default:
+		e := b.Cvt(b.ISub(b.Srl(t, 23), b.K("i127")))
+		return func() *val { return e }, m
+	}
+}
+
+// logTail is logCore after the split: given the exponent ef (a float) and the mantissa m, and
+// ext the correction:
+//
 //	f = m - 1; s = f/(2 + f); z = s*s; R = z*(L1 + z*(L2 + z*(L3 + z*L4))); corr = s*(f - R)
-//	ef = float(e); eh = ef*ln2Hi; el = ef*ln2Lo; hi = eh + f; fe = f - (hi - eh)
+//	eh = ef*ln2Hi; el = ef*ln2Lo; hi = eh + f; fe = f - (hi - eh)
 //	lo = (el + ext) - corr; return hi + (fe + lo)
 //
 // ext == nil stands for ext = +0: el + 0 == el bit for bit, since el = float(e)*ln2Lo is never
-// -0 (float(0) = +0), so the addition is left out.
-func logTail(b *block, e, ix, ext *val) *val {
-	big := b.IGt(ix, b.K("sqrt2Man"))
-	mb := b.Sel(big, b.Or(ix, b.K("halfBits")), b.Or(ix, b.K("expBias")))
-	e = b.Sel(big, b.IAdd(e, b.K("one_i")), e)
-	f := b.Sub(mb, b.K("one"))
+// -0 (float(0) = +0), so the addition is left out. On AVX-512 eh is never rounded on its own:
+// ef*ln2Hi is exact (|e| <= 150, 8 bits, times 15 bits), so hi = FMA(ef, ln2Hi, f) and
+// hi - eh = FNMA(ef, ln2Hi, hi) give the same bits with one instruction fewer.
+func logTail(b *block, efn func() *val, m, ext *val) *val {
+	f := b.Sub(m, b.K("one"))
 	s := b.Div(f, b.Add(f, b.K("two")))
 	z := b.Mul(s, s)
 	q := b.Add(b.Mul(z, b.K("logL4")), b.K("logL3"))
@@ -594,28 +780,36 @@ func logTail(b *block, e, ix, ext *val) *val {
 	q = b.Add(b.Mul(z, q), b.K("logL1"))
 	rr := b.Mul(z, q)
 	corr := b.Mul(s, b.Sub(f, rr))
-	ef := b.Cvt(e)
-	eh := b.Mul(ef, b.K("ln2Hi"))
-	el := b.Mul(ef, b.K("ln2Lo"))
-	hi := b.Add(eh, f)
-	fe := b.Sub(f, b.Sub(hi, eh))
-	lo := el
+	// The order keeps few values live (the registers bound the interleaving).
+	ef := efn()
+	lo := b.Mul(ef, b.K("ln2Lo"))
 	if ext != nil {
-		lo = b.Add(el, ext)
+		lo = b.Add(lo, ext)
 	}
 	lo = b.Sub(lo, corr)
+	var hi, d *val // d = hi - eh
+	if b.avx512() {
+		hi = b.FMA(ef, b.K("ln2Hi"), f)
+		d = b.FNMA(ef, b.K("ln2Hi"), hi)
+	} else {
+		eh := b.Mul(ef, b.K("ln2Hi"))
+		hi = b.Add(eh, f)
+		d = b.Sub(hi, eh)
+	}
+	fe := b.Sub(f, d)
 	return b.Add(hi, b.Add(fe, lo))
 }
 
-// logNormal is logCore(x, ext) for normal x > 0 (no subnormal scaling): e = (ix >> 23) - 127.
+// logNormal is logCore(x, ext) for x in [2^-126, 2^127) (no subnormal scaling, see logSplit).
 func logNormal(b *block, x, ext *val) *val {
-	e := b.ISub(b.Srl(x, 23), b.K("i127"))
-	return logTail(b, e, b.And(x, b.K("mantMask")), ext)
+	ef, m := logSplit(b, x, nil)
+	return logTail(b, ef, m, ext)
 }
 
-// logOK is the fast-path condition of Logf: x normal, positive and finite.
+// logOK is the fast-path condition of Logf: x in [2^-126, 2^127) (normal, positive, and far
+// enough from the overflow for logSplit; the rest takes the general body).
 func logOK(b *block, x *val) *val {
-	return b.MAnd(b.Cmp(GE, x, b.K("minNrm")), b.Cmp(LE, x, b.K("maxF32")))
+	return b.MAnd(b.Cmp(GE, x, b.K("minNrm")), b.Cmp(LT, x, b.K("two127")))
 }
 
 // logGeneral mirrors Logf for every x:
@@ -625,8 +819,8 @@ func logOK(b *block, x *val) *val {
 func logGeneral(b *block, x *val) *val {
 	sub := b.IGt(b.K("minNrmP"), x) // bits(x) < 0x00800000 (signed; negative x is overridden below)
 	xx := b.Sel(sub, b.Mul(x, b.K("two23")), x)
-	e := b.IAdd(b.Srl(xx, 23), b.Sel(sub, b.K("iM150"), b.K("iM127")))
-	r := logTail(b, e, b.And(xx, b.K("mantMask")), nil)
+	ef, m := logSplit(b, xx, b.Sel(sub, b.K("iM150"), b.K("iM127")))
+	r := logTail(b, ef, m, nil)
 	r = b.Sel(b.Cmp(GT, x, b.K("maxF32")), x, r)
 	r = b.Sel(b.Cmp(EQ, x, b.K("zero")), b.K("negInf"), r)
 	return b.Sel(b.Cmp(NGE, x, b.K("zero")), b.K("nan"), r)
@@ -637,12 +831,15 @@ func logGeneral(b *block, x *val) *val {
 //
 //	u = 1 + x; bb = u - 1; err = (1 - (u - bb)) + (x - bb); return logCore(u, err/u)
 //
-// general adds the x == ±0 -> x and NaN -> NaN branches (x > 0 in the fast path).
+// For u in [1, 2], bb = u - 1 is exact (Sterbenz) and so is u - bb = 1; then 1 - 1 = +0 and
+// +0 + (x - bb) = x - bb, since x - bb is never -0 (x >= +0 and bb >= +0 give +0 when equal):
+// err = x - bb, two instructions fewer. general adds the x == ±0 -> x and NaN -> NaN branches
+// (x > 0 in the fast path).
 func log1pOf(b *block, x *val, general bool) *val {
 	u := b.Add(x, b.K("one"))
 	bb := b.Sub(u, b.K("one"))
-	err := b.Add(b.Sub(b.K("one"), b.Sub(u, bb)), b.Sub(x, bb))
-	r := logNormal(b, u, b.Div(err, u))
+	err := b.Sub(x, bb)
+	r := logNormal(b, u, b.Spill(b.Div(err, u)))
 	if general {
 		r = b.Sel(b.Cmp(EQ, x, b.K("zero")), x, r)
 		r = b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), r)
@@ -651,22 +848,28 @@ func log1pOf(b *block, x *val, general bool) *val {
 }
 
 // softplus mirrors Softplusf: (x > 0 ? x : 0) + Log1pf(Expf(-|x|)); VMAXPS(x, +0) is
-// x > 0 ? x : +0 (also for NaN and -0). fast: every lane has |x| < 87.5 (checked by the caller).
-func softplus(b *block, x *val, fast bool) *val {
-	n := b.Or(x, b.K("signMask")) // -|x|
-	var e *val
-	if fast {
-		e = expCommon(b, n)
-	} else {
-		e = expGeneral(b, n)
-	}
-	return b.Add(b.MaxPS(x, b.K("zero")), log1pOf(b, e, !fast))
+// x > 0 ? x : +0 (also for NaN and -0). For every x: the general body.
+func softplus(b *block, x *val) *val {
+	e := expGeneral(b, b.Or(x, b.K("signMask"))) // Expf(-|x|)
+	return b.Add(b.MaxPS(x, b.K("zero")), log1pOf(b, e, true))
 }
 
-// geluV mirrors v = geluK2 * (x + ((c*x)*x)*x).
-func geluV(b *block, x *val) *val {
+// softplusFast is softplus of input 0 where every lane has |x| < 87.5, checked here when check
+// is set (as -|x| > -87.5, false for NaN). x is loaded again for the final VMAXPS.
+func softplusFast(b *block, check bool) *val {
+	n := b.Or(b.In(0), b.K("signMask")) // -|x|
+	if check {
+		b.RequireAll(b.Cmp(GT, n, b.K("negExpMid")))
+	}
+	l := log1pOf(b, expCommon(b, n), false)
+	return b.Add(b.MaxPS(b.Again(0), b.K("zero")), l)
+}
+
+// negGeluV mirrors -v with v = geluK2 * (x + ((c*x)*x)*x), as (x + ...) * -geluK2: rounding to
+// nearest even is symmetric, so the product with the negated constant is the negated product.
+func negGeluV(b *block, x *val) *val {
 	t := b.Mul(b.Mul(b.Mul(x, b.K("geluC")), x), x)
-	return b.Mul(b.Add(x, t), b.K("geluK2"))
+	return b.Mul(b.Add(x, t), b.K("negGeluK2"))
 }
 
 func init() {
@@ -689,20 +892,20 @@ func init() {
 		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
 
 	def("Tanh", "dst = Tanhf(x)", 1, 1, 0,
-		func(b *block) { b.Out(0, tanhFast(b, b.In(0))) },
+		func(b *block) { b.Out(0, tanhFast(b)) },
 		func(b *block) { b.Out(0, tanhGeneral(b, b.In(0))) })
 
 	// Geluf: x / (1 + Expf(-v)).
 	def("Gelu", "dst = Geluf(x)", 1, 1, 0,
 		func(b *block) {
 			x := b.In(0)
-			n := neg(b, geluV(b, x))
+			n := negGeluV(b, x)
 			b.RequireAll(expFastOK(b, n))
-			b.Out(0, b.Div(x, b.Add(expCommon(b, n), b.K("one"))))
+			b.Out(0, b.Div(b.Again(0), b.Add(expCommon(b, n), b.K("one"))))
 		},
 		func(b *block) {
 			x := b.In(0)
-			n := neg(b, geluV(b, x))
+			n := negGeluV(b, x)
 			b.Out(0, b.Div(x, b.Add(expGeneral(b, n), b.K("one"))))
 		})
 
@@ -718,13 +921,13 @@ func init() {
 	def("GeluBwd", "dx = GeluBwdf(x, g)", 2, 1, 0,
 		func(b *block) {
 			x := b.In(0)
-			n := neg(b, geluV(b, x))
+			n := negGeluV(b, x)
 			b.RequireAll(expFastOK(b, n))
-			b.Out(0, geluBwd(b, x, b.In(1), expCommon(b, n)))
+			b.Out(0, geluBwd(b, b.Again(0), b.In(1), expCommon(b, n)))
 		},
 		func(b *block) {
 			x := b.In(0)
-			b.Out(0, geluBwd(b, x, b.In(1), expGeneral(b, neg(b, geluV(b, x)))))
+			b.Out(0, geluBwd(b, x, b.In(1), expGeneral(b, negGeluV(b, x))))
 		})
 
 	def("Log", "dst = Logf(x)", 1, 1, 0,
@@ -736,26 +939,17 @@ func init() {
 		func(b *block) { b.Out(0, logGeneral(b, b.In(0))) })
 
 	def("Softplus", "dst = Softplusf(x)", 1, 1, 0,
-		func(b *block) {
-			x := b.In(0)
-			b.RequireAll(expFastOK(b, x))
-			b.Out(0, softplus(b, x, true))
-		},
-		func(b *block) { b.Out(0, softplus(b, b.In(0), false)) })
+		func(b *block) { b.Out(0, softplusFast(b, true)) },
+		func(b *block) { b.Out(0, softplus(b, b.In(0))) })
 
 	// SafeLogFwd: Logf(Softplusf(x) + eps).
 	def("SafeLog", "dst = Logf(Softplusf(x) + eps)", 1, 1, 1,
 		func(b *block) {
-			x := b.In(0)
-			b.RequireAll(expFastOK(b, x))
-			y := b.Add(softplus(b, x, true), b.Param(1))
+			y := b.Add(softplusFast(b, true), b.Param(1))
 			b.RequireAll(logOK(b, y))
 			b.Out(0, logNormal(b, y, nil))
 		},
-		func(b *block) {
-			x := b.In(0)
-			b.Out(0, logGeneral(b, b.Add(softplus(b, x, false), b.Param(1))))
-		})
+		func(b *block) { b.Out(0, logGeneral(b, b.Add(softplus(b, b.In(0)), b.Param(1)))) })
 
 	// Backward kernels of the form g * f(x).
 	binaryExp := func(name, doc string, tail func(b *block, e *val) *val, arg func(b *block, x *val) *val) {
@@ -782,7 +976,7 @@ func init() {
 	// TanhBwdf: t = Tanhf(x); g * (1 - t*t).
 	tanhBwd := func(b *block, t, g *val) *val { return b.Mul(g, b.Sub(b.K("one"), b.Mul(t, t))) }
 	def("TanhBwd", "dx = TanhBwdf(x, g)", 2, 1, 0,
-		func(b *block) { t := tanhFast(b, b.In(0)); b.Out(0, tanhBwd(b, t, b.In(1))) },
+		func(b *block) { t := tanhFast(b); b.Out(0, tanhBwd(b, t, b.In(1))) },
 		func(b *block) { t := tanhGeneral(b, b.In(0)); b.Out(0, tanhBwd(b, t, b.In(1))) })
 
 	// SafeLogBwd: (g*Sigmoidf(x)) / (Softplusf(x) + eps).
@@ -791,12 +985,12 @@ func init() {
 			x := b.In(0)
 			b.RequireAll(expFastOK(b, x))
 			num := b.Mul(b.In(1), sigmoidOf(b, expCommon(b, neg(b, x))))
-			b.Out(0, b.Div(num, b.Add(softplus(b, x, true), b.Param(1))))
+			b.Out(0, b.Div(num, b.Add(softplusFast(b, false), b.Param(1))))
 		},
 		func(b *block) {
 			x := b.In(0)
 			num := b.Mul(b.In(1), sigmoidOf(b, expGeneral(b, neg(b, x))))
-			b.Out(0, b.Div(num, b.Add(softplus(b, x, false), b.Param(1))))
+			b.Out(0, b.Div(num, b.Add(softplus(b, x), b.Param(1))))
 		})
 
 	// The plain kernels: one body each.
@@ -877,7 +1071,7 @@ func (k *kernel) fn(t *target) string { return "vk" + k.name + t.name }
 // registers allocated.
 func build(k *kernel, f func(b *block), t *target, u int) (*block, error) {
 	var copies [][]*inst
-	b := &block{}
+	b := &block{t: t}
 	for c := 0; c < u; c++ {
 		n := len(b.ins)
 		b.cur = c
@@ -904,8 +1098,12 @@ func build(k *kernel, f func(b *block), t *target, u int) (*block, error) {
 			break
 		}
 	}
-	// One check for the whole group: the masks and'ed as they come, tested where the last one
-	// was.
+	// Masks and loads are computed just before their first use (compares in lockstep would hold
+	// one mask register per vector: there are 7; an input loaded where the body's code first
+	// names it, e.g. the g of g * f(x), would hold a vector register through the whole chain),
+	// and there is one check for the whole group: the masks and'ed as they come, tested where
+	// the last one is.
+	ins = sink(ins)
 	last := -1
 	for i, in := range ins {
 		if in.op == "requireAll" {
@@ -936,17 +1134,71 @@ func build(k *kernel, f func(b *block), t *target, u int) (*block, error) {
 	return b, b.alloc(t)
 }
 
-// unroll is the number of vectors per iteration of the main loop.
-const unroll = 4
+// sink moves each instruction that computes a mask or loads an input to just before the first
+// instruction that uses it.
+func sink(ins []*inst) []*inst {
+	pending := map[*val]*inst{}
+	var out []*inst
+	var place func(in *inst)
+	place = func(in *inst) {
+		for _, a := range in.args {
+			if d := pending[a]; d != nil {
+				delete(pending, a)
+				place(d)
+			}
+		}
+		out = append(out, in)
+	}
+	for _, in := range ins {
+		if in.dst != nil && (in.dst.mask || in.op == "load") {
+			pending[in.dst] = in
+			continue
+		}
+		place(in)
+	}
+	if len(pending) > 0 {
+		log.Fatal("sink: a value is never used")
+	}
+	return out
+}
+
+// maxUnroll returns the most vectors per iteration of k's main loop (fewer where the registers
+// do not suffice). The heavy kernels are bound by latency: a vector's chain of dependent
+// operations (exp: ~45 cycles, softplus: ~100) is long and the core looks ahead only so far, so
+// the number of vectors interleaved in program order sets their throughput (on the development
+// machine, AMD Zen 5, in cache: exp 10 vectors 7.3 cycles per vector, 4 vectors 9.5; softplus 8
+// vectors 23, 4 vectors 29). The kernels with two or more inputs are bound by memory at 2^24
+// elements and lose bandwidth with longer groups (ExpBwd, SigmoidBwd, TanhBwd, GeluBwd,
+// SoftplusBwd: about 1.0x memcpy with 4 vectors, 0.8x with 8), except SafeLogBwd, whose
+// arithmetic is heavy enough to gain up to 6.
+func maxUnroll(k *kernel) int {
+	switch {
+	case k.name == "SafeLogBwd":
+		return 6
+	case k.ins > 1:
+		return 4
+	}
+	return 12
+}
 
 // prefetchDist is how far ahead (bytes) the main loop prefetches its inputs (measured on the
 // development machine at 2^24 elements: 2048 and 4096 beat 512 and 1024 and no prefetch by far).
 const prefetchDist = 2048
 
-func genFunc(w *bytes.Buffer, k *kernel, t *target) {
+func genFunc(out *bytes.Buffer, k *kernel, t *target) {
+	var body bytes.Buffer
+	w := &body
 	e := &emitter{w: w, t: t}
-	fmt.Fprintf(w, "// func %s(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): %s\n", k.fn(t), k.doc)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-56\n", k.fn(t))
+	slots := 0 // stack slots of the blocks (Spill)
+	defer func() {
+		fmt.Fprintf(out, "// func %s(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32): %s\n", k.fn(t), k.doc)
+		if slots == 0 {
+			fmt.Fprintf(out, "TEXT ·%s(SB), NOSPLIT, $0-56\n", k.fn(t))
+		} else {
+			fmt.Fprintf(out, "TEXT ·%s(SB), $%d-56\n", k.fn(t), 64*slots)
+		}
+		out.Write(body.Bytes())
+	}()
 	e.line("MOVQ n+0(FP), CX")
 	for i := 0; i < k.outs; i++ {
 		e.line("MOVQ o%d+%d(FP), %s", i, 8+8*i, outPtr[i])
@@ -969,7 +1221,7 @@ func genFunc(w *bytes.Buffer, k *kernel, t *target) {
 	// Try the unrolled loop; keep one vector per iteration where the registers do not suffice.
 	// The general body of a group runs its vectors one after the other (it is rare, and
 	// interleaved it would need more registers).
-	u := unroll
+	u := maxUnroll(k)
 	var fb *block
 	for ; u > 1; u-- {
 		var err error
@@ -978,6 +1230,7 @@ func genFunc(w *bytes.Buffer, k *kernel, t *target) {
 		}
 	}
 	emit := func(b *block, general string, prefetch bool) {
+		slots = max(slots, b.nslot)
 		loads := 0
 		for _, in := range b.ins {
 			e.ins(in, general)

@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkVecRatio measures the vector kernels at 2^24 elements split over GOMAXPROCS
+// goroutines, as BenchmarkVec does, but against a copy of the same bytes timed right before
+// each kernel call: on a shared, noisy machine the pairs see the same conditions. It reports
+// the median over the b.N pairs of (kernel GB/s) / (copy GB/s), bytes = (inputs + outputs)*4n
+// for the kernel and 8n for the copy. Run it with -benchtime Nx, e.g.
+//
+//	go test ./cpu -run XXX -bench 'VecRatio/(GeluFwd|SoftplusFwd)/avx512' -benchtime 20x
+func BenchmarkVecRatio(b *testing.B) {
+	const n = 1 << 24
+	var in [3][]float32
+	for j := range in {
+		in[j] = make([]float32, n)
+		for i := range in[j] {
+			r := float32(SplitMix64(uint64(j)<<40+uint64(i))>>40) / (1 << 24) // [0, 1)
+			in[j][i] = 2*r - 1
+			if j == 0 {
+				in[j][i] *= 8
+			}
+		}
+	}
+	pos := make([]float32, n)
+	for i, v := range in[0] {
+		pos[i] = 8 - absf32(v)
+	}
+	var o [2][]float32
+	o[0], o[1] = make([]float32, n), make([]float32, n)
+	copyOnce := func() time.Duration {
+		start := time.Now()
+		Parallel(n, 1<<15, func(lo, hi int) { copy(o[0][lo:hi], in[0][lo:hi]) })
+		return time.Since(start)
+	}
+	for _, c := range vecCases() {
+		in := in
+		if c.name == "LogFwd" {
+			in[0] = pos
+		}
+		for _, l := range vecLevels() {
+			b.Run(c.name+"/"+l, func(b *testing.B) {
+				prev := useVecLevel(l)
+				defer useVecLevel(prev)
+				var ratios []float64
+				for i := 0; i < b.N; i++ {
+					tc := copyOnce()
+					start := time.Now()
+					Parallel(n, 1<<15, func(lo, hi int) {
+						c.run([2][]float32{o[0][lo:hi], o[1][lo:hi]}, [3][]float32{in[0][lo:hi], in[1][lo:hi], in[2][lo:hi]})
+					})
+					tk := time.Since(start)
+					ratios = append(ratios, float64(c.ins+c.outs)/2*tc.Seconds()/tk.Seconds())
+				}
+				slices.Sort(ratios)
+				b.ReportMetric(ratios[len(ratios)/2], "x_memcpy")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
