@@ -114,6 +114,7 @@ func (t *Tape) run(op string, out Var, seed *ops.Buffer, keep []bool) error {
 		}
 	}
 	t.grads = make([]*ops.Buffer, len(t.nodes))
+	t.unreached = make([]bool, len(t.nodes))
 	t.grads[out.id] = seed
 	for id := out.id; id >= 0; id-- {
 		n := &t.nodes[id]
@@ -143,6 +144,7 @@ func (t *Tape) run(op string, out Var, seed *ops.Buffer, keep []bool) error {
 			return fail(fmt.Errorf("autograd: %s: %w", op, err))
 		}
 		t.grads[i] = z
+		t.unreached[i] = true
 	}
 	return nil
 }

@@ -261,8 +261,9 @@ func (s *Session) Dropout(x Var, p float64) Var {
 // that require grad: the parameters recorded by Use, whose gradients are added to their
 // accumulated gradients (Param.Grad; ZeroGrad clears them) like PyTorch's loss.backward(), and
 // the others (InputGrad, Leaf), whose gradients Grad returns until Reset. A parameter used
-// several times gets the sum; one that loss does not depend on gets zeros. It runs once per
-// step (Reset in between) and releases every other gradient as soon as it is consumed.
+// several times gets the sum; one that loss does not depend on gets no gradient (PyTorch's grad
+// stays None), so optimizers skip it; other leaves get zeros. It runs once per step (Reset in
+// between) and releases every other gradient as soon as it is consumed.
 func (s *Session) Backward(loss Var) error {
 	if err := s.Err(); err != nil {
 		return err
@@ -282,6 +283,12 @@ func (s *Session) Backward(loss Var) error {
 		}
 		g := s.grads[u.leaf.id]
 		s.grads[u.leaf.id] = nil
+		if s.unreached[u.leaf.id] {
+			// The loss does not depend on this use: no gradient (PyTorch leaves .grad None), so
+			// an optimizer skips the parameter unless another use reached it.
+			g.Release()
+			continue
+		}
 		if err := u.p.addGrad(g); err != nil {
 			return s.fail(fmt.Errorf("autograd: backward: gradient of %s: %w", u.p.name, err))
 		}

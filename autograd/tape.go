@@ -10,13 +10,16 @@ import (
 // Tape records the values computed on one device and how to differentiate them. The zero Tape
 // is not usable: create one with NewTape. A Tape is not safe for concurrent use.
 type Tape struct {
-	dev    *ops.Device
-	nodes  []node
-	err    error         // the first error (sticky until Reset)
-	grads  []*ops.Buffer // gradients of the last backward pass, by node id
-	done   bool          // a backward pass ran since the last Reset
-	gen    uint64        // incremented by Reset: older handles are stale
-	noGrad bool          // inside NoGrad: new nodes do not require grad
+	dev   *ops.Device
+	nodes []node
+	err   error         // the first error (sticky until Reset)
+	grads []*ops.Buffer // gradients of the last backward pass, by node id
+	// unreached[i]: grads[i] is a filled-in zero, the output of the last pass not depending on
+	// node i (the session leaves such parameters without a gradient, as PyTorch leaves None).
+	unreached []bool
+	done      bool   // a backward pass ran since the last Reset
+	gen       uint64 // incremented by Reset: older handles are stale
+	noGrad    bool   // inside NoGrad: new nodes do not require grad
 }
 
 // Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.
