@@ -164,6 +164,17 @@ func (s *Session) Close() error {
 	return err
 }
 
+// RandomState returns the state of the session's random draws: its seed and the number of keys
+// NextKey has handed out. Saved with a checkpoint and given back to SetRandomState, it makes a
+// resumed run draw the same dropout masks and samples as an uninterrupted one (PyTorch's
+// get_rng_state).
+func (s *Session) RandomState() (seed, draws uint64) { return s.seed, s.counter }
+
+// SetRandomState restores a state from RandomState: the next draw uses ops.KeyOf(seed, draws).
+func (s *Session) SetRandomState(seed, draws uint64) {
+	s.seed, s.counter = seed, draws
+}
+
 // NextKey returns the key of the session's next random draw, ops.KeyOf(Seed, k) for the k-th
 // call (from 0), and advances the count. Uniform, Bernoulli, Dropout and ParamUniform take their
 // keys from it.

@@ -311,6 +311,18 @@ func TestSessionInputsAndRandom(t *testing.T) {
 		if k := s.NextKey(); k != ops.KeyOf(seed, 2) {
 			t.Errorf("NextKey %#x, want KeyOf(seed, 2)", k)
 		}
+		// RandomState / SetRandomState: a resumed session draws what the first one drew next.
+		rs, rd := s.RandomState()
+		if rs != seed || rd != 3 {
+			t.Errorf("RandomState = %d, %d; want %d, 3", rs, rd, seed)
+		}
+		next := values(t, s.Value(s.Uniform(5)))
+		resumed := autograd.NewSession(autograd.Options{Device: d, Seed: 7})
+		resumed.SetRandomState(rs, rd)
+		if got := values(t, resumed.Value(resumed.Uniform(5))); !slices.Equal(got, next) {
+			t.Errorf("after SetRandomState the draw is %v, want %v", got, next)
+		}
+		resumed.Close()
 
 		// Integer inputs: gather rows 2, 0 of a (3, 2) matrix; the gradient scatters back.
 		r := s.Ints(2, 0)
