@@ -15,21 +15,7 @@ import (
 //	go test ./cpu -run XXX -bench 'VecRatio/(GeluFwd|SoftplusFwd)/avx512' -benchtime 20x
 func BenchmarkVecRatio(b *testing.B) {
 	const n = 1 << 24
-	var in [3][]float32
-	for j := range in {
-		in[j] = make([]float32, n)
-		for i := range in[j] {
-			r := float32(SplitMix64(uint64(j)<<40+uint64(i))>>40) / (1 << 24) // [0, 1)
-			in[j][i] = 2*r - 1
-			if j == 0 {
-				in[j][i] *= 8
-			}
-		}
-	}
-	pos := make([]float32, n)
-	for i, v := range in[0] {
-		pos[i] = 8 - absf32(v)
-	}
+	in, pos := benchOperands(n)
 	var o [2][]float32
 	o[0], o[1] = make([]float32, n), make([]float32, n)
 	copyOnce := func() time.Duration {

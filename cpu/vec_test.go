@@ -382,21 +382,8 @@ func BenchmarkVec(b *testing.B) {
 		b.ReportMetric(float64(bytes)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
 	}
 	// Typical operands: x uniform in [-8, 8) ((0, 8] for LogFwd), g and b in [-1, 1).
-	var in, pos [3][]float32
-	for j := range in {
-		in[j] = make([]float32, n)
-		for i := range in[j] {
-			r := float32(SplitMix64(uint64(j)<<40+uint64(i))>>40) / (1 << 24) // [0, 1)
-			in[j][i] = 2*r - 1
-			if j == 0 {
-				in[j][i] *= 8
-			}
-		}
-	}
-	pos[0] = make([]float32, n)
-	for i, v := range in[0] {
-		pos[0][i] = 8 - absf32(v)
-	}
+	in, pos0 := benchOperands(n)
+	pos := [3][]float32{pos0}
 	var o [2][]float32
 	o[0], o[1] = make([]float32, n), make([]float32, n)
 	b.Run("Copy", func(b *testing.B) {
@@ -427,25 +414,31 @@ func BenchmarkVec(b *testing.B) {
 	}
 }
 
-// BenchmarkVecCache measures one kernel on 4096 elements in cache, single-threaded (ns/op is
-// per element).
-func BenchmarkVecCache(b *testing.B) {
-	const n = 4096
-	var in [3][]float32
+// benchOperands returns the benchmarks' typical operands of length n: in[0] uniform in [-8, 8),
+// in[1] and in[2] in [-1, 1), pos (for LogFwd's x) in (0, 8].
+func benchOperands(n int) (in [3][]float32, pos []float32) {
 	for j := range in {
 		in[j] = make([]float32, n)
 		for i := range in[j] {
-			r := float32(SplitMix64(uint64(j)<<40+uint64(i))>>40) / (1 << 24)
+			r := float32(SplitMix64(uint64(j)<<40+uint64(i))>>40) / (1 << 24) // [0, 1)
 			in[j][i] = 2*r - 1
 			if j == 0 {
 				in[j][i] *= 8
 			}
 		}
 	}
-	pos := make([]float32, n)
+	pos = make([]float32, n)
 	for i, v := range in[0] {
 		pos[i] = 8 - absf32(v)
 	}
+	return in, pos
+}
+
+// BenchmarkVecCache measures one kernel on 4096 elements in cache, single-threaded (ns/op is
+// per element).
+func BenchmarkVecCache(b *testing.B) {
+	const n = 4096
+	in, pos := benchOperands(n)
 	var o [2][]float32
 	o[0], o[1] = make([]float32, n), make([]float32, n)
 	for _, c := range vecCases() {
