@@ -20,6 +20,14 @@ func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
 	for base := 0; base < len(row); base += rowThreads {
 		seg := row[base:min(len(row), base+rowThreads)]
 		part := p[:len(seg)]
+		// The same per-partial operations on vector lanes (MaxFwd, Add: same bits).
+		if len(seg) == rowThreads && isMax {
+			MaxFwd(part, part, seg)
+			continue
+		} else if len(seg) == rowThreads {
+			Add(part, part, seg)
+			continue
+		}
 		if isMax {
 			for t, v := range seg {
 				part[t] = Maxf(part[t], v)

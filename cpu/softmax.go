@@ -36,6 +36,12 @@ var negInf = float32(math.Inf(-1))
 // 2 masked softmax: mask != 0 && s != 0 ? Expf(x - m) / s : 0.
 func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 	var p [rowThreads]float32
+	if kind != 2 {
+		for r := lo; r < hi; r++ {
+			softmaxRow(kind, &p, dst[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
+		}
+		return
+	}
 	for r := lo; r < hi; r++ {
 		xr := x[r*cols : (r+1)*cols]
 		var keep func(c int) bool
@@ -69,6 +75,34 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 	}
 }
 
+// softmaxRow is softmaxRows for one row of kinds 0 and 1 without closures: the row max, then
+// out = x - m and Expf over it in place, the sum of out in rowStat's order (rowFold), and the
+// division (softmax) or (x - m) - Logf(s) (log-softmax). The elementwise steps run on the
+// vector kernels (Sub, ExpFwd, DivFwd: same bits), against p filled with the row's scalar.
+func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
+	m := rowFold(p, xr, true)
+	chunks(p, m, func(o, x, c []float32) { Sub(o, x, c) }, out, xr)
+	ExpFwd(out, out)
+	s := rowFold(p, out, false)
+	if kind == 1 {
+		chunks(p, m, func(o, x, c []float32) { Sub(o, x, c) }, out, xr)
+		chunks(p, Logf(s), func(o, x, c []float32) { Sub(o, x, c) }, out, out)
+		return
+	}
+	chunks(p, s, func(o, x, c []float32) { DivFwd(o, x, c) }, out, out)
+}
+
+// chunks fills p with v and runs f(out, x, p) over the rows' 256-element chunks.
+func chunks(p *[rowThreads]float32, v float32, f func(o, x, c []float32), out, x []float32) {
+	for t := range p {
+		p[t] = v
+	}
+	for j := 0; j < len(x); j += rowThreads {
+		e := min(j+rowThreads, len(x))
+		f(out[j:e], x[j:e], p[:e-j])
+	}
+}
+
 // SoftmaxFwd: rows r in [lo, hi) of y = Expf(x - m) / s (see softmaxRows).
 func SoftmaxFwd(dst, x []float32, cols, lo, hi int) { softmaxRows(0, dst, x, nil, cols, lo, hi) }
 
@@ -81,28 +115,28 @@ func MaskedSoftmaxFwd(dst, x, mask []float32, cols, lo, hi int) {
 }
 
 // SoftmaxBwd: per row d = sum(g*y) (row order), dx = y * (g - d).
+// The elementwise steps run on the vector kernels (MulFwd, Sub: same bits).
 func SoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
-		yr, gr := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
-		d := rowStat(&p, cols, negZero, nil, func(c int) float32 { return float32(gr[c] * yr[c]) }, add)
-		out := dx[r*cols : (r+1)*cols]
-		for c := range out {
-			out[c] = float32(yr[c] * (gr[c] - d))
-		}
+		yr, gr, out := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		MulFwd(out, gr, yr)
+		d := rowFold(&p, out, false)
+		chunks(&p, d, func(o, x, c []float32) { Sub(o, x, c) }, out, gr) // g - d
+		MulFwd(out, yr, out)
 	}
 }
 
 // LogSoftmaxBwd: per row d = sum(g) (row order), dx = g - Expf(y) * d.
+// The elementwise steps run on the vector kernels (ExpFwd, Scale, Sub: same bits).
 func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
-		yr, gr := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
-		d := rowStat(&p, cols, negZero, nil, func(c int) float32 { return gr[c] }, add)
-		out := dx[r*cols : (r+1)*cols]
-		for c := range out {
-			out[c] = gr[c] - float32(Expf(yr[c])*d)
-		}
+		yr, gr, out := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		d := rowFold(&p, gr, false)
+		ExpFwd(out, yr)
+		Scale(out, out, d)
+		Sub(out, gr, out)
 	}
 }
 
@@ -114,21 +148,22 @@ func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 //	v    = float32(rowsum(float32((x - m) * (x - m))) * invCols)
 //	s    = Sqrtf(v + eps);  sd[r] = s
 //	xhat = (x - m) / s;  out = float32(xhat * gamma[c]) + beta[c]
+//
+// The elementwise steps run on the vector kernels (Sub, MulFwd, DivFwd, Add: same bits).
 func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
 	var p [rowThreads]float32
+	sq := make([]float32, cols)
 	for r := lo; r < hi; r++ {
-		xr := x[r*cols : (r+1)*cols]
-		m := float32(rowStat(&p, cols, negZero, nil, func(c int) float32 { return xr[c] }, add) * invCols)
-		v := float32(rowStat(&p, cols, negZero, nil, func(c int) float32 {
-			d := xr[c] - m
-			return float32(d * d)
-		}, add) * invCols)
+		xr, o := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		m := float32(rowFold(&p, xr, false) * invCols)
+		chunks(&p, m, func(o, x, c []float32) { Sub(o, x, c) }, o, xr) // o = x - m
+		MulFwd(sq, o, o)
+		v := float32(rowFold(&p, sq, false) * invCols)
 		s := Sqrtf(v + eps)
 		mean[r], sd[r] = m, s
-		o := out[r*cols : (r+1)*cols]
-		for c, xv := range xr {
-			o[c] = float32(((xv-m)/s)*gamma[c]) + beta[c]
-		}
+		chunks(&p, s, func(o, x, c []float32) { DivFwd(o, x, c) }, o, o) // xhat
+		MulFwd(o, o, gamma[:cols])
+		Add(o, o, beta[:cols])
 	}
 }
 
@@ -147,34 +182,36 @@ func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, ep
 //	dbetaPart[ch*cols + c]  = ((-0.0 + dout[r0,c]) + dout[r0+1,c]) + ...
 //
 // ReduceSumByColumn over the (chunks, cols) partials then gives the column sums of dout*xhat
-// (dgamma) and dout (dbeta) in the order of the two-stage column sum.
+// (dgamma) and dout (dbeta) in the order of the two-stage column sum. The elementwise steps run
+// on the vector kernels (Sub, DivFwd, MulFwd, Scale, Add: same bits).
 func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32, rows, cols int,
 	colsScale, invCols float32, lo, hi int) {
 	var p [rowThreads]float32
-	h := make([]float32, cols)
+	h, u, w := make([]float32, cols), make([]float32, cols), make([]float32, cols)
+	gamma = gamma[:cols]
+	sub := func(o, x, c []float32) { Sub(o, x, c) }
 	for ch := lo; ch < hi; ch++ {
 		dg, db := dgammaPart[ch*cols:(ch+1)*cols], dbetaPart[ch*cols:(ch+1)*cols]
 		for c := range dg {
 			dg[c], db[c] = negZero, negZero
 		}
 		for r := ch * ColChunk; r < min(rows, (ch+1)*ColChunk); r++ {
-			o, xr := dout[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
-			m, s := mean[r], sd[r]
-			for c, xv := range xr {
-				h[c] = (xv - m) / s
-			}
-			s1 := rowStat(&p, cols, negZero, nil, func(c int) float32 { return float32(o[c] * gamma[c]) }, add)
-			s2 := rowStat(&p, cols, negZero, nil, func(c int) float32 {
-				return float32(float32(o[c]*gamma[c]) * h[c])
-			}, add)
-			is := 1 / s
-			d := dx[r*cols : (r+1)*cols]
-			for c, ov := range o {
-				dxh := float32(ov * gamma[c])
-				d[c] = float32(float32(((float32(dxh*colsScale)-s1)-float32(h[c]*s2))*is) * invCols)
-				dg[c] += float32(ov * h[c])
-				db[c] += ov
-			}
+			o, xr, d := dout[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+			chunks(&p, mean[r], sub, h, xr)                                      // x - m
+			chunks(&p, sd[r], func(o, x, c []float32) { DivFwd(o, x, c) }, h, h) // xhat
+			MulFwd(u, o, gamma)                                                  // dxh
+			s1 := rowFold(&p, u, false)
+			MulFwd(w, u, h)
+			s2 := rowFold(&p, w, false)
+			Scale(d, u, colsScale)
+			chunks(&p, s1, sub, d, d)
+			Scale(w, h, s2)
+			Sub(d, d, w)
+			Scale(d, d, 1/sd[r])
+			Scale(d, d, invCols)
+			MulFwd(w, o, h)
+			Add(dg, dg, w)
+			Add(db, db, o)
 		}
 	}
 }
