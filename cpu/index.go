@@ -25,9 +25,7 @@ func ScatterAddRowsAtomic(out, values []float32, idx []uint32, rows, cols, lo, h
 			continue
 		}
 		acc := out[int(i)*cols+lo : int(i)*cols+hi]
-		for c, v := range values[j*cols+lo : j*cols+hi] {
-			acc[c] += v
-		}
+		Add(acc, acc, values[j*cols+lo:j*cols+hi])
 	}
 }
 
@@ -42,12 +40,8 @@ func ScatterAddRowsSorted(out, mat, values []float32, order, start []uint32, row
 			acc[c] = negZero
 		}
 		for _, j := range order[start[i]:start[i+1]] {
-			for c, v := range values[int(j)*cols : (int(j)+1)*cols] {
-				acc[c] += v
-			}
+			Add(acc, acc, values[int(j)*cols:(int(j)+1)*cols])
 		}
-		for c, m := range mat[i*cols : (i+1)*cols] {
-			acc[c] = m + acc[c]
-		}
+		Add(acc, mat[i*cols:(i+1)*cols], acc)
 	}
 }
