@@ -81,7 +81,7 @@ type cudaBackend struct {
 	facts     gpuFacts
 	maxBlocks uint32 // cap of grid-stride grids: 32 blocks per multiprocessor
 
-	mu      sync.Mutex // guards cache, cached, modules
+	mu      sync.Mutex // guards cache, cached, modules and raising kernelFn.shared
 	cache   map[uint64][]driver.DevicePtr
 	cached  int64
 	modules map[ptx.Module]driver.Module
@@ -120,7 +120,7 @@ func (g *cudaBackend) stager() *driver.Staging {
 type kernelFn struct {
 	fn     driver.Function
 	params []ptx.Param
-	shared atomic.Uint32 // dynamic shared memory launches may use, once above the default 48 KiB
+	shared atomic.Uint32 // dynamic shared memory launches may use, once above the default 48 KiB (grows only, under cudaBackend.mu)
 }
 
 func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
@@ -475,12 +475,27 @@ func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared 
 		}
 	}
 	if shared > defaultSharedBytes && shared > f.shared.Load() {
-		if err := f.fn.SetMaxDynamicSharedBytes(int(shared)); err != nil {
-			return fmt.Errorf("ops: kernel %s: %d bytes of shared memory: %w", k, shared, err)
+		if err := g.allowShared(k, f, shared); err != nil {
+			return err
 		}
-		f.shared.Store(shared)
 	}
 	return g.ctx.Launch(f.fn, grid, block, shared, 0, &p.a)
+}
+
+// allowShared raises f's dynamic shared memory limit to at least shared bytes. Under g.mu, so
+// that the limit only ever grows when goroutines launch f with different sizes at once. The
+// caller holds the context.
+func (g *cudaBackend) allowShared(k *ptx.Kernel, f *kernelFn, shared uint32) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if shared <= f.shared.Load() {
+		return nil
+	}
+	if err := f.fn.SetMaxDynamicSharedBytes(int(shared)); err != nil {
+		return fmt.Errorf("ops: kernel %s: %d bytes of shared memory: %w", k, shared, err)
+	}
+	f.shared.Store(shared)
+	return nil
 }
 
 // gridFor returns the blocks of threads-thread blocks covering work items, capped for
