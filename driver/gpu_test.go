@@ -640,8 +640,8 @@ func deviceLostChild(t *testing.T) {
 }
 
 // Staged uploads: more uploads than slots (so slots are reused after their events), the source
-// overwritten right after each upload, one upload larger than a slot, and uint32 data; every
-// destination must hold what was uploaded into it.
+// overwritten right after each upload, one upload spread over the whole ring, one larger than
+// the ring, and uint32 data; every destination must hold what was uploaded into it.
 func TestGPUStaging(t *testing.T) {
 	x := needGPU(t)
 	lock(t, x)
@@ -661,7 +661,7 @@ func TestGPUStaging(t *testing.T) {
 		clear(src) // the slot holds the data now
 		bufs = append(bufs, p)
 	}
-	big := make([]float32, 3000) // 12000 bytes > a slot: the synchronous path
+	big := make([]float32, 3000) // 12000 bytes: chunks in the 3 slots, the last one partial
 	for i := range big {
 		big[i] = -float32(i)
 	}
@@ -669,6 +669,23 @@ func TestGPUStaging(t *testing.T) {
 	must(t, err)
 	defer x.MemFree(pb)
 	must(t, st.UploadF32(pb, big))
+	wantBig := append([]float32(nil), big...)
+	clear(big)                    // the slots hold the data now
+	huge := make([]float32, 5000) // 20000 bytes > the ring: the synchronous path
+	for i := range huge {
+		huge[i] = float32(i) + 0.5
+	}
+	ph, err := x.MemAlloc(uint64(len(huge)) * 4)
+	must(t, err)
+	defer x.MemFree(ph)
+	must(t, st.UploadF32(ph, huge))
+	gotHuge := make([]float32, len(huge))
+	must(t, x.CopyDtoH(gotHuge, ph))
+	for i := range huge {
+		if gotHuge[i] != huge[i] {
+			t.Fatalf("upload larger than the ring, element %d = %v", i, gotHuge[i])
+		}
+	}
 	idx := []uint32{7, 0, 1 << 31, 42}
 	pi, err := x.MemAlloc(16)
 	must(t, err)
@@ -685,8 +702,8 @@ func TestGPUStaging(t *testing.T) {
 	}
 	gotBig := make([]float32, len(big))
 	must(t, x.CopyDtoH(gotBig, pb))
-	for i := range big {
-		if gotBig[i] != big[i] {
+	for i := range wantBig {
+		if gotBig[i] != wantBig[i] {
 			t.Fatalf("large upload element %d = %v", i, gotBig[i])
 		}
 	}

@@ -12,9 +12,9 @@ import (
 // labels, indices) stalls the host until the GPU drains. Staging.Upload instead copies the data
 // into a free slot of pinned memory, queues cuMemcpyHtoDAsync_v2 from that slot on the legacy
 // stream (so the copy is ordered after the kernels before it and before those after it) and
-// records an event; a slot is written again only after its event has completed. Uploads larger
-// than a slot take the synchronous path. The source slice may be reused as soon as Upload
-// returns.
+// records an event; a slot is written again only after its event has completed. An upload
+// larger than a slot goes through consecutive slots, one chunk each; one larger than the whole
+// ring takes the synchronous path. The source slice may be reused as soon as Upload returns.
 //
 // A Staging is safe for concurrent use; Upload and Close require Lock.
 type Staging struct {
@@ -64,7 +64,7 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 	if n == 0 {
 		return nil
 	}
-	if n > s.slotBytes {
+	if n > s.slotBytes*len(s.events) {
 		return s.x.CopyHtoDBytes(dst, unsafe.Slice((*byte)(src), n))
 	}
 	s.mu.Lock()
@@ -72,20 +72,27 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 	if s.closed {
 		return ErrReleased
 	}
-	i := s.next
-	s.next = (i + 1) % len(s.events)
-	if s.used[i] {
-		if err := s.x.SynchronizeEvent(s.events[i]); err != nil {
+	for off := 0; off < n; off += s.slotBytes {
+		c := min(s.slotBytes, n-off)
+		i := s.next
+		s.next = (i + 1) % len(s.events)
+		if s.used[i] {
+			if err := s.x.SynchronizeEvent(s.events[i]); err != nil {
+				return err
+			}
+		}
+		slot := unsafe.Add(s.mem, i*s.slotBytes)
+		copy(unsafe.Slice((*byte)(slot), c), unsafe.Slice((*byte)(unsafe.Add(src, off)), c))
+		if err := s.x.call("cuMemcpyHtoDAsync_v2", s.x.c.fn.memcpyHtoDAsync, uintptr(dst)+uintptr(off),
+			uintptr(slot), uintptr(c), 0); err != nil {
+			return err
+		}
+		s.used[i] = true
+		if err := s.x.RecordEvent(s.events[i], 0); err != nil {
 			return err
 		}
 	}
-	slot := unsafe.Add(s.mem, i*s.slotBytes)
-	copy(unsafe.Slice((*byte)(slot), n), unsafe.Slice((*byte)(src), n))
-	if err := s.x.call("cuMemcpyHtoDAsync_v2", s.x.c.fn.memcpyHtoDAsync, uintptr(dst), uintptr(slot), uintptr(n), 0); err != nil {
-		return err
-	}
-	s.used[i] = true
-	return s.x.RecordEvent(s.events[i], 0)
+	return nil
 }
 
 // Close waits for the queued copies and frees the events and the pinned memory; later uploads

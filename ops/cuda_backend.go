@@ -93,8 +93,8 @@ type cudaBackend struct {
 	staging     *driver.Staging // nil: uploads are synchronous copies
 }
 
-// Uploads of up to stagingSlotBytes go through a ring of stagingSlots pinned slots
-// (driver.Staging), so that the host does not wait for the GPU to drain; TORCHLEAN_UPLOAD=sync
+// Uploads of up to stagingSlots*stagingSlotBytes (8 MiB) go through a ring of stagingSlots pinned
+// slots (driver.Staging), so that the host does not wait for the GPU to drain; TORCHLEAN_UPLOAD=sync
 // turns that off (every upload a synchronous copy from pageable memory).
 const (
 	stagingSlots     = 8
