@@ -81,15 +81,15 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 // vector kernels (Sub, ExpFwd, DivFwd: same bits), against p filled with the row's scalar.
 func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
 	m := rowFold(p, xr, true)
-	chunks(p, m, func(o, x, c []float32) { Sub(o, x, c) }, out, xr)
+	chunks(p, m, Sub, out, xr)
 	ExpFwd(out, out)
 	s := rowFold(p, out, false)
 	if kind == 1 {
-		chunks(p, m, func(o, x, c []float32) { Sub(o, x, c) }, out, xr)
-		chunks(p, Logf(s), func(o, x, c []float32) { Sub(o, x, c) }, out, out)
+		chunks(p, m, Sub, out, xr)
+		chunks(p, Logf(s), Sub, out, out)
 		return
 	}
-	chunks(p, s, func(o, x, c []float32) { DivFwd(o, x, c) }, out, out)
+	chunks(p, s, DivFwd, out, out)
 }
 
 // chunks fills p with v and runs f(out, x, p) over the rows' 256-element chunks.
@@ -122,7 +122,7 @@ func SoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 		yr, gr, out := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
 		MulFwd(out, gr, yr)
 		d := rowFold(&p, out, false)
-		chunks(&p, d, func(o, x, c []float32) { Sub(o, x, c) }, out, gr) // g - d
+		chunks(&p, d, Sub, out, gr) // g - d
 		MulFwd(out, yr, out)
 	}
 }
@@ -156,12 +156,12 @@ func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, ep
 	for r := lo; r < hi; r++ {
 		xr, o := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		m := float32(rowFold(&p, xr, false) * invCols)
-		chunks(&p, m, func(o, x, c []float32) { Sub(o, x, c) }, o, xr) // o = x - m
+		chunks(&p, m, Sub, o, xr) // o = x - m
 		MulFwd(sq, o, o)
 		v := float32(rowFold(&p, sq, false) * invCols)
 		s := Sqrtf(v + eps)
 		mean[r], sd[r] = m, s
-		chunks(&p, s, func(o, x, c []float32) { DivFwd(o, x, c) }, o, o) // xhat
+		chunks(&p, s, DivFwd, o, o) // xhat
 		MulFwd(o, o, gamma[:cols])
 		Add(o, o, beta[:cols])
 	}
@@ -189,7 +189,6 @@ func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32,
 	var p [rowThreads]float32
 	h, u, w := make([]float32, cols), make([]float32, cols), make([]float32, cols)
 	gamma = gamma[:cols]
-	sub := func(o, x, c []float32) { Sub(o, x, c) }
 	for ch := lo; ch < hi; ch++ {
 		dg, db := dgammaPart[ch*cols:(ch+1)*cols], dbetaPart[ch*cols:(ch+1)*cols]
 		for c := range dg {
@@ -197,14 +196,14 @@ func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32,
 		}
 		for r := ch * ColChunk; r < min(rows, (ch+1)*ColChunk); r++ {
 			o, xr, d := dout[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
-			chunks(&p, mean[r], sub, h, xr)                                      // x - m
-			chunks(&p, sd[r], func(o, x, c []float32) { DivFwd(o, x, c) }, h, h) // xhat
-			MulFwd(u, o, gamma)                                                  // dxh
+			chunks(&p, mean[r], Sub, h, xr) // x - m
+			chunks(&p, sd[r], DivFwd, h, h) // xhat
+			MulFwd(u, o, gamma)             // dxh
 			s1 := rowFold(&p, u, false)
 			MulFwd(w, u, h)
 			s2 := rowFold(&p, w, false)
 			Scale(d, u, colsScale)
-			chunks(&p, s1, sub, d, d)
+			chunks(&p, s1, Sub, d, d)
 			Scale(w, h, s2)
 			Sub(d, d, w)
 			Scale(d, d, 1/sd[r])

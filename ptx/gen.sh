@@ -6,9 +6,9 @@
 #
 # Every <family>.cu becomes <family>.ptx for the virtual architecture compute_70 (PTX ISA 7.8 from
 # nvcc 11.8, which drivers back to CUDA 11.8 load), or compute_<NN> for a family named
-# <name>_sm<NN> (kernels that need sm_<NN> features, e.g. cp.async on sm_80), with --fmad=false so that nvcc never contracts
-# a*b+c into an fma (the CPU twin in package cpu rounds every operation separately) and without
-# fast-math. Each file is headed by the nvcc version and the sha256 of its sources (the .cu and
+# <name>_sm<NN> (kernels that need sm_<NN> features, e.g. cp.async on sm_80), with
+# --fmad=false so that nvcc never contracts a*b+c into an fma (the CPU twin in package cpu rounds
+# every operation separately) and without fast-math. Each file is headed by the nvcc version and the sha256 of its sources (the .cu and
 # every .cuh here); a plain CPU test fails when they no longer match.
 #
 # nvcc comes from Debian's nvidia-cuda-toolkit (CUDA 11.8, bookworm non-free); when nvcc is missing

@@ -15,6 +15,7 @@ import (
 	"embed"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -35,17 +36,10 @@ func (m Module) Arch() int {
 	if i < 0 {
 		return 70
 	}
-	arch := 0
-	for _, c := range name[i+3:] {
-		if c < '0' || c > '9' {
-			return 70
-		}
-		arch = 10*arch + int(c-'0')
+	if arch, err := strconv.Atoi(name[i+3:]); err == nil && arch > 0 {
+		return arch
 	}
-	if arch == 0 {
-		return 70
-	}
-	return arch
+	return 70
 }
 
 // Kernel is one PTX entry point of a module. The kernels are the package-level values of
