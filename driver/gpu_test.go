@@ -2,9 +2,11 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -518,6 +520,47 @@ func BenchmarkLaunchEmpty(b *testing.B) {
 	b.StopTimer()
 	lock(b, x)
 	must(b, x.Synchronize())
+}
+
+// TestGPULockBindsThread clears the current context of a locked thread (cuCtxSetCurrent(NULL))
+// and checks that Lock makes the context current again: allocation, launch and copies work.
+func TestGPULockBindsThread(t *testing.T) {
+	x := needGPU(t)
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if r := sysCallSlice(x.c.fn.ctxSetCurrent, []uintptr{0}); r != 0 {
+			done <- Result(int32(r))
+			return
+		}
+		if err := x.Lock(); err != nil {
+			done <- err
+			return
+		}
+		defer x.Unlock()
+		p, err := x.MemAlloc(4)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer x.MemFree(p)
+		host := []float32{41}
+		args := new(Args).Ptr(p).U32(1)
+		if err := x.CopyHtoD(p, host); err == nil {
+			err = x.Launch(gpu.addOne, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, args)
+			if err == nil {
+				err = x.CopyDtoH(host, p)
+			}
+			if err == nil && host[0] != 42 {
+				err = fmt.Errorf("add_one gave %v, want 42", host[0])
+			}
+			done <- err
+			return
+		}
+		done <- err
+	}()
+	must(t, <-done)
 }
 
 func BenchmarkLockUnlock(b *testing.B) {

@@ -7,7 +7,9 @@
  * on n = 1 (1 block of 256 threads), synchronizing only at the end of each sample, after a
  * warm-up. Each sample is LAUNCHES launches; the median over SAMPLES samples is printed.
  * Measured on the legacy default stream (what ops uses) and on a created non-blocking stream
- * (c_launch_stream_ns, informational).
+ * (c_launch_stream_ns, informational); then, informational too, with a cuCtxSetCurrent before
+ * every launch (c_launch_setcurrent_ns) and with a cuCtxGetCurrent check that sets the context
+ * only when it is not current (c_launch_getcurrent_ns).
  * Also reports the time from main() (before dlopen and cuInit) to the first kernel completing.
  *
  *   gcc -O2 -o launch internal/bench/launch.c -ldl
@@ -36,6 +38,7 @@ static CUresult (*p_cuDeviceGet)(CUdevice *, int);
 static CUresult (*p_cuDeviceGetName)(char *, int, CUdevice);
 static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 static CUresult (*p_cuCtxSetCurrent)(CUcontext);
+static CUresult (*p_cuCtxGetCurrent)(CUcontext *);
 static CUresult (*p_cuCtxSynchronize)(void);
 static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -105,8 +108,20 @@ static CUdeviceptr g_out, g_x;
 static unsigned long long g_n = 1;
 static float g_c = 2.0f;
 static void *g_params[4];
+static CUcontext g_ctx;
+
+/* What each launch does first: nothing, cuCtxSetCurrent, or cuCtxGetCurrent and a
+   cuCtxSetCurrent only when another context is current (the per-op context binding choices). */
+enum { BIND_NONE, BIND_SET, BIND_CHECK };
+static int g_bind = BIND_NONE;
 
 static void launch_once(CUstream s) {
+  if (g_bind == BIND_SET) check(p_cuCtxSetCurrent(g_ctx), "cuCtxSetCurrent");
+  if (g_bind == BIND_CHECK) {
+    CUcontext cur = NULL;
+    check(p_cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+    if (cur != g_ctx) check(p_cuCtxSetCurrent(g_ctx), "cuCtxSetCurrent");
+  }
   check(p_cuLaunchKernel(g_fn, 1, 1, 1, 256, 1, 1, 0, s, g_params, NULL), "cuLaunchKernel");
 }
 
@@ -163,6 +178,7 @@ int main(int argc, char **argv) {
   p_cuDeviceGetName = sym(lib, "cuDeviceGetName");
   p_cuDevicePrimaryCtxRetain = sym(lib, "cuDevicePrimaryCtxRetain");
   p_cuCtxSetCurrent = sym(lib, "cuCtxSetCurrent");
+  p_cuCtxGetCurrent = sym(lib, "cuCtxGetCurrent");
   p_cuCtxSynchronize = sym(lib, "cuCtxSynchronize");
   p_cuModuleLoadData = sym(lib, "cuModuleLoadData");
   p_cuModuleGetFunction = sym(lib, "cuModuleGetFunction");
@@ -186,6 +202,7 @@ int main(int argc, char **argv) {
   CUcontext ctx;
   check(p_cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check(p_cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  g_ctx = ctx;
   double t_ctx = now_s();
 
   CUmodule mod;
@@ -233,14 +250,20 @@ int main(int argc, char **argv) {
   double med_str = time_launches(s, launches, samples, &min_str);
   double med_def2 = time_launches(NULL, launches, samples, &min_def2);
   double c_launch = med_def < med_def2 ? med_def : med_def2;
+  double min_set, min_chk;
+  g_bind = BIND_SET;
+  double med_set = time_launches(NULL, launches, samples, &min_set);
+  g_bind = BIND_CHECK;
+  double med_chk = time_launches(NULL, launches, samples, &min_chk);
+  g_bind = BIND_NONE;
 
   check(p_cuMemFree(g_out), "cuMemFree_v2");
   check(p_cuMemFree(g_x), "cuMemFree_v2");
   printf("%s, \"c_launch_ns\": %.1f, \"c_launch_ns_passes\": [%.1f, %.1f], "
          "\"c_launch_min_ns\": %.1f, \"c_launch_stream_ns\": %.1f, \"launches\": %ld, "
-         "\"samples\": %d}\n",
+         "\"samples\": %d, \"c_launch_setcurrent_ns\": %.1f, \"c_launch_getcurrent_ns\": %.1f}\n",
          head, c_launch, med_def, med_def2, min_def < min_def2 ? min_def : min_def2, med_str,
-         launches, samples);
+         launches, samples, med_set, med_chk);
   free(ptx);
   return 0;
 }
