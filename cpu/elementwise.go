@@ -1,8 +1,9 @@
 package cpu
 
-// Elementwise kernels: the twins of ptx/elementwise.cu. Each writes dst[i] from the inputs at
-// index i; all slices have the length of dst. Every operation is one correctly rounded float32
-// operation: products are wrapped in float32(...) so that no compiler fuses them into an fma.
+// Elementwise kernels: the twins of ptx/elementwise.cu and ptx/elementwise_math.cu. Each writes
+// dst[i] from the inputs at index i; all slices have the length of dst. Every operation is one
+// correctly rounded float32 operation: products are wrapped in float32(...) so that no compiler
+// fuses them into an fma.
 //
 // On amd64 the kernels run assembly with identical results: Add, Sub, MulFwd, Scale, ReluFwd,
 // ReluBwd, SqrtFwd and Axpy that of simd_amd64.s (AVX; FMA3 for Axpy), the others that of

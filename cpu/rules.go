@@ -3,7 +3,7 @@ package cpu
 import "math"
 
 // Scalar rules shared by several kernels; their CUDA twins are the tl_* device functions at the
-// top of ptx/elementwise.cu.
+// top of ptx/elementwise.cu and ptx/elementwise_math.cu.
 
 // Absf clears the sign bit (fabsf).
 func Absf(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

@@ -522,7 +522,20 @@ func (g *cudaBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars 
 	for _, v := range scalars[:op.sc] {
 		p.f32(v)
 	}
-	return g.launch(op.kernel, g.gridFor((uint64(n)+3)/4, 256), 256, p)
+	return g.launch(op.kernel, mapGrid(n), mapThreads, p)
+}
+
+// mapThreads is the block size of the elementwise kernels; each thread covers mapFloat4s float4s
+// (TL_MAP_U in ptx/map.cuh).
+const mapThreads, mapFloat4s = 256, 4
+
+// mapGrid returns the grid of an elementwise kernel over n floats: one block per
+// mapThreads*mapFloat4s float4s, so that each block makes one step of the kernel's loop (capped
+// at 2^24 blocks, past which the loop takes more steps).
+func mapGrid(n int) uint32 {
+	const span = mapThreads * mapFloat4s
+	blocks := (uint64(n)/4 + span - 1) / span
+	return uint32(max(1, min(blocks, 1<<24)))
 }
 
 func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars [2]float32) error {

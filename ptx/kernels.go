@@ -3,32 +3,35 @@ package ptx
 // The kernel families.
 const (
 	Elementwise Module = "elementwise"
-	RNG         Module = "rng"
-	Reduce      Module = "reduce"
-	Layout      Module = "layout"
-	ReduceAxis  Module = "reduce_axis"
-	Softmax     Module = "softmax"
-	Index       Module = "index"
+	// ElementwiseMath holds the pointwise kernels built on exp, log and tanh: a module of its
+	// own, since the driver JIT-compiles a whole module on its first use.
+	ElementwiseMath Module = "elementwise_math"
+	RNG             Module = "rng"
+	Reduce          Module = "reduce"
+	Layout          Module = "layout"
+	ReduceAxis      Module = "reduce_axis"
+	Softmax         Module = "softmax"
+	Index           Module = "index"
 	// SoftmaxSM80 holds the long-row softmax kernels that stream rows with cp.async (sm_80+).
 	SoftmaxSM80 Module = "softmax_sm80"
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, RNG, Reduce, Layout, ReduceAxis, Softmax, SoftmaxSM80, Index, Matmul, Optim}
+var Modules = []Module{Elementwise, ElementwiseMath, RNG, Reduce, Layout, ReduceAxis, Softmax, SoftmaxSM80, Index, Matmul, Optim}
 
-// Elementwise kernels: forward.
+// Elementwise kernels (modules Elementwise and ElementwiseMath): forward.
 var (
 	AbsFwd      = newKernel(Elementwise, "abs_fwd")
 	SqrtFwd     = newKernel(Elementwise, "sqrt_fwd")
-	ExpFwd      = newKernel(Elementwise, "exp_fwd")
-	LogFwd      = newKernel(Elementwise, "log_fwd")
+	ExpFwd      = newKernel(ElementwiseMath, "exp_fwd")
+	LogFwd      = newKernel(ElementwiseMath, "log_fwd")
 	InvFwd      = newKernel(Elementwise, "inv_fwd")
 	ReluFwd     = newKernel(Elementwise, "relu_fwd")
-	SigmoidFwd  = newKernel(Elementwise, "sigmoid_fwd")
-	TanhFwd     = newKernel(Elementwise, "tanh_fwd")
-	SoftplusFwd = newKernel(Elementwise, "softplus_fwd")
-	GeluFwd     = newKernel(Elementwise, "gelu_fwd")
-	SafeLogFwd  = newKernel(Elementwise, "safe_log_fwd")
+	SigmoidFwd  = newKernel(ElementwiseMath, "sigmoid_fwd")
+	TanhFwd     = newKernel(ElementwiseMath, "tanh_fwd")
+	SoftplusFwd = newKernel(ElementwiseMath, "softplus_fwd")
+	GeluFwd     = newKernel(ElementwiseMath, "gelu_fwd")
+	SafeLogFwd  = newKernel(ElementwiseMath, "safe_log_fwd")
 	Scale       = newKernel(Elementwise, "scale")
 	ClampFwd    = newKernel(Elementwise, "clamp_fwd")
 	Add         = newKernel(Elementwise, "add")
@@ -45,14 +48,14 @@ var (
 	AbsBwd      = newKernel(Elementwise, "abs_bwd")
 	SqrtBwd     = newKernel(Elementwise, "sqrt_bwd")
 	ReluBwd     = newKernel(Elementwise, "relu_bwd")
-	ExpBwd      = newKernel(Elementwise, "exp_bwd")
+	ExpBwd      = newKernel(ElementwiseMath, "exp_bwd")
 	LogBwd      = newKernel(Elementwise, "log_bwd")
 	InvBwd      = newKernel(Elementwise, "inv_bwd")
-	SigmoidBwd  = newKernel(Elementwise, "sigmoid_bwd")
-	TanhBwd     = newKernel(Elementwise, "tanh_bwd")
-	SoftplusBwd = newKernel(Elementwise, "softplus_bwd")
-	GeluBwd     = newKernel(Elementwise, "gelu_bwd")
-	SafeLogBwd  = newKernel(Elementwise, "safe_log_bwd")
+	SigmoidBwd  = newKernel(ElementwiseMath, "sigmoid_bwd")
+	TanhBwd     = newKernel(ElementwiseMath, "tanh_bwd")
+	SoftplusBwd = newKernel(ElementwiseMath, "softplus_bwd")
+	GeluBwd     = newKernel(ElementwiseMath, "gelu_bwd")
+	SafeLogBwd  = newKernel(ElementwiseMath, "safe_log_bwd")
 	ClampBwd    = newKernel(Elementwise, "clamp_bwd")
 	MaxBwd      = newKernel(Elementwise, "max_bwd")
 	MinBwd      = newKernel(Elementwise, "min_bwd")

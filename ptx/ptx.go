@@ -2,7 +2,9 @@
 // (gen.sh), the generated PTX (embedded), the typed kernel names, and the parser of each
 // kernel's .param list that the launch helper checks arguments against.
 //
-// A family is one .cu file (elementwise.cu, rng.cu, reduce.cu, ...). Its kernels are exported
+// A module is one .cu file (elementwise.cu, rng.cu, reduce.cu, ...), compiled to one .ptx that
+// the driver JIT-compiles as a whole on first use; a kernel family spans one module or a few
+// (elementwise.cu and elementwise_math.cu; softmax.cu and softmax_sm80.cu). Kernels are exported
 // with C linkage, so a kernel's PTX .entry name is its CUDA name. Kernel names are typed Go
 // values (see kernels.go), never strings assembled at run time; a CPU test checks that every
 // Go name has an .entry and every .entry a Go owner, and that the committed PTX matches its
