@@ -170,7 +170,8 @@ func BenchmarkDispatch(b *testing.B) {
 
 // BenchmarkLaunchVariants splits the host cost of one op on CUDA into its parts: the bare
 // launch of the scale kernel with the context locked once for all launches, with the context
-// locked per launch, and the whole op (allocation, launch, release).
+// locked per launch, the op's launch path (mapKernel: lock, argument pack, checks, launch) into
+// a reused result, the result buffer's allocation and release alone, and the whole op.
 func BenchmarkLaunchVariants(b *testing.B) {
 	d, err := Open("cuda")
 	if err != nil {
@@ -214,6 +215,23 @@ func BenchmarkLaunchVariants(b *testing.B) {
 			g.ctx.Unlock()
 		}
 		d.Sync()
+	})
+	b.Run("map-kernel", func(b *testing.B) { // the op's launch path, result buffer reused
+		for i := 0; i < b.N; i++ {
+			if err := g.mapKernel(scaleOp, [3]storage{y.mem}, [3]storage{x.mem}, 1, [2]float32{2}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		d.Sync()
+	})
+	b.Run("buffer", func(b *testing.B) { // the op's result buffer: allocation and release only
+		for i := 0; i < b.N; i++ {
+			r, err := newBuffer(d, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Release()
+		}
 	})
 	b.Run("op", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
