@@ -3,6 +3,8 @@ package ops
 import (
 	"math"
 	"testing"
+
+	"github.com/torchlean-go/torchlean/ptx"
 )
 
 func TestSoftmaxSemantics(t *testing.T) {
@@ -44,5 +46,42 @@ func TestSoftmaxSemantics(t *testing.T) {
 		if _, err := Softmax(x, 3, 4); err == nil {
 			t.Error("softmax with a wrong shape accepted")
 		}
+	}
+}
+
+// TestSoftmaxLongLaunch checks which long-row kernel runs and its dynamic shared memory on a
+// few devices: the async kernels where a row fits in shared memory (sm_80 and later, 3 or 4
+// groups, cols % 4 == 0), else the register kernels.
+func TestSoftmaxLongLaunch(t *testing.T) {
+	h100 := gpuFacts{arch: 90, sms: 132, sharedOptin: 232448}
+	small := gpuFacts{arch: 90, sms: 132, sharedOptin: 131072}
+	sm75 := gpuFacts{arch: 75, sms: 40, sharedOptin: 65536}
+	soft := softmaxLongLaunch(ptx.SoftmaxFwdLong, ptx.SoftmaxFwdLongAsync)
+	logs := softmaxLongLaunch(ptx.LogSoftmaxFwdLong, ptx.LogSoftmaxFwdLongAsync)
+	for _, c := range []struct {
+		name   string
+		f      func([]int, gpuFacts) launchShape
+		cols   int
+		d      gpuFacts
+		kernel *ptx.Kernel
+		shared uint32
+		block  uint32
+	}{
+		{"softmax 32768 h100", soft, 32768, h100, ptx.SoftmaxFwdLongAsync, 131072, 1024},
+		{"log 32768 h100", logs, 32768, h100, ptx.LogSoftmaxFwdLongAsync, 131072, 1024},
+		{"log 20000 h100", logs, 20000, h100, ptx.LogSoftmaxFwdLongAsync, 80000, 768},
+		{"softmax 32768, row and static arrays do not fit", soft, 32768, small, ptx.SoftmaxFwdLong, 0, 1024},
+		{"log 20001: cols % 4 != 0", logs, 20001, h100, ptx.LogSoftmaxFwdLong, 0, 768},
+		{"softmax 16384: two groups", soft, 16384, h100, ptx.SoftmaxFwdLong, 0, 512},
+		{"log 32768 sm_75", logs, 32768, sm75, ptx.LogSoftmaxFwdLong, 0, 1024},
+	} {
+		got := c.f([]int{4096, c.cols}, c.d)
+		if got.kernel != c.kernel || got.shared != c.shared || got.block[0] != c.block {
+			t.Errorf("%s: kernel %v, %d shared bytes, %d threads; want %v, %d, %d", c.name,
+				got.kernel, got.shared, got.block[0], c.kernel, c.shared, c.block)
+		}
+	}
+	if got := soft([]int{10, 32768}, h100).grid[0]; got != 10 {
+		t.Errorf("async grid for 10 rows = %d, want 10 (one block per row up to one per SM)", got)
 	}
 }
