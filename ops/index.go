@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -37,8 +38,9 @@ var (
 // target row count and kept. Release frees the device memory (a GC cleanup is a safety net).
 type Indices struct {
 	dev  *Device
-	host []uint32
-	buf  *Buffer // the indices' bits, one float32 slot each
+	n    int
+	host []uint32 // from scratchU32, returned by Release
+	buf  *Buffer  // the indices' bits, one float32 slot each
 
 	mu       sync.Mutex
 	released bool
@@ -49,33 +51,70 @@ type Indices struct {
 // it to d.
 func NewIndices(d *Device, idx []int) (*Indices, error) { return prepareIndices("indices", d, idx) }
 
+// prepareIndices checks and converts idx on all cores, then uploads it.
 func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
-	host := make([]uint32, len(idx))
-	for j, i := range idx {
-		if i < 0 || uint64(i) > math.MaxUint32 {
-			return nil, fmt.Errorf("ops: %s: index %d at position %d does not fit in uint32", op, i, j)
+	host := scratchU32(len(idx))
+	var bad atomic.Bool
+	cpu.Parallel(len(idx), 1<<16, func(lo, hi int) {
+		for j, i := range idx[lo:hi] {
+			if i < 0 || uint64(i) > math.MaxUint32 {
+				bad.Store(true)
+				return
+			}
+			host[lo+j] = uint32(i)
 		}
-		host[j] = uint32(i)
+	})
+	if bad.Load() {
+		putScratchU32(host)
+		for j, i := range idx {
+			if i < 0 || uint64(i) > math.MaxUint32 {
+				return nil, fmt.Errorf("ops: %s: index %d at position %d does not fit in uint32", op, i, j)
+			}
+		}
 	}
 	return newIndices(d, host)
 }
 
+// newIndices uploads host, which comes from scratchU32 and belongs to the result (or, on error,
+// goes back).
 func newIndices(d *Device, host []uint32) (*Indices, error) {
 	buf, err := newBuffer(d, len(host))
 	if err != nil {
+		putScratchU32(host)
 		return nil, err
 	}
 	if len(host) > 0 {
 		if err := d.be.uploadIndex(buf.mem, host); err != nil {
 			buf.Release()
+			putScratchU32(host)
 			return nil, err
 		}
 	}
-	return &Indices{dev: d, host: host, buf: buf}, nil
+	return &Indices{dev: d, n: len(host), host: host, buf: buf}, nil
+}
+
+// indexScratch recycles the host arrays of indices and of their sorted forms: the ops that take
+// Go indices prepare them in every call, and a fresh array of a few megabytes costs a page fault
+// per page on first touch, more than checking and converting the indices.
+var indexScratch sync.Pool // of *[]uint32
+
+// scratchU32 returns a length-n array with arbitrary contents.
+func scratchU32(n int) []uint32 {
+	if p, ok := indexScratch.Get().(*[]uint32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]uint32, n)
+}
+
+// putScratchU32 gives s back for reuse; s must not be used afterwards.
+func putScratchU32(s []uint32) {
+	if cap(s) >= 1<<10 {
+		indexScratch.Put(&s)
+	}
 }
 
 // Len returns the number of indices.
-func (ix *Indices) Len() int { return len(ix.host) }
+func (ix *Indices) Len() int { return ix.n }
 
 // Device returns the device the indices live on.
 func (ix *Indices) Device() *Device { return ix.dev }
@@ -92,6 +131,8 @@ func (ix *Indices) Release() bool {
 	}
 	ix.released = true
 	ix.buf.Release()
+	putScratchU32(ix.host)
+	ix.host = nil
 	for _, s := range ix.sorted {
 		s[0].Release()
 		s[1].Release()
@@ -265,7 +306,8 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
 // i, the range start[i] .. start[i+1] of order whose index is i (a stable counting sort).
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {
-	start = make([]uint32, rows+1)
+	start = scratchU32(rows + 1)
+	clear(start)
 	for _, i := range idx {
 		if int(i) < rows {
 			start[i+1]++
@@ -274,13 +316,15 @@ func sortedRows(idx []uint32, rows int) (order, start []uint32) {
 	for i := range rows {
 		start[i+1] += start[i]
 	}
-	order = make([]uint32, start[rows])
-	next := append([]uint32(nil), start[:rows]...)
+	order = scratchU32(int(start[rows]))
+	next := scratchU32(rows)
+	copy(next, start[:rows])
 	for j, i := range idx {
 		if int(i) < rows {
 			order[next[i]] = uint32(j)
 			next[i]++
 		}
 	}
+	putScratchU32(next)
 	return order, start
 }

@@ -112,6 +112,16 @@ func TestIndicesReuse(t *testing.T) {
 		if _, err := NewIndices(d, []int{1, -2}); err == nil {
 			t.Error("negative index accepted")
 		}
+		// Indices are checked in parallel chunks; the error names the first bad one.
+		big := make([]int, 300000)
+		big[200001], big[250000] = -5, math.MaxUint32+7
+		if _, err := NewIndices(d, big); err == nil || !strings.Contains(err.Error(), "index -5 at position 200001") {
+			t.Errorf("indices with bad entries at 200001 and 250000: %v", err)
+		}
+		big[200001], big[250000] = 0, 1
+		if bix, err := NewIndices(d, big); err != nil || bix.Len() != len(big) || !bix.Release() || bix.Len() != len(big) {
+			t.Errorf("300000 good indices: %v", err)
+		}
 		mat.Release()
 		vals.Release()
 	}
