@@ -2,8 +2,11 @@ package ops
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/torchlean-go/torchlean/cpu"
 )
 
 func TestIndexSemantics(t *testing.T) {
@@ -83,6 +86,40 @@ func TestSortedRows(t *testing.T) {
 	for i := range wantStart {
 		if start[i] != wantStart[i] {
 			t.Fatalf("start %v, want %v", start, wantStart)
+		}
+	}
+}
+
+// TestSortedRowsParallel compares the parallel sort with a sequential stable counting sort on
+// inputs large enough to be split, with indices out of range and rows nobody hits.
+func TestSortedRowsParallel(t *testing.T) {
+	for _, c := range []struct{ n, rows int }{{1 << 20, 65536}, {300000, 7}, {200000, 1 << 20}, {70000, 1}, {5, 0}} {
+		idx := make([]uint32, c.n)
+		x := uint64(c.n)
+		for j := range idx {
+			x = cpu.SplitMix64(x)
+			idx[j] = uint32(x % uint64(c.rows+c.rows/8+1)) // about 1 in 9 out of range
+		}
+		start := make([]uint32, c.rows+1)
+		for _, i := range idx {
+			if int(i) < c.rows {
+				start[i+1]++
+			}
+		}
+		for i := range c.rows {
+			start[i+1] += start[i]
+		}
+		order := make([]uint32, start[c.rows])
+		next := append([]uint32(nil), start[:c.rows]...)
+		for j, i := range idx {
+			if int(i) < c.rows {
+				order[next[i]] = uint32(j)
+				next[i]++
+			}
+		}
+		gotOrder, gotStart := sortedRows(idx, c.rows)
+		if !slices.Equal(gotOrder, order) || !slices.Equal(gotStart, start) {
+			t.Errorf("n=%d rows=%d: parallel sort differs from the sequential one", c.n, c.rows)
 		}
 	}
 }
