@@ -306,66 +306,43 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
 // i, the range start[i] .. start[i+1] of order whose index is i: a stable counting sort, run on
-// all cores over contiguous chunks of idx, each with its own row counts (chunk c's entries of a
-// row follow those of the chunks before it, so the order is the sequential sort's).
+// all cores, each owning a range of rows and scanning all of idx in order (so that no two cores
+// write near the same row's entries, and each row's entries stay in index order).
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {
-	n := len(idx)
-	// Chunks of at least sortGrain indices, and at most 4n row counters in all.
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/sortGrain, 4*n/max(rows, 1)))
-	chunk := func(c int) []uint32 { return idx[c*n/parts : (c+1)*n/parts] }
-	counts := scratchU32(parts * rows) // counts[c*rows+i]: chunk c's entries of row i
-	clear(counts)
-	eachPart := func(f func(c int, cnt []uint32)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), rows/64, len(idx)/sortGrain))
+	eachRows := func(f func(r0, r1 uint64)) {
 		cpu.Parallel(parts, 1, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				f(c, counts[c*rows:(c+1)*rows])
+			for p := lo; p < hi; p++ {
+				f(uint64(p*rows/parts), uint64((p+1)*rows/parts))
 			}
 		})
 	}
-	eachPart(func(c int, cnt []uint32) {
-		for _, i := range chunk(c) {
-			if int(i) < rows {
-				cnt[i]++
-			}
-		}
-	})
-	// start[i+1] = the row's total; then the prefix sums; then each chunk's first slot per row.
 	start = scratchU32(rows + 1)
-	start[0] = 0
-	cpu.Parallel(rows, sortGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			var t uint32
-			for c := range parts {
-				t += counts[c*rows+i]
+	clear(start)
+	eachRows(func(r0, r1 uint64) {
+		for _, i := range idx {
+			if uint64(i) >= r0 && uint64(i) < r1 {
+				start[i+1]++
 			}
-			start[i+1] = t
 		}
 	})
 	for i := range rows {
 		start[i+1] += start[i]
 	}
-	cpu.Parallel(rows, sortGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			next := start[i]
-			for c := range parts {
-				k := c*rows + i
-				next, counts[k] = next+counts[k], next
-			}
-		}
-	})
 	order = scratchU32(int(start[rows]))
-	eachPart(func(c int, next []uint32) {
-		base := c * n / parts
-		for j, i := range chunk(c) {
-			if int(i) < rows {
-				order[next[i]] = uint32(base + j)
+	next := scratchU32(rows)
+	copy(next, start[:rows])
+	eachRows(func(r0, r1 uint64) {
+		for j, i := range idx {
+			if uint64(i) >= r0 && uint64(i) < r1 {
+				order[next[i]] = uint32(j)
 				next[i]++
 			}
 		}
 	})
-	putScratchU32(counts)
+	putScratchU32(next)
 	return order, start
 }
 
-// sortGrain is the fewest indices (or rows) sortedRows gives one core.
+// sortGrain is the fewest indices for which sortedRows uses more than one core.
 const sortGrain = 1 << 15
