@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -94,23 +95,29 @@ func newIndices(d *Device, host []uint32) (*Indices, error) {
 	return &Indices{dev: d, n: len(host), host: host, buf: buf}, nil
 }
 
-// indexScratch recycles the host arrays of indices and of their sorted forms: the ops that take
-// Go indices prepare them in every call, and a fresh array of a few megabytes costs a page fault
-// per page on first touch, more than checking and converting the indices.
-var indexScratch sync.Pool // of *[]uint32
+// indexScratch recycles the host arrays of indices, of their sorted forms and of the sort: the
+// ops that take Go indices prepare them in every call, and a fresh array of a few megabytes costs
+// a page fault per page on first touch, more than checking and converting the indices. Pool k
+// holds arrays of capacity 2^k.
+var indexScratch [33]sync.Pool // of *[]uint32
 
 // scratchU32 returns a length-n array with arbitrary contents.
 func scratchU32(n int) []uint32 {
-	if p, ok := indexScratch.Get().(*[]uint32); ok && cap(*p) >= n {
+	k := bits.Len(uint(max(n, 1) - 1))
+	if k >= len(indexScratch) {
+		return make([]uint32, n)
+	}
+	if p, ok := indexScratch[k].Get().(*[]uint32); ok {
 		return (*p)[:n]
 	}
-	return make([]uint32, n)
+	return make([]uint32, n, 1<<k)
 }
 
 // putScratchU32 gives s back for reuse; s must not be used afterwards.
 func putScratchU32(s []uint32) {
-	if cap(s) >= 1<<10 {
-		indexScratch.Put(&s)
+	c := cap(s)
+	if k := bits.Len(uint(c)) - 1; c >= 1<<10 && c == 1<<k && k < len(indexScratch) {
+		indexScratch[k].Put(&s)
 	}
 }
 
@@ -305,42 +312,87 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 }
 
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
-// i, the range start[i] .. start[i+1] of order whose index is i: a stable counting sort, run on
-// all cores, each owning a range of rows and scanning all of idx in order (so that no two cores
-// write near the same row's entries, and each row's entries stay in index order).
+// i, the range start[i] .. start[i+1] of order whose index is i: a stable counting sort on all
+// cores. Core w owns the rows [rowLo(w), rowLo(w+1)). The indices are first partitioned, chunk by
+// chunk of idx, into one bucket per core (within a bucket, chunk c's entries follow those of the
+// chunks before it, so they stay in index order); then each core counts and places its bucket.
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), rows/64, len(idx)/sortGrain))
-	eachRows := func(f func(r0, r1 uint64)) {
+	start = scratchU32(rows + 1)
+	start[0] = 0
+	if rows == 0 {
+		return scratchU32(0), start
+	}
+	n := len(idx)
+	parts := max(1, min(runtime.GOMAXPROCS(0), rows, n/sortGrain))
+	bucketOf := func(i uint32) int { return int(uint64(i) * uint64(parts) / uint64(rows)) }
+	rowLo := func(w int) int { return (w*rows + parts - 1) / parts } // bucketOf(i) == w there
+	chunk := func(c int) (int, []uint32) { lo := c * n / parts; return lo, idx[lo : (c+1)*n/parts] }
+	each := func(f func(k int)) {
 		cpu.Parallel(parts, 1, func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				f(uint64(p*rows/parts), uint64((p+1)*rows/parts))
+			for k := lo; k < hi; k++ {
+				f(k)
 			}
 		})
 	}
-	start = scratchU32(rows + 1)
-	clear(start)
-	eachRows(func(r0, r1 uint64) {
-		for _, i := range idx {
-			if uint64(i) >= r0 && uint64(i) < r1 {
-				start[i+1]++
+	// at[c*parts+w]: chunk c's entries of bucket w, then where they go in the buckets' arrays.
+	at := make([]int, parts*parts)
+	each(func(c int) {
+		_, ids := chunk(c)
+		cnt := make([]int, parts) // not in at: the cores' counters would share cache lines
+		for _, i := range ids {
+			if int(i) < rows {
+				cnt[bucketOf(i)]++
+			}
+		}
+		copy(at[c*parts:], cnt)
+	})
+	bucket := make([]int, parts+1) // bucket w is vals/pos[bucket[w]:bucket[w+1]]
+	total := 0
+	for w := range parts {
+		bucket[w] = total
+		for c := range parts {
+			k := c*parts + w
+			at[k], total = total, total+at[k]
+		}
+	}
+	bucket[parts] = total
+	vals, pos := scratchU32(total), scratchU32(total)
+	each(func(c int) {
+		base, ids := chunk(c)
+		next := append([]int(nil), at[c*parts:(c+1)*parts]...)
+		for j, i := range ids {
+			if int(i) < rows {
+				w := bucketOf(i)
+				vals[next[w]], pos[next[w]] = i, uint32(base+j)
+				next[w]++
 			}
 		}
 	})
-	for i := range rows {
-		start[i+1] += start[i]
-	}
-	order = scratchU32(int(start[rows]))
+	order = scratchU32(total)
 	next := scratchU32(rows)
-	copy(next, start[:rows])
-	eachRows(func(r0, r1 uint64) {
-		for j, i := range idx {
-			if uint64(i) >= r0 && uint64(i) < r1 {
-				order[next[i]] = uint32(j)
-				next[i]++
-			}
+	each(func(w int) {
+		r0, r1 := rowLo(w), rowLo(w+1)
+		b0, b1 := bucket[w], bucket[w+1]
+		cnt := start[r0+1 : r1+1] // cnt[r-r0]: the entries of row r, then where row r ends
+		clear(cnt)
+		for _, i := range vals[b0:b1] {
+			cnt[int(i)-r0]++
+		}
+		nx := next[r0:r1]
+		acc := uint32(b0)
+		for r := range cnt {
+			nx[r] = acc
+			acc += cnt[r]
+			cnt[r] = acc
+		}
+		for k, i := range vals[b0:b1] {
+			order[nx[int(i)-r0]] = pos[b0+k]
+			nx[int(i)-r0]++
 		}
 	})
 	putScratchU32(next)
+	putScratchU32(vals)
+	putScratchU32(pos)
 	return order, start
 }
 

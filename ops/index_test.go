@@ -163,3 +163,19 @@ func TestIndicesReuse(t *testing.T) {
 		vals.Release()
 	}
 }
+
+// BenchmarkSortedRows times the deterministic scatter's sort of 1M indices into 65536 rows.
+func BenchmarkSortedRows(b *testing.B) {
+	const n, rows = 1 << 20, 65536
+	idx := make([]uint32, n)
+	x := uint64(1)
+	for j := range idx {
+		x = cpu.SplitMix64(x)
+		idx[j] = uint32(x % rows)
+	}
+	for b.Loop() {
+		order, start := sortedRows(idx, rows)
+		putScratchU32(order)
+		putScratchU32(start)
+	}
+}
