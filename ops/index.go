@@ -313,9 +313,10 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row
 // i, the range start[i] .. start[i+1] of order whose index is i: a stable counting sort on all
-// cores. Core w owns the rows [rowLo(w), rowLo(w+1)). The indices are first partitioned, chunk by
-// chunk of idx, into one bucket per core (within a bucket, chunk c's entries follow those of the
-// chunks before it, so they stay in index order); then each core counts and places its bucket.
+// cores. The rows are cut into at most one bucket per core, 2^shift rows each; the indices are
+// first partitioned, chunk by chunk of idx, into the buckets (within a bucket, chunk c's entries
+// follow those of the chunks before it, so they stay in index order); then each bucket's rows
+// are counted and placed by one core.
 func sortedRows(idx []uint32, rows int) (order, start []uint32) {
 	start = scratchU32(rows + 1)
 	start[0] = 0
@@ -324,45 +325,45 @@ func sortedRows(idx []uint32, rows int) (order, start []uint32) {
 	}
 	n := len(idx)
 	parts := max(1, min(runtime.GOMAXPROCS(0), rows, n/sortGrain))
-	bucketOf := func(i uint32) int { return int(uint64(i) * uint64(parts) / uint64(rows)) }
-	rowLo := func(w int) int { return (w*rows + parts - 1) / parts } // bucketOf(i) == w there
+	shift := bits.Len(uint((rows+parts-1)/parts - 1))
+	nb := (rows-1)>>shift + 1 // buckets, at most parts
 	chunk := func(c int) (int, []uint32) { lo := c * n / parts; return lo, idx[lo : (c+1)*n/parts] }
-	each := func(f func(k int)) {
-		cpu.Parallel(parts, 1, func(lo, hi int) {
+	each := func(k int, f func(k int)) {
+		cpu.Parallel(k, 1, func(lo, hi int) {
 			for k := lo; k < hi; k++ {
 				f(k)
 			}
 		})
 	}
-	// at[c*parts+w]: chunk c's entries of bucket w, then where they go in the buckets' arrays.
-	at := make([]int, parts*parts)
-	each(func(c int) {
+	// at[c*nb+w]: chunk c's entries of bucket w, then where they go in the buckets' arrays.
+	at := make([]int, parts*nb)
+	each(parts, func(c int) {
 		_, ids := chunk(c)
-		cnt := make([]int, parts) // not in at: the cores' counters would share cache lines
+		cnt := make([]int, nb) // not in at: the cores' counters would share cache lines
 		for _, i := range ids {
 			if int(i) < rows {
-				cnt[bucketOf(i)]++
+				cnt[i>>shift]++
 			}
 		}
-		copy(at[c*parts:], cnt)
+		copy(at[c*nb:], cnt)
 	})
-	bucket := make([]int, parts+1) // bucket w is vals/pos[bucket[w]:bucket[w+1]]
+	bucket := make([]int, nb+1) // bucket w is vals/pos[bucket[w]:bucket[w+1]]
 	total := 0
-	for w := range parts {
+	for w := range nb {
 		bucket[w] = total
 		for c := range parts {
-			k := c*parts + w
+			k := c*nb + w
 			at[k], total = total, total+at[k]
 		}
 	}
-	bucket[parts] = total
+	bucket[nb] = total
 	vals, pos := scratchU32(total), scratchU32(total)
-	each(func(c int) {
+	each(parts, func(c int) {
 		base, ids := chunk(c)
-		next := append([]int(nil), at[c*parts:(c+1)*parts]...)
+		next := append([]int(nil), at[c*nb:(c+1)*nb]...)
 		for j, i := range ids {
 			if int(i) < rows {
-				w := bucketOf(i)
+				w := i >> shift
 				vals[next[w]], pos[next[w]] = i, uint32(base+j)
 				next[w]++
 			}
@@ -370,8 +371,8 @@ func sortedRows(idx []uint32, rows int) (order, start []uint32) {
 	})
 	order = scratchU32(total)
 	next := scratchU32(rows)
-	each(func(w int) {
-		r0, r1 := rowLo(w), rowLo(w+1)
+	each(nb, func(w int) {
+		r0, r1 := w<<shift, min((w+1)<<shift, rows)
 		b0, b1 := bucket[w], bucket[w+1]
 		cnt := start[r0+1 : r1+1] // cnt[r-r0]: the entries of row r, then where row r ends
 		clear(cnt)
