@@ -210,6 +210,19 @@ func TestSessionErrors(t *testing.T) {
 
 // TestSessionParams: explicit host sync, Set, gradient accumulation across steps, ZeroGrad, and
 // skipped parameters without a gradient.
+// TestSessionShapeOverflow: a shape whose element count overflows (here wrapping to 0, the
+// length of the values given) is an error, not an empty tensor with huge dimensions.
+func TestSessionShapeOverflow(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		if v := s.Input(nil, 1<<32, 1<<32); v.Valid() || s.Err() == nil ||
+			!strings.Contains(s.Err().Error(), "too many elements") {
+			t.Errorf("Input of shape (2^32, 2^32): valid %v, error %v", v.Valid(), s.Err())
+		}
+	})
+}
+
 func TestSessionParams(t *testing.T) {
 	forDevices(t, func(t *testing.T, d *ops.Device) {
 		s := autograd.NewSession(autograd.Options{Device: d})

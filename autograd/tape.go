@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -116,12 +117,24 @@ func (t *Tape) newValue(buf *ops.Buffer, shape []int) (value, error) {
 // live returns the error that using b would give (nil, released).
 func live(b *ops.Buffer) error { return b.Err() }
 
-// numel returns the number of elements of shape.
+// numel returns the number of elements of shape; a count above math.MaxInt/4 (its bytes would
+// overflow) is an error, so that no product of dimensions wraps around.
 func numel(shape []int) (int, error) {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
 			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d == 0 {
+			n = 0
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	for _, d := range shape {
+		if d > math.MaxInt/4/n {
+			return 0, fmt.Errorf("shape %v has too many elements", shape)
 		}
 		n *= d
 	}

@@ -25,10 +25,17 @@ var ErrReleased = errors.New("ops: use of released buffer")
 // also wraps the driver's (driver.ErrOutOfMemory).
 var ErrOutOfMemory = errors.New("ops: out of memory")
 
+// maxBufferLen bounds a buffer's length: 2^46 floats (256 TiB), beyond which byte counts
+// overflow and no allocator could serve the request anyway.
+const maxBufferLen = 1 << 46
+
 // newBuffer allocates an uninitialized length-n buffer on d.
 func newBuffer(d *Device, n int) (*Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("ops: negative length %d", n)
+	}
+	if n > maxBufferLen {
+		return nil, fmt.Errorf("%w: a buffer of %d floats (more than %d)", ErrOutOfMemory, n, maxBufferLen)
 	}
 	b := &Buffer{dev: d, n: n}
 	if n == 0 {

@@ -127,8 +127,12 @@ func TestFillCopyEmpty(t *testing.T) {
 		if _, err := Zeros(d, -1); err == nil {
 			t.Error("negative length accepted")
 		}
-		if _, err := Zeros(d, 1<<50); !errors.Is(err, ErrOutOfMemory) {
-			t.Errorf("a 4 PiB buffer: %v, want ErrOutOfMemory", err)
+		// Lengths whose byte counts overflow (4n = 0 or 4 mod 2^64) are refused too, not
+		// allocated small.
+		for _, n := range []int{1 << 50, 1 << 62, 1<<62 + 1, math.MaxInt} {
+			if _, err := Zeros(d, n); !errors.Is(err, ErrOutOfMemory) {
+				t.Errorf("Zeros(%d): %v, want ErrOutOfMemory", n, err)
+			}
 		}
 	}
 }

@@ -23,7 +23,7 @@ const grain = 1 << 15
 
 func (c *cpuBackend) alloc(n int) (storage, error) {
 	// A Go allocation larger than memory is a fatal error, not a panic: refuse it first.
-	if total := hostMemoryBytes(); total > 0 && 4*uint64(n) > total {
+	if total := hostMemoryBytes(); total > 0 && uint64(n) > total/4 {
 		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of RAM", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)

@@ -106,7 +106,7 @@ func Slice1d(x *Buffer, n, start, length int) (*Buffer, error) {
 	if err := checkLen("slice1d", x, n, "x"); err != nil {
 		return nil, err
 	}
-	if start < 0 || length < 0 || start+length > n {
+	if start < 0 || length < 0 || start > n || length > n-start { // start+length may overflow
 		return nil, fmt.Errorf("ops: slice1d: [%d, %d+%d) is outside a buffer of %d", start, start, length, n)
 	}
 	return slice1dOp.call1(length, []*Buffer{x}, nil, []int{start, length})
@@ -120,6 +120,9 @@ func BroadcastVecToRows(vec *Buffer, rows, cols int) (*Buffer, error) {
 	if rows < 0 {
 		return nil, fmt.Errorf("ops: broadcast_vec_to_rows: negative rows %d", rows)
 	}
+	if _, ok := mulFits(rows, cols); !ok {
+		return nil, fmt.Errorf("ops: broadcast_vec_to_rows: the (%d, %d) matrix overflows", rows, cols)
+	}
 	return vecToRowsOp.call1(rows*cols, []*Buffer{vec}, nil, []int{rows, cols})
 }
 
@@ -131,6 +134,9 @@ func BroadcastVecToCols(vec *Buffer, rows, cols int) (*Buffer, error) {
 	if cols < 0 {
 		return nil, fmt.Errorf("ops: broadcast_vec_to_cols: negative cols %d", cols)
 	}
+	if _, ok := mulFits(rows, cols); !ok {
+		return nil, fmt.Errorf("ops: broadcast_vec_to_cols: the (%d, %d) matrix overflows", rows, cols)
+	}
 	return vecToColsOp.call1(rows*cols, []*Buffer{vec}, nil, []int{rows, cols})
 }
 
@@ -139,7 +145,11 @@ func matrix(op string, x *Buffer, rows, cols int) error {
 	if rows < 0 || cols < 0 {
 		return fmt.Errorf("ops: %s: negative shape (%d, %d)", op, rows, cols)
 	}
-	return checkLen(op, x, rows*cols, fmt.Sprintf("the (%d, %d) matrix", rows, cols))
+	n, ok := mulFits(rows, cols)
+	if !ok {
+		return fmt.Errorf("ops: %s: the (%d, %d) matrix overflows", op, rows, cols)
+	}
+	return checkLen(op, x, n, fmt.Sprintf("the (%d, %d) matrix", rows, cols))
 }
 
 // Transpose2d returns the (cols, rows) transpose of the (rows, cols) matrix x.
@@ -159,12 +169,14 @@ func shape(op string, x *Buffer, dims []int, what string) (int, error) {
 	if len(dims) > maxRank {
 		return 0, fmt.Errorf("ops: %s: rank %d of %s is above %d", op, len(dims), what, maxRank)
 	}
-	n := 1
 	for _, d := range dims {
 		if d < 0 {
 			return 0, fmt.Errorf("ops: %s: negative dimension in %s %v", op, what, dims)
 		}
-		n *= d
+	}
+	n, ok := mulFits(dims...)
+	if !ok {
+		return 0, fmt.Errorf("ops: %s: %s %v overflows", op, what, dims)
 	}
 	if x != nil {
 		if err := checkLen(op, x, n, fmt.Sprintf("%s %v", what, dims)); err != nil {

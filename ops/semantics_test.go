@@ -145,3 +145,33 @@ func TestUniformBelowOne(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeOverflow passes shapes whose element counts overflow int (wrapping to the length of
+// the buffer given) and a slice whose end overflows: every op must refuse them, never run.
+func TestShapeOverflow(t *testing.T) {
+	const big = 1 << 32 // big*big wraps to 0
+	for _, d := range devices(t) {
+		e := mustBuf(t, d, nil)
+		one := mustBuf(t, d, []float32{1})
+		for name, f := range map[string]func() error{
+			"softmax":        func() error { _, err := Softmax(e, big, big); return err },
+			"transpose2d":    func() error { _, err := Transpose2d(e, big, big); return err },
+			"reduce_by_row":  func() error { _, err := ReduceSumByRow(e, big, big); return err },
+			"layer_norm":     func() error { _, _, _, err := LayerNormFwd(e, one, one, big, big, 1e-6); return err },
+			"reduce_axis":    func() error { _, err := ReduceSumAxis(e, []int{big, big}, 0); return err },
+			"broadcast_to":   func() error { _, err := BroadcastTo(one, []int{1, 1}, []int{big, big}, []int{0, 1}); return err },
+			"gather_rows":    func() error { _, err := GatherRows(e, big, big, []int{0}); return err },
+			"swap_adjacent":  func() error { _, err := SwapAdjacentAtDepth(e, []int{big, big, 1}, 0); return err },
+			"vec_to_rows":    func() error { _, err := BroadcastVecToRows(one, 1<<62, 1); return err },
+			"vec_to_cols":    func() error { _, err := BroadcastVecToCols(one, 1, 1<<62); return err },
+			"slice1d":        func() error { _, err := Slice1d(one, 1, math.MaxInt, 2); return err },
+			"zeros 2^62 + 1": func() error { _, err := Zeros(d, 1<<62+1); return err },
+		} {
+			if err := f(); err == nil {
+				t.Errorf("%s on %s: overflowing shape accepted", name, d)
+			}
+		}
+		e.Release()
+		one.Release()
+	}
+}
