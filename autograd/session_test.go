@@ -220,6 +220,13 @@ func TestSessionShapeOverflow(t *testing.T) {
 			!strings.Contains(s.Err().Error(), "too many elements") {
 			t.Errorf("Input of shape (2^32, 2^32): valid %v, error %v", v.Valid(), s.Err())
 		}
+		s2 := autograd.NewSession(autograd.Options{Device: d})
+		defer s2.Close()
+		x := s2.Input([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+		if v := s2.Slice(x, math.MaxInt, 2); v.Valid() || s2.Err() == nil ||
+			!strings.Contains(s2.Err().Error(), "outside dim 0") {
+			t.Errorf("Slice from MaxInt: valid %v, error %v", v.Valid(), s2.Err())
+		}
 	})
 }
 

@@ -182,7 +182,7 @@ func (t *Tape) Slice(x Var, start, length int) Var {
 		return Var{}
 	}
 	r, c := rows(vx)
-	if len(vx.shape) == 0 || start < 0 || length < 0 || start+length > r {
+	if len(vx.shape) == 0 || start < 0 || length < 0 || start > r || length > r-start { // start+length may overflow
 		return t.failf(op, "[%d, %d+%d) is outside dim 0 of shape %v", start, start, length, vx.shape)
 	}
 	shape := slices.Clone(vx.shape)
