@@ -44,9 +44,15 @@ func Transpose2d(dst, x []float32, batch, rows, cols, lo, hi int) {
 			c1 := min(hi, c0+tile)
 			for r0 := 0; r0 < rows; r0 += tile {
 				r1 := min(rows, r0+tile)
+				// Whole 8x8 blocks in registers where the CPU has AVX, the edges element by element.
+				rEnd, cEnd := transposeBlocks8(ob, xb, rows, cols, r0, r1, c0, c1)
 				for c := c0; c < c1; c++ {
 					out := ob[c*rows : (c+1)*rows]
-					for r := r0; r < r1; r++ {
+					rs := r0
+					if c < cEnd {
+						rs = rEnd
+					}
+					for r := rs; r < r1; r++ {
 						out[r] = xb[r*cols+c]
 					}
 				}

@@ -167,3 +167,24 @@ func reluBwdFast(dx, x, g []float32) bool {
 	}
 	return hasAVX
 }
+
+//go:noescape
+func transpose8x8AVX(dst *float32, dstStride int, src *float32, srcStride int)
+
+// transposeBlocks8 transposes the whole 8x8 blocks of the tile rows [r0, r1) x columns [c0, c1)
+// of the row-major (rows, cols) matrix x into dst (cols, rows) with AVX and returns where the
+// blocks end (the rest of the tile is the caller's); without AVX it does nothing.
+func transposeBlocks8(dst, x []float32, rows, cols, r0, r1, c0, c1 int) (rEnd, cEnd int) {
+	if !hasAVX {
+		return r0, c0
+	}
+	rEnd, cEnd = r0+(r1-r0)&^7, c0+(c1-c0)&^7
+	for c := c0; c < cEnd; c += 8 {
+		_ = dst[(c+7)*rows+rEnd-1] // the last store of the column strip
+		for r := r0; r < rEnd; r += 8 {
+			_ = x[(r+7)*cols+c+7]
+			transpose8x8AVX(&dst[c*rows+r], rows, &x[r*cols+c], cols)
+		}
+	}
+	return rEnd, cEnd
+}

@@ -240,3 +240,60 @@ reluBwdAVX_tail:
 reluBwdAVX_done:
 	VZEROUPPER
 	RET
+
+// func transpose8x8AVX(dst *float32, dstStride int, src *float32, srcStride int)
+// dst[c*dstStride + r] = src[r*srcStride + c] for r, c < 8: eight rows loaded, transposed in
+// registers (unpack, shuffle, 128-bit lane permute), eight rows stored. Strides in floats.
+TEXT ·transpose8x8AVX(SB), NOSPLIT, $0-32
+	MOVQ src+16(FP), SI
+	MOVQ srcStride+24(FP), BX
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), CX
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(BX*1), Y1
+	VMOVUPS (SI)(BX*2), Y2
+	VMOVUPS (SI)(CX*1), Y3
+	LEAQ (SI)(BX*4), SI
+	VMOVUPS (SI), Y4
+	VMOVUPS (SI)(BX*1), Y5
+	VMOVUPS (SI)(BX*2), Y6
+	VMOVUPS (SI)(CX*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	MOVQ dst+0(FP), DI
+	MOVQ dstStride+8(FP), DX
+	SHLQ $2, DX
+	LEAQ (DX)(DX*2), CX
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(DX*1)
+	VMOVUPS Y10, (DI)(DX*2)
+	VMOVUPS Y11, (DI)(CX*1)
+	LEAQ (DI)(DX*4), DI
+	VMOVUPS Y12, (DI)
+	VMOVUPS Y13, (DI)(DX*1)
+	VMOVUPS Y14, (DI)(DX*2)
+	VMOVUPS Y15, (DI)(CX*1)
+	VZEROUPPER
+	RET

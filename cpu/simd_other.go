@@ -19,3 +19,7 @@ func useVecLevel(name string) string {
 	}
 	return "go"
 }
+
+func transposeBlocks8(dst, x []float32, rows, cols, r0, r1, c0, c1 int) (rEnd, cEnd int) {
+	return r0, c0
+}
