@@ -81,8 +81,7 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 // vector kernels (Sub, ExpFwd, DivFwd: same bits), against p filled with the row's scalar.
 func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
 	m := rowFold(p, xr, true)
-	chunks(p, m, Sub, out, xr)
-	ExpFwd(out, out)
+	ExpSub(out, xr, m)
 	s := rowFold(p, out, false)
 	if kind == 1 {
 		chunks(p, m, Sub, out, xr)

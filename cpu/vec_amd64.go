@@ -11,6 +11,9 @@ func vkExpAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkSigmoidAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkExpSubAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkTanhAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -95,6 +98,9 @@ func vkExpAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkSigmoidAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkExpSubAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkTanhAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -176,6 +182,7 @@ func vkDivBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 var vecAVX2 = [vkCount]vecFunc{
 	vkExp:         vkExpAVX2,
 	vkSigmoid:     vkSigmoidAVX2,
+	vkExpSub:      vkExpSubAVX2,
 	vkTanh:        vkTanhAVX2,
 	vkGelu:        vkGeluAVX2,
 	vkGeluBwd:     vkGeluBwdAVX2,
@@ -208,6 +215,7 @@ var vecAVX2 = [vkCount]vecFunc{
 var vecAVX512 = [vkCount]vecFunc{
 	vkExp:         vkExpAVX512,
 	vkSigmoid:     vkSigmoidAVX512,
+	vkExpSub:      vkExpSubAVX512,
 	vkTanh:        vkTanhAVX512,
 	vkGelu:        vkGeluAVX512,
 	vkGeluBwd:     vkGeluBwdAVX512,

@@ -890,6 +890,14 @@ func init() {
 	unaryExp("Exp", "dst = Expf(x)", func(b *block, x, e *val) *val { return e }, id)
 	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))",
 		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
+	// The softmax rows' exponentials: the subtraction and Expf of two passes, fused.
+	def("ExpSub", "dst = Expf(x - c)", 1, 1, 1,
+		func(b *block) {
+			n := b.Sub(b.In(0), b.Param(1))
+			b.RequireAll(expFastOK(b, n))
+			b.Out(0, expCommon(b, n))
+		},
+		func(b *block) { b.Out(0, expGeneral(b, b.Sub(b.In(0), b.Param(1)))) })
 
 	def("Tanh", "dst = Tanhf(x)", 1, 1, 0,
 		func(b *block) { b.Out(0, tanhFast(b)) },

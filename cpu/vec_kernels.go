@@ -6,6 +6,7 @@ package cpu
 const (
 	vkExp         vecKernel = iota // dst = Expf(x)
 	vkSigmoid                      // dst = Sigmoidf(x) = 1/(1 + Expf(-x))
+	vkExpSub                       // dst = Expf(x - c)
 	vkTanh                         // dst = Tanhf(x)
 	vkGelu                         // dst = Geluf(x)
 	vkGeluBwd                      // dx = GeluBwdf(x, g)

@@ -43,6 +43,9 @@ func vecCases() []vecCase {
 		b("DivFwd", DivFwd), b("MaxFwd", MaxFwd), b("MinFwd", MinFwd),
 		t("MaxBwd", MaxBwd), t("MinBwd", MinBwd), t("MulBwd", MulBwd), t("DivBwd", DivBwd),
 	}
+	for _, c := range []float32{0, 3.5, -100, float32(math.Inf(1)), nan} {
+		cs = append(cs, u(fmt.Sprintf("ExpSub/c=%g", c), func(dst, x []float32) { ExpSub(dst, x, c) }))
+	}
 	for _, eps := range []float32{1e-6, 0, -1, 0x1p-140, 1} {
 		cs = append(cs,
 			u(fmt.Sprintf("SafeLogFwd/eps=%g", eps), func(dst, x []float32) { SafeLogFwd(dst, x, eps) }),
