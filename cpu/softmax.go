@@ -148,21 +148,36 @@ func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 //	s    = Sqrtf(v + eps);  sd[r] = s
 //	xhat = (x - m) / s;  out = float32(xhat * gamma[c]) + beta[c]
 //
-// The elementwise steps run on the vector kernels (Sub, MulFwd, DivFwd, Add: same bits).
+// The elementwise steps run on the fused vector kernels SubSq and NormAffine (same bits).
 func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
 	var p [rowThreads]float32
 	sq := make([]float32, cols)
 	for r := lo; r < hi; r++ {
 		xr, o := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		m := float32(rowFold(&p, xr, false) * invCols)
-		chunks(&p, m, Sub, o, xr) // o = x - m
-		MulFwd(sq, o, o)
+		SubSq(o, sq, xr, m) // o = x - m, sq = o*o
 		v := float32(rowFold(&p, sq, false) * invCols)
 		s := Sqrtf(v + eps)
 		mean[r], sd[r] = m, s
-		chunks(&p, s, DivFwd, o, o) // xhat
-		MulFwd(o, o, gamma[:cols])
-		Add(o, o, beta[:cols])
+		NormAffine(o, o, gamma[:cols], beta[:cols], s)
+	}
+}
+
+// SubSq: d = x - c, sq = float32(d * d) (a layer norm row's centring and squares in one pass).
+func SubSq(d, sq, x []float32, c float32) {
+	x, sq = x[:len(d)], sq[:len(d)]
+	for i := vecRun(vkSubSq, d, sq, x, nil, nil, c, 0); i < len(d); i++ {
+		v := x[i] - c
+		d[i], sq[i] = v, float32(v*v)
+	}
+}
+
+// NormAffine: dst = float32(float32(x / s) * gamma) + beta (a layer norm row's xhat and affine
+// map in one pass).
+func NormAffine(dst, x, gamma, beta []float32, s float32) {
+	x, gamma, beta = x[:len(dst)], gamma[:len(dst)], beta[:len(dst)]
+	for i := vecRun(vkNormAffine, dst, nil, x, gamma, beta, s, 0); i < len(dst); i++ {
+		dst[i] = float32(float32(x[i]/s)*gamma[i]) + beta[i]
 	}
 }
 

@@ -92,6 +92,12 @@ func vkMulBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkDivBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkSubSqAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkNormAffineAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkExpAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -178,6 +184,12 @@ func vkMulBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 //go:noescape
 func vkDivBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
+//go:noescape
+func vkSubSqAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkNormAffineAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
 // vecAVX2 lists the 8-lane kernels by vecKernel.
 var vecAVX2 = [vkCount]vecFunc{
 	vkExp:         vkExpAVX2,
@@ -209,6 +221,8 @@ var vecAVX2 = [vkCount]vecFunc{
 	vkMinBwd:      vkMinBwdAVX2,
 	vkMulBwd:      vkMulBwdAVX2,
 	vkDivBwd:      vkDivBwdAVX2,
+	vkSubSq:       vkSubSqAVX2,
+	vkNormAffine:  vkNormAffineAVX2,
 }
 
 // vecAVX512 lists the 16-lane kernels by vecKernel.
@@ -242,4 +256,6 @@ var vecAVX512 = [vkCount]vecFunc{
 	vkMinBwd:      vkMinBwdAVX512,
 	vkMulBwd:      vkMulBwdAVX512,
 	vkDivBwd:      vkDivBwdAVX512,
+	vkSubSq:       vkSubSqAVX512,
+	vkNormAffine:  vkNormAffineAVX512,
 }

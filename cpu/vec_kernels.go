@@ -33,5 +33,7 @@ const (
 	vkMinBwd                       // (da, db) = MinBwdf(a, b, g)
 	vkMulBwd                       // da = g * b, db = g * a
 	vkDivBwd                       // da = g / b, db = -(g * (a / (b * b)))
+	vkSubSq                        // d = x - c, sq = d * d
+	vkNormAffine                   // dst = ((x / s) * gamma) + beta
 	vkCount
 )

@@ -44,7 +44,11 @@ func vecCases() []vecCase {
 		t("MaxBwd", MaxBwd), t("MinBwd", MinBwd), t("MulBwd", MulBwd), t("DivBwd", DivBwd),
 	}
 	for _, c := range []float32{0, 3.5, -100, float32(math.Inf(1)), nan} {
-		cs = append(cs, u(fmt.Sprintf("ExpSub/c=%g", c), func(dst, x []float32) { ExpSub(dst, x, c) }))
+		cs = append(cs, u(fmt.Sprintf("ExpSub/c=%g", c), func(dst, x []float32) { ExpSub(dst, x, c) }),
+			vecCase{fmt.Sprintf("SubSq/c=%g", c), 1, 2, func(o [2][]float32, in [3][]float32) { SubSq(o[0], o[1], in[0], c) }},
+			vecCase{fmt.Sprintf("NormAffine/s=%g", c), 3, 1, func(o [2][]float32, in [3][]float32) {
+				NormAffine(o[0], in[0], in[1], in[2], c)
+			}})
 	}
 	for _, eps := range []float32{1e-6, 0, -1, 0x1p-140, 1} {
 		cs = append(cs,
