@@ -163,6 +163,47 @@ func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, ep
 	}
 }
 
+// SubDiv: dst = float32(x - c) / s (a layer norm row's xhat).
+func SubDiv(dst, x []float32, c, s float32) {
+	x = x[:len(dst)]
+	for i := vecRun(vkSubDiv, dst, nil, x, nil, nil, c, s); i < len(dst); i++ {
+		dst[i] = (x[i] - c) / s
+	}
+}
+
+// MulPair: u = float32(a * b), w = float32(u * c).
+func MulPair(u, w, a, b, c []float32) {
+	w, a, b, c = w[:len(u)], a[:len(u)], b[:len(u)], c[:len(u)]
+	for i := vecRun(vkMulPair, u, w, a, b, c, 0, 0); i < len(u); i++ {
+		v := float32(a[i] * b[i])
+		u[i], w[i] = v, float32(v*c[i])
+	}
+}
+
+// ScaleSub: dst = float32(x * c) - d.
+func ScaleSub(dst, x []float32, c, d float32) {
+	x = x[:len(dst)]
+	for i := vecRun(vkScaleSub, dst, nil, x, nil, nil, c, d); i < len(dst); i++ {
+		dst[i] = float32(x[i]*c) - d
+	}
+}
+
+// SubScaledMul: dst = float32(float32(a - float32(b * c)) * d).
+func SubScaledMul(dst, a, b []float32, c, d float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := vecRun(vkSubScaledMul, dst, nil, a, b, nil, c, d); i < len(dst); i++ {
+		dst[i] = float32((a[i] - float32(b[i]*c)) * d)
+	}
+}
+
+// AddMul: dst = a + float32(b * c).
+func AddMul(dst, a, b, c []float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	for i := vecRun(vkAddMul, dst, nil, a, b, c, 0, 0); i < len(dst); i++ {
+		dst[i] = a[i] + float32(b[i]*c[i])
+	}
+}
+
 // SubSq: d = x - c, sq = float32(d * d) (a layer norm row's centring and squares in one pass).
 func SubSq(d, sq, x []float32, c float32) {
 	x, sq = x[:len(d)], sq[:len(d)]
@@ -197,7 +238,7 @@ func NormAffine(dst, x, gamma, beta []float32, s float32) {
 //
 // ReduceSumByColumn over the (chunks, cols) partials then gives the column sums of dout*xhat
 // (dgamma) and dout (dbeta) in the order of the two-stage column sum. The elementwise steps run
-// on the vector kernels (Sub, DivFwd, MulFwd, Scale, Add: same bits).
+// on fused vector kernels (SubDiv, MulPair, ScaleSub, SubScaledMul, AddMul; same bits).
 func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32, rows, cols int,
 	colsScale, invCols float32, lo, hi int) {
 	var p [rowThreads]float32
@@ -210,20 +251,14 @@ func LayerNormBwd(dx, dgammaPart, dbetaPart, dout, x, mean, sd, gamma []float32,
 		}
 		for r := ch * ColChunk; r < min(rows, (ch+1)*ColChunk); r++ {
 			o, xr, d := dout[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
-			chunks(&p, mean[r], Sub, h, xr) // x - m
-			chunks(&p, sd[r], DivFwd, h, h) // xhat
-			MulFwd(u, o, gamma)             // dxh
+			SubDiv(h, xr, mean[r], sd[r]) // xhat
+			MulPair(u, w, o, gamma, h)    // dxh, dxh*xhat
 			s1 := rowFold(&p, u, false)
-			MulFwd(w, u, h)
 			s2 := rowFold(&p, w, false)
-			Scale(d, u, colsScale)
-			chunks(&p, s1, Sub, d, d)
-			Scale(w, h, s2)
-			Sub(d, d, w)
-			Scale(d, d, 1/sd[r])
+			ScaleSub(d, u, colsScale, s1)
+			SubScaledMul(d, d, h, s2, 1/sd[r])
 			Scale(d, d, invCols)
-			MulFwd(w, o, h)
-			Add(dg, dg, w)
+			AddMul(dg, dg, o, h)
 			Add(db, db, o)
 		}
 	}

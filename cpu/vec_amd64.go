@@ -98,6 +98,21 @@ func vkSubSqAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkNormAffineAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkSubDivAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkMulPairAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkScaleSubAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSubScaledMulAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkAddMulAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkExpAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -190,72 +205,97 @@ func vkSubSqAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 //go:noescape
 func vkNormAffineAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
+//go:noescape
+func vkSubDivAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkMulPairAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkScaleSubAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSubScaledMulAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkAddMulAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
 // vecAVX2 lists the 8-lane kernels by vecKernel.
 var vecAVX2 = [vkCount]vecFunc{
-	vkExp:         vkExpAVX2,
-	vkSigmoid:     vkSigmoidAVX2,
-	vkExpSub:      vkExpSubAVX2,
-	vkTanh:        vkTanhAVX2,
-	vkGelu:        vkGeluAVX2,
-	vkGeluBwd:     vkGeluBwdAVX2,
-	vkLog:         vkLogAVX2,
-	vkSoftplus:    vkSoftplusAVX2,
-	vkSafeLog:     vkSafeLogAVX2,
-	vkExpBwd:      vkExpBwdAVX2,
-	vkSoftplusBwd: vkSoftplusBwdAVX2,
-	vkSigmoidBwd:  vkSigmoidBwdAVX2,
-	vkTanhBwd:     vkTanhBwdAVX2,
-	vkSafeLogBwd:  vkSafeLogBwdAVX2,
-	vkAbs:         vkAbsAVX2,
-	vkInv:         vkInvAVX2,
-	vkDiv:         vkDivAVX2,
-	vkMax:         vkMaxAVX2,
-	vkMin:         vkMinAVX2,
-	vkClamp:       vkClampAVX2,
-	vkAbsBwd:      vkAbsBwdAVX2,
-	vkSqrtBwd:     vkSqrtBwdAVX2,
-	vkLogBwd:      vkLogBwdAVX2,
-	vkInvBwd:      vkInvBwdAVX2,
-	vkClampBwd:    vkClampBwdAVX2,
-	vkMaxBwd:      vkMaxBwdAVX2,
-	vkMinBwd:      vkMinBwdAVX2,
-	vkMulBwd:      vkMulBwdAVX2,
-	vkDivBwd:      vkDivBwdAVX2,
-	vkSubSq:       vkSubSqAVX2,
-	vkNormAffine:  vkNormAffineAVX2,
+	vkExp:          vkExpAVX2,
+	vkSigmoid:      vkSigmoidAVX2,
+	vkExpSub:       vkExpSubAVX2,
+	vkTanh:         vkTanhAVX2,
+	vkGelu:         vkGeluAVX2,
+	vkGeluBwd:      vkGeluBwdAVX2,
+	vkLog:          vkLogAVX2,
+	vkSoftplus:     vkSoftplusAVX2,
+	vkSafeLog:      vkSafeLogAVX2,
+	vkExpBwd:       vkExpBwdAVX2,
+	vkSoftplusBwd:  vkSoftplusBwdAVX2,
+	vkSigmoidBwd:   vkSigmoidBwdAVX2,
+	vkTanhBwd:      vkTanhBwdAVX2,
+	vkSafeLogBwd:   vkSafeLogBwdAVX2,
+	vkAbs:          vkAbsAVX2,
+	vkInv:          vkInvAVX2,
+	vkDiv:          vkDivAVX2,
+	vkMax:          vkMaxAVX2,
+	vkMin:          vkMinAVX2,
+	vkClamp:        vkClampAVX2,
+	vkAbsBwd:       vkAbsBwdAVX2,
+	vkSqrtBwd:      vkSqrtBwdAVX2,
+	vkLogBwd:       vkLogBwdAVX2,
+	vkInvBwd:       vkInvBwdAVX2,
+	vkClampBwd:     vkClampBwdAVX2,
+	vkMaxBwd:       vkMaxBwdAVX2,
+	vkMinBwd:       vkMinBwdAVX2,
+	vkMulBwd:       vkMulBwdAVX2,
+	vkDivBwd:       vkDivBwdAVX2,
+	vkSubSq:        vkSubSqAVX2,
+	vkNormAffine:   vkNormAffineAVX2,
+	vkSubDiv:       vkSubDivAVX2,
+	vkMulPair:      vkMulPairAVX2,
+	vkScaleSub:     vkScaleSubAVX2,
+	vkSubScaledMul: vkSubScaledMulAVX2,
+	vkAddMul:       vkAddMulAVX2,
 }
 
 // vecAVX512 lists the 16-lane kernels by vecKernel.
 var vecAVX512 = [vkCount]vecFunc{
-	vkExp:         vkExpAVX512,
-	vkSigmoid:     vkSigmoidAVX512,
-	vkExpSub:      vkExpSubAVX512,
-	vkTanh:        vkTanhAVX512,
-	vkGelu:        vkGeluAVX512,
-	vkGeluBwd:     vkGeluBwdAVX512,
-	vkLog:         vkLogAVX512,
-	vkSoftplus:    vkSoftplusAVX512,
-	vkSafeLog:     vkSafeLogAVX512,
-	vkExpBwd:      vkExpBwdAVX512,
-	vkSoftplusBwd: vkSoftplusBwdAVX512,
-	vkSigmoidBwd:  vkSigmoidBwdAVX512,
-	vkTanhBwd:     vkTanhBwdAVX512,
-	vkSafeLogBwd:  vkSafeLogBwdAVX512,
-	vkAbs:         vkAbsAVX512,
-	vkInv:         vkInvAVX512,
-	vkDiv:         vkDivAVX512,
-	vkMax:         vkMaxAVX512,
-	vkMin:         vkMinAVX512,
-	vkClamp:       vkClampAVX512,
-	vkAbsBwd:      vkAbsBwdAVX512,
-	vkSqrtBwd:     vkSqrtBwdAVX512,
-	vkLogBwd:      vkLogBwdAVX512,
-	vkInvBwd:      vkInvBwdAVX512,
-	vkClampBwd:    vkClampBwdAVX512,
-	vkMaxBwd:      vkMaxBwdAVX512,
-	vkMinBwd:      vkMinBwdAVX512,
-	vkMulBwd:      vkMulBwdAVX512,
-	vkDivBwd:      vkDivBwdAVX512,
-	vkSubSq:       vkSubSqAVX512,
-	vkNormAffine:  vkNormAffineAVX512,
+	vkExp:          vkExpAVX512,
+	vkSigmoid:      vkSigmoidAVX512,
+	vkExpSub:       vkExpSubAVX512,
+	vkTanh:         vkTanhAVX512,
+	vkGelu:         vkGeluAVX512,
+	vkGeluBwd:      vkGeluBwdAVX512,
+	vkLog:          vkLogAVX512,
+	vkSoftplus:     vkSoftplusAVX512,
+	vkSafeLog:      vkSafeLogAVX512,
+	vkExpBwd:       vkExpBwdAVX512,
+	vkSoftplusBwd:  vkSoftplusBwdAVX512,
+	vkSigmoidBwd:   vkSigmoidBwdAVX512,
+	vkTanhBwd:      vkTanhBwdAVX512,
+	vkSafeLogBwd:   vkSafeLogBwdAVX512,
+	vkAbs:          vkAbsAVX512,
+	vkInv:          vkInvAVX512,
+	vkDiv:          vkDivAVX512,
+	vkMax:          vkMaxAVX512,
+	vkMin:          vkMinAVX512,
+	vkClamp:        vkClampAVX512,
+	vkAbsBwd:       vkAbsBwdAVX512,
+	vkSqrtBwd:      vkSqrtBwdAVX512,
+	vkLogBwd:       vkLogBwdAVX512,
+	vkInvBwd:       vkInvBwdAVX512,
+	vkClampBwd:     vkClampBwdAVX512,
+	vkMaxBwd:       vkMaxBwdAVX512,
+	vkMinBwd:       vkMinBwdAVX512,
+	vkMulBwd:       vkMulBwdAVX512,
+	vkDivBwd:       vkDivBwdAVX512,
+	vkSubSq:        vkSubSqAVX512,
+	vkNormAffine:   vkNormAffineAVX512,
+	vkSubDiv:       vkSubDivAVX512,
+	vkMulPair:      vkMulPairAVX512,
+	vkScaleSub:     vkScaleSubAVX512,
+	vkSubScaledMul: vkSubScaledMulAVX512,
+	vkAddMul:       vkAddMulAVX512,
 }

@@ -1077,6 +1077,24 @@ func init() {
 	one("NormAffine", "dst = ((x / s) * gamma) + beta", 3, 1, 1, func(b *block) {
 		b.Out(0, b.Add(b.Mul(b.Div(b.In(0), b.Param(1)), b.In(1)), b.In(2)))
 	})
+	// Layer norm backward rows.
+	one("SubDiv", "dst = (x - c) / s", 1, 1, 2, func(b *block) {
+		b.Out(0, b.Div(b.Sub(b.In(0), b.Param(1)), b.Param(2)))
+	})
+	one("MulPair", "u = a * b, w = u * c", 3, 2, 0, func(b *block) {
+		u := b.Mul(b.In(0), b.In(1))
+		b.Out(0, u)
+		b.Out(1, b.Mul(u, b.In(2)))
+	})
+	one("ScaleSub", "dst = (x * c) - d", 1, 1, 2, func(b *block) {
+		b.Out(0, b.Sub(b.Mul(b.In(0), b.Param(1)), b.Param(2)))
+	})
+	one("SubScaledMul", "dst = (a - (b * c)) * d", 2, 1, 2, func(b *block) {
+		b.Out(0, b.Mul(b.Sub(b.In(0), b.Mul(b.In(1), b.Param(1))), b.Param(2)))
+	})
+	one("AddMul", "dst = a + (b * c)", 3, 1, 0, func(b *block) {
+		b.Out(0, b.Add(b.In(0), b.Mul(b.In(1), b.In(2))))
+	})
 }
 
 // ---------------------------------------------------------------------------------------------

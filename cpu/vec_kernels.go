@@ -4,36 +4,41 @@ package cpu
 
 // The kernels of vec_gen.go, by name.
 const (
-	vkExp         vecKernel = iota // dst = Expf(x)
-	vkSigmoid                      // dst = Sigmoidf(x) = 1/(1 + Expf(-x))
-	vkExpSub                       // dst = Expf(x - c)
-	vkTanh                         // dst = Tanhf(x)
-	vkGelu                         // dst = Geluf(x)
-	vkGeluBwd                      // dx = GeluBwdf(x, g)
-	vkLog                          // dst = Logf(x)
-	vkSoftplus                     // dst = Softplusf(x)
-	vkSafeLog                      // dst = Logf(Softplusf(x) + eps)
-	vkExpBwd                       // dx = g * Expf(x)
-	vkSoftplusBwd                  // dx = g * Sigmoidf(x)
-	vkSigmoidBwd                   // dx = SigmoidBwdf(x, g)
-	vkTanhBwd                      // dx = TanhBwdf(x, g)
-	vkSafeLogBwd                   // dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
-	vkAbs                          // dst = |x|
-	vkInv                          // dst = 1 / x
-	vkDiv                          // dst = a / b
-	vkMax                          // dst = Maxf(a, b)
-	vkMin                          // dst = Minf(a, b)
-	vkClamp                        // dst = Clampf(x, lo, hi)
-	vkAbsBwd                       // dx = sign(x) * g
-	vkSqrtBwd                      // dx = x > 0 ? g * (1 / (2 * sqrt(x))) : 0
-	vkLogBwd                       // dx = g / x
-	vkInvBwd                       // dx = -((g * (1/x)) * (1/x))
-	vkClampBwd                     // dx = (x > lo && x < hi) ? g : 0
-	vkMaxBwd                       // (da, db) = MaxBwdf(a, b, g)
-	vkMinBwd                       // (da, db) = MinBwdf(a, b, g)
-	vkMulBwd                       // da = g * b, db = g * a
-	vkDivBwd                       // da = g / b, db = -(g * (a / (b * b)))
-	vkSubSq                        // d = x - c, sq = d * d
-	vkNormAffine                   // dst = ((x / s) * gamma) + beta
+	vkExp          vecKernel = iota // dst = Expf(x)
+	vkSigmoid                       // dst = Sigmoidf(x) = 1/(1 + Expf(-x))
+	vkExpSub                        // dst = Expf(x - c)
+	vkTanh                          // dst = Tanhf(x)
+	vkGelu                          // dst = Geluf(x)
+	vkGeluBwd                       // dx = GeluBwdf(x, g)
+	vkLog                           // dst = Logf(x)
+	vkSoftplus                      // dst = Softplusf(x)
+	vkSafeLog                       // dst = Logf(Softplusf(x) + eps)
+	vkExpBwd                        // dx = g * Expf(x)
+	vkSoftplusBwd                   // dx = g * Sigmoidf(x)
+	vkSigmoidBwd                    // dx = SigmoidBwdf(x, g)
+	vkTanhBwd                       // dx = TanhBwdf(x, g)
+	vkSafeLogBwd                    // dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
+	vkAbs                           // dst = |x|
+	vkInv                           // dst = 1 / x
+	vkDiv                           // dst = a / b
+	vkMax                           // dst = Maxf(a, b)
+	vkMin                           // dst = Minf(a, b)
+	vkClamp                         // dst = Clampf(x, lo, hi)
+	vkAbsBwd                        // dx = sign(x) * g
+	vkSqrtBwd                       // dx = x > 0 ? g * (1 / (2 * sqrt(x))) : 0
+	vkLogBwd                        // dx = g / x
+	vkInvBwd                        // dx = -((g * (1/x)) * (1/x))
+	vkClampBwd                      // dx = (x > lo && x < hi) ? g : 0
+	vkMaxBwd                        // (da, db) = MaxBwdf(a, b, g)
+	vkMinBwd                        // (da, db) = MinBwdf(a, b, g)
+	vkMulBwd                        // da = g * b, db = g * a
+	vkDivBwd                        // da = g / b, db = -(g * (a / (b * b)))
+	vkSubSq                         // d = x - c, sq = d * d
+	vkNormAffine                    // dst = ((x / s) * gamma) + beta
+	vkSubDiv                        // dst = (x - c) / s
+	vkMulPair                       // u = a * b, w = u * c
+	vkScaleSub                      // dst = (x * c) - d
+	vkSubScaledMul                  // dst = (a - (b * c)) * d
+	vkAddMul                        // dst = a + (b * c)
 	vkCount
 )

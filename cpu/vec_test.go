@@ -48,8 +48,14 @@ func vecCases() []vecCase {
 			vecCase{fmt.Sprintf("SubSq/c=%g", c), 1, 2, func(o [2][]float32, in [3][]float32) { SubSq(o[0], o[1], in[0], c) }},
 			vecCase{fmt.Sprintf("NormAffine/s=%g", c), 3, 1, func(o [2][]float32, in [3][]float32) {
 				NormAffine(o[0], in[0], in[1], in[2], c)
-			}})
+			}},
+			u(fmt.Sprintf("SubDiv/c=%g", c), func(dst, x []float32) { SubDiv(dst, x, c, 0.75) }),
+			u(fmt.Sprintf("ScaleSub/c=%g", c), func(dst, x []float32) { ScaleSub(dst, x, 1.5, c) }),
+			b(fmt.Sprintf("SubScaledMul/c=%g", c), func(dst, a, g []float32) { SubScaledMul(dst, a, g, c, -0.3) }))
 	}
+	cs = append(cs,
+		vecCase{"MulPair", 3, 2, func(o [2][]float32, in [3][]float32) { MulPair(o[0], o[1], in[0], in[1], in[2]) }},
+		vecCase{"AddMul", 3, 1, func(o [2][]float32, in [3][]float32) { AddMul(o[0], in[0], in[1], in[2]) }})
 	for _, eps := range []float32{1e-6, 0, -1, 0x1p-140, 1} {
 		cs = append(cs,
 			u(fmt.Sprintf("SafeLogFwd/eps=%g", eps), func(dst, x []float32) { SafeLogFwd(dst, x, eps) }),
