@@ -114,28 +114,41 @@ func MaskedSoftmaxFwd(dst, x, mask []float32, cols, lo, hi int) {
 }
 
 // SoftmaxBwd: per row d = sum(g*y) (row order), dx = y * (g - d).
-// The elementwise steps run on the vector kernels (MulFwd, Sub: same bits).
+// The elementwise steps run on the vector kernels (MulFwd, SubMul: same bits).
 func SoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
 		yr, gr, out := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
 		MulFwd(out, gr, yr)
 		d := rowFold(&p, out, false)
-		chunks(&p, d, Sub, out, gr) // g - d
-		MulFwd(out, yr, out)
+		SubMul(out, gr, yr, d)
+	}
+}
+
+// SubMul: dst = float32(b * float32(a - c)) (a softmax backward row, y * (g - d)).
+func SubMul(dst, a, b []float32, c float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := vecRun(vkSubMul, dst, nil, a, b, nil, c, 0); i < len(dst); i++ {
+		dst[i] = float32(b[i] * (a[i] - c))
 	}
 }
 
 // LogSoftmaxBwd: per row d = sum(g) (row order), dx = g - Expf(y) * d.
-// The elementwise steps run on the vector kernels (ExpFwd, Scale, Sub: same bits).
+// The elementwise step runs on the vector kernel ExpScaleSub (same bits).
 func LogSoftmaxBwd(dx, y, g []float32, cols, lo, hi int) {
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
 		yr, gr, out := y[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
 		d := rowFold(&p, gr, false)
-		ExpFwd(out, yr)
-		Scale(out, out, d)
-		Sub(out, gr, out)
+		ExpScaleSub(out, yr, gr, d)
+	}
+}
+
+// ExpScaleSub: dx = g - float32(Expf(y) * d) (a log-softmax backward row).
+func ExpScaleSub(dx, y, g []float32, d float32) {
+	y, g = y[:len(dx)], g[:len(dx)]
+	for i := vecRun(vkExpScaleSub, dx, nil, y, g, nil, d, 0); i < len(dx); i++ {
+		dx[i] = g[i] - float32(Expf(y[i])*d)
 	}
 }
 

@@ -11,6 +11,9 @@ func vkExpAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkSigmoidAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkExpScaleSubAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkExpSubAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -98,6 +101,9 @@ func vkSubSqAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkNormAffineAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkSubMulAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkSubDivAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -117,6 +123,9 @@ func vkExpAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
 func vkSigmoidAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkExpScaleSubAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
 func vkExpSubAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
@@ -206,6 +215,9 @@ func vkSubSqAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkNormAffineAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkSubMulAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkSubDivAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -224,6 +236,7 @@ func vkAddMulAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 var vecAVX2 = [vkCount]vecFunc{
 	vkExp:          vkExpAVX2,
 	vkSigmoid:      vkSigmoidAVX2,
+	vkExpScaleSub:  vkExpScaleSubAVX2,
 	vkExpSub:       vkExpSubAVX2,
 	vkTanh:         vkTanhAVX2,
 	vkGelu:         vkGeluAVX2,
@@ -253,6 +266,7 @@ var vecAVX2 = [vkCount]vecFunc{
 	vkDivBwd:       vkDivBwdAVX2,
 	vkSubSq:        vkSubSqAVX2,
 	vkNormAffine:   vkNormAffineAVX2,
+	vkSubMul:       vkSubMulAVX2,
 	vkSubDiv:       vkSubDivAVX2,
 	vkMulPair:      vkMulPairAVX2,
 	vkScaleSub:     vkScaleSubAVX2,
@@ -264,6 +278,7 @@ var vecAVX2 = [vkCount]vecFunc{
 var vecAVX512 = [vkCount]vecFunc{
 	vkExp:          vkExpAVX512,
 	vkSigmoid:      vkSigmoidAVX512,
+	vkExpScaleSub:  vkExpScaleSubAVX512,
 	vkExpSub:       vkExpSubAVX512,
 	vkTanh:         vkTanhAVX512,
 	vkGelu:         vkGeluAVX512,
@@ -293,6 +308,7 @@ var vecAVX512 = [vkCount]vecFunc{
 	vkDivBwd:       vkDivBwdAVX512,
 	vkSubSq:        vkSubSqAVX512,
 	vkNormAffine:   vkNormAffineAVX512,
+	vkSubMul:       vkSubMulAVX512,
 	vkSubDiv:       vkSubDivAVX512,
 	vkMulPair:      vkMulPairAVX512,
 	vkScaleSub:     vkScaleSubAVX512,

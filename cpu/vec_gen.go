@@ -890,6 +890,14 @@ func init() {
 	unaryExp("Exp", "dst = Expf(x)", func(b *block, x, e *val) *val { return e }, id)
 	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))",
 		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
+	// Log-softmax backward rows: dx = g - Expf(y) * d.
+	def("ExpScaleSub", "dx = g - (Expf(y) * d)", 2, 1, 1,
+		func(b *block) {
+			y := b.In(0)
+			b.RequireAll(expFastOK(b, y))
+			b.Out(0, b.Sub(b.In(1), b.Mul(expCommon(b, y), b.Param(1))))
+		},
+		func(b *block) { b.Out(0, b.Sub(b.In(1), b.Mul(expGeneral(b, b.In(0)), b.Param(1)))) })
 	// The softmax rows' exponentials: the subtraction and Expf of two passes, fused.
 	def("ExpSub", "dst = Expf(x - c)", 1, 1, 1,
 		func(b *block) {
@@ -1076,6 +1084,10 @@ func init() {
 	})
 	one("NormAffine", "dst = ((x / s) * gamma) + beta", 3, 1, 1, func(b *block) {
 		b.Out(0, b.Add(b.Mul(b.Div(b.In(0), b.Param(1)), b.In(1)), b.In(2)))
+	})
+	// Softmax backward rows: dx = y * (g - d).
+	one("SubMul", "dst = b * (a - c)", 2, 1, 1, func(b *block) {
+		b.Out(0, b.Mul(b.In(1), b.Sub(b.In(0), b.Param(1))))
 	})
 	// Layer norm backward rows.
 	one("SubDiv", "dst = (x - c) / s", 1, 1, 2, func(b *block) {

@@ -6,6 +6,7 @@ package cpu
 const (
 	vkExp          vecKernel = iota // dst = Expf(x)
 	vkSigmoid                       // dst = Sigmoidf(x) = 1/(1 + Expf(-x))
+	vkExpScaleSub                   // dx = g - (Expf(y) * d)
 	vkExpSub                        // dst = Expf(x - c)
 	vkTanh                          // dst = Tanhf(x)
 	vkGelu                          // dst = Geluf(x)
@@ -35,6 +36,7 @@ const (
 	vkDivBwd                        // da = g / b, db = -(g * (a / (b * b)))
 	vkSubSq                         // d = x - c, sq = d * d
 	vkNormAffine                    // dst = ((x / s) * gamma) + beta
+	vkSubMul                        // dst = b * (a - c)
 	vkSubDiv                        // dst = (x - c) / s
 	vkMulPair                       // u = a * b, w = u * c
 	vkScaleSub                      // dst = (x * c) - d

@@ -51,7 +51,9 @@ func vecCases() []vecCase {
 			}},
 			u(fmt.Sprintf("SubDiv/c=%g", c), func(dst, x []float32) { SubDiv(dst, x, c, 0.75) }),
 			u(fmt.Sprintf("ScaleSub/c=%g", c), func(dst, x []float32) { ScaleSub(dst, x, 1.5, c) }),
-			b(fmt.Sprintf("SubScaledMul/c=%g", c), func(dst, a, g []float32) { SubScaledMul(dst, a, g, c, -0.3) }))
+			b(fmt.Sprintf("SubScaledMul/c=%g", c), func(dst, a, g []float32) { SubScaledMul(dst, a, g, c, -0.3) }),
+			b(fmt.Sprintf("SubMul/c=%g", c), func(dst, a, g []float32) { SubMul(dst, a, g, c) }),
+			b(fmt.Sprintf("ExpScaleSub/d=%g", c), func(dst, y, g []float32) { ExpScaleSub(dst, y, g, c) }))
 	}
 	cs = append(cs,
 		vecCase{"MulPair", 3, 2, func(o [2][]float32, in [3][]float32) { MulPair(o[0], o[1], in[0], in[1], in[2]) }},
