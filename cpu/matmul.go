@@ -413,11 +413,15 @@ func packT(d, src []float32, ld, kc, w, h int) {
 	d = d[:kc*w]
 	i := 0
 	for ; i+8 <= h; i += 8 {
+		k0 := 0 // 8x8 blocks through AVX registers where the CPU has it
+		if kc8 := kc &^ 7; transposeStrip8(d[i:], w, src[i*ld:], ld, kc8) {
+			k0 = kc8
+		}
 		r0 := src[i*ld : i*ld+kc]
 		r1, r2, r3 := src[(i+1)*ld:][:len(r0)], src[(i+2)*ld:][:len(r0)], src[(i+3)*ld:][:len(r0)]
 		r4, r5, r6 := src[(i+4)*ld:][:len(r0)], src[(i+5)*ld:][:len(r0)], src[(i+6)*ld:][:len(r0)]
 		r7 := src[(i+7)*ld:][:len(r0)]
-		for k := range r0 {
+		for k := k0; k < len(r0); k++ {
 			o := (*[8]float32)(d[k*w+i:])
 			o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = r0[k], r1[k], r2[k], r3[k], r4[k], r5[k], r6[k], r7[k]
 		}

@@ -188,3 +188,20 @@ func transposeBlocks8(dst, x []float32, rows, cols, r0, r1, c0, c1 int) (rEnd, c
 	}
 	return rEnd, cEnd
 }
+
+// transposeStrip8 writes dst[k*dw + j] = src[j*sw + k] for j < 8 and k < kc8 (a multiple of 8)
+// with AVX and reports true; without AVX it writes nothing and reports false.
+func transposeStrip8(dst []float32, dw int, src []float32, sw, kc8 int) bool {
+	if !hasAVX {
+		return false
+	}
+	if kc8 == 0 {
+		return true
+	}
+	_ = dst[(kc8-1)*dw+7]
+	_ = src[7*sw+kc8-1]
+	for k := 0; k < kc8; k += 8 {
+		transpose8x8AVX(&dst[k*dw], dw, &src[k], sw)
+	}
+	return true
+}

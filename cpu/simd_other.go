@@ -23,3 +23,5 @@ func useVecLevel(name string) string {
 func transposeBlocks8(dst, x []float32, rows, cols, r0, r1, c0, c1 int) (rEnd, cEnd int) {
 	return r0, c0
 }
+
+func transposeStrip8(dst []float32, dw int, src []float32, sw, kc8 int) bool { return false }
