@@ -353,25 +353,19 @@ func parseEntry(dec *json.Decoder) (entry, error) {
 	case len(offs) != 2 || offs[0] < 0 || offs[0] > offs[1]:
 		return e, fmt.Errorf("data_offsets %v are not [begin, end] with 0 <= begin <= end", offs)
 	}
-	// The element count, with overflow checks: 4*count must fit an int.
-	const maxElems = math.MaxInt / 4
-	count, zero := int64(1), slices.Contains(shape, 0)
+	// The element count, with numel's overflow checks (4*count fits an int).
 	e.shape = make([]int, len(shape))
 	for i, d := range shape {
-		if d < 0 {
-			return e, fmt.Errorf("negative dimension in shape %v", shape)
-		}
-		if !zero && (d > maxElems || count > maxElems/d) {
+		if int64(int(d)) != d {
 			return e, fmt.Errorf("shape %v has too many elements", shape)
-		}
-		if !zero {
-			count *= d
 		}
 		e.shape[i] = int(d)
 	}
-	if zero {
-		count = 0
+	n, err := numel(e.shape)
+	if err != nil {
+		return e, err
 	}
+	count := int64(n)
 	e.begin, e.end = offs[0], offs[1]
 	if e.end-e.begin != 4*count {
 		return e, fmt.Errorf("shape %v needs %d bytes, data_offsets %v hold %d", shape, 4*count, offs, e.end-e.begin)
