@@ -38,15 +38,6 @@ func ExpFwd(dst, x []float32) {
 	}
 }
 
-// ExpSub: dst = Expf(x - c) (the subtraction rounded, then Expf), the exponentials of a softmax
-// row in one pass.
-func ExpSub(dst, x []float32, c float32) {
-	x = x[:len(dst)]
-	for i := vecRun(vkExpSub, dst, nil, x, nil, nil, c, 0); i < len(dst); i++ {
-		dst[i] = Expf(x[i] - c)
-	}
-}
-
 // LogFwd: dst = Logf(x).
 func LogFwd(dst, x []float32) {
 	x = x[:len(dst)]

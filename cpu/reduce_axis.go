@@ -21,11 +21,12 @@ func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
 		seg := row[base:min(len(row), base+rowThreads)]
 		part := p[:len(seg)]
 		// The same per-partial operations on vector lanes (MaxFwd, Add: same bits).
-		if len(seg) == rowThreads && isMax {
-			MaxFwd(part, part, seg)
-			continue
-		} else if len(seg) == rowThreads {
-			Add(part, part, seg)
+		if len(seg) == rowThreads {
+			if isMax {
+				MaxFwd(part, part, seg)
+			} else {
+				Add(part, part, seg)
+			}
 			continue
 		}
 		if isMax {

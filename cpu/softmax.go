@@ -76,9 +76,9 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 }
 
 // softmaxRow is softmaxRows for one row of kinds 0 and 1 without closures: the row max, then
-// out = x - m and Expf over it in place, the sum of out in rowStat's order (rowFold), and the
-// division (softmax) or (x - m) - Logf(s) (log-softmax). The elementwise steps run on the
-// vector kernels (Sub, ExpFwd, DivFwd: same bits), against p filled with the row's scalar.
+// out = Expf(x - m), the sum of out in rowStat's order (rowFold), and the division (softmax) or
+// (x - m) - Logf(s) (log-softmax). The elementwise steps run on the vector kernels (ExpSub, Sub,
+// DivFwd: same bits), Sub and DivFwd against p filled with the row's scalar.
 func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
 	m := rowFold(p, xr, true)
 	ExpSub(out, xr, m)
@@ -89,6 +89,15 @@ func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
 		return
 	}
 	chunks(p, s, DivFwd, out, out)
+}
+
+// ExpSub: dst = Expf(x - c) (the subtraction rounded, then Expf), the exponentials of a softmax
+// row in one pass.
+func ExpSub(dst, x []float32, c float32) {
+	x = x[:len(dst)]
+	for i := vecRun(vkExpSub, dst, nil, x, nil, nil, c, 0); i < len(dst); i++ {
+		dst[i] = Expf(x[i] - c)
+	}
 }
 
 // chunks fills p with v and runs f(out, x, p) over the rows' 256-element chunks.
