@@ -23,29 +23,17 @@ func BenchmarkVecRatio(b *testing.B) {
 		Parallel(n, 1<<15, func(lo, hi int) { copy(o[0][lo:hi], in[0][lo:hi]) })
 		return time.Since(start)
 	}
-	for _, c := range vecCases() {
-		in := in
-		if c.name == "LogFwd" {
-			in[0] = pos
+	vecBenches(b, in, pos, func(b *testing.B, c vecCase, in [3][]float32) {
+		var ratios []float64
+		for i := 0; i < b.N; i++ {
+			tc := copyOnce()
+			start := time.Now()
+			runParallel(c, o, in)
+			tk := time.Since(start)
+			ratios = append(ratios, float64(c.ins+c.outs)/2*tc.Seconds()/tk.Seconds())
 		}
-		for _, l := range vecLevels() {
-			b.Run(c.name+"/"+l, func(b *testing.B) {
-				prev := useVecLevel(l)
-				defer useVecLevel(prev)
-				var ratios []float64
-				for i := 0; i < b.N; i++ {
-					tc := copyOnce()
-					start := time.Now()
-					Parallel(n, 1<<15, func(lo, hi int) {
-						c.run([2][]float32{o[0][lo:hi], o[1][lo:hi]}, [3][]float32{in[0][lo:hi], in[1][lo:hi], in[2][lo:hi]})
-					})
-					tk := time.Since(start)
-					ratios = append(ratios, float64(c.ins+c.outs)/2*tc.Seconds()/tk.Seconds())
-				}
-				slices.Sort(ratios)
-				b.ReportMetric(ratios[len(ratios)/2], "x_memcpy")
-				b.ReportMetric(0, "ns/op")
-			})
-		}
-	}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "x_memcpy")
+		b.ReportMetric(0, "ns/op")
+	})
 }

@@ -397,8 +397,7 @@ func BenchmarkVec(b *testing.B) {
 		b.ReportMetric(float64(bytes)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
 	}
 	// Typical operands: x uniform in [-8, 8) ((0, 8] for LogFwd), g and b in [-1, 1).
-	in, pos0 := benchOperands(n)
-	pos := [3][]float32{pos0}
+	in, pos := benchOperands(n)
 	var o [2][]float32
 	o[0], o[1] = make([]float32, n), make([]float32, n)
 	b.Run("Copy", func(b *testing.B) {
@@ -408,25 +407,39 @@ func BenchmarkVec(b *testing.B) {
 		}
 		report(b, 8*n, start)
 	})
+	vecBenches(b, in, pos, func(b *testing.B, c vecCase, in [3][]float32) {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			runParallel(c, o, in)
+		}
+		report(b, 4*n*(c.ins+c.outs), start)
+	})
+}
+
+// vecBenches runs body(b, c, in) as the sub-benchmark <case>/<kernel set> for every vector case
+// and every kernel set of this machine; in holds the operands of benchOperands, with pos as x
+// for LogFwd.
+func vecBenches(b *testing.B, in [3][]float32, pos []float32, body func(b *testing.B, c vecCase, in [3][]float32)) {
 	for _, c := range vecCases() {
 		in := in
 		if c.name == "LogFwd" {
-			in[0] = pos[0]
+			in[0] = pos
 		}
 		for _, l := range vecLevels() {
 			b.Run(c.name+"/"+l, func(b *testing.B) {
 				prev := useVecLevel(l)
 				defer useVecLevel(prev)
-				start := time.Now()
-				for i := 0; i < b.N; i++ {
-					Parallel(n, 1<<15, func(lo, hi int) {
-						c.run([2][]float32{o[0][lo:hi], o[1][lo:hi]}, [3][]float32{in[0][lo:hi], in[1][lo:hi], in[2][lo:hi]})
-					})
-				}
-				report(b, 4*n*(c.ins+c.outs), start)
+				body(b, c, in)
 			})
 		}
 	}
+}
+
+// runParallel runs c over o and in split among GOMAXPROCS goroutines, as the ops package does.
+func runParallel(c vecCase, o [2][]float32, in [3][]float32) {
+	Parallel(len(o[0]), 1<<15, func(lo, hi int) {
+		c.run([2][]float32{o[0][lo:hi], o[1][lo:hi]}, [3][]float32{in[0][lo:hi], in[1][lo:hi], in[2][lo:hi]})
+	})
 }
 
 // benchOperands returns the benchmarks' typical operands of length n: in[0] uniform in [-8, 8),
@@ -456,21 +469,11 @@ func BenchmarkVecCache(b *testing.B) {
 	in, pos := benchOperands(n)
 	var o [2][]float32
 	o[0], o[1] = make([]float32, n), make([]float32, n)
-	for _, c := range vecCases() {
-		in := in
-		if c.name == "LogFwd" {
-			in[0] = pos
+	vecBenches(b, in, pos, func(b *testing.B, c vecCase, in [3][]float32) {
+		for i := 0; i < b.N; i += n {
+			c.run(o, in)
 		}
-		for _, l := range vecLevels() {
-			b.Run(c.name+"/"+l, func(b *testing.B) {
-				prev := useVecLevel(l)
-				defer useVecLevel(prev)
-				for i := 0; i < b.N; i += n {
-					c.run(o, in)
-				}
-			})
-		}
-	}
+	})
 }
 
 // TestVecGenerated checks that vec_amd64.s, vec_amd64.go and vec_kernels.go are what
