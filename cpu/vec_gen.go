@@ -873,8 +873,8 @@ func negGeluV(b *block, x *val) *val {
 }
 
 func init() {
-	unaryExp := func(name, doc string, tail func(b *block, x, e *val) *val, arg func(b *block, x *val) *val) {
-		def(name, doc, 1, 1, 0,
+	unaryExp := func(name, doc string, params int, tail func(b *block, x, e *val) *val, arg func(b *block, x *val) *val) {
+		def(name, doc, 1, 1, params,
 			func(b *block) {
 				x := b.In(0)
 				n := arg(b, x)
@@ -887,8 +887,9 @@ func init() {
 			})
 	}
 	id := func(b *block, x *val) *val { return x }
-	unaryExp("Exp", "dst = Expf(x)", func(b *block, x, e *val) *val { return e }, id)
-	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))",
+	exp := func(b *block, x, e *val) *val { return e }
+	unaryExp("Exp", "dst = Expf(x)", 0, exp, id)
+	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))", 0,
 		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
 	// Log-softmax backward rows: dx = g - Expf(y) * d.
 	def("ExpScaleSub", "dx = g - (Expf(y) * d)", 2, 1, 1,
@@ -899,13 +900,7 @@ func init() {
 		},
 		func(b *block) { b.Out(0, b.Sub(b.In(1), b.Mul(expGeneral(b, b.In(0)), b.Param(1)))) })
 	// The softmax rows' exponentials: the subtraction and Expf of two passes, fused.
-	def("ExpSub", "dst = Expf(x - c)", 1, 1, 1,
-		func(b *block) {
-			n := b.Sub(b.In(0), b.Param(1))
-			b.RequireAll(expFastOK(b, n))
-			b.Out(0, expCommon(b, n))
-		},
-		func(b *block) { b.Out(0, expGeneral(b, b.Sub(b.In(0), b.Param(1)))) })
+	unaryExp("ExpSub", "dst = Expf(x - c)", 1, exp, func(b *block, x *val) *val { return b.Sub(x, b.Param(1)) })
 
 	def("Tanh", "dst = Tanhf(x)", 1, 1, 0,
 		func(b *block) { b.Out(0, tanhFast(b)) },
