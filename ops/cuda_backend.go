@@ -421,12 +421,18 @@ func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 // would move to the heap (some 600 bytes per launch).
 var argPacks = sync.Pool{New: func() any { return new(argPack) }}
 
-// newArgPack returns an empty pack from argPacks; give it back with argPacks.Put after the launch.
-func newArgPack() *argPack {
+// packed runs fill with the context held and an empty argument pack from argPacks, which it
+// takes back afterwards: the prologue of every kernel launch.
+func (g *cudaBackend) packed(fill func(p *argPack) error) error {
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
 	p := argPacks.Get().(*argPack)
+	defer argPacks.Put(p)
 	p.a.Reset()
 	p.n = 0
-	return p
+	return fill(p)
 }
 
 // argPack is a kernel's arguments with their PTX types, checked against the .param list.
@@ -506,23 +512,19 @@ func (g *cudaBackend) gridFor(work uint64, threads uint32) uint32 {
 }
 
 func (g *cudaBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars [2]float32) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	p := newArgPack()
-	defer argPacks.Put(p)
-	for _, s := range outs[:op.outs] {
-		p.ptr(s)
-	}
-	for _, s := range ins[:op.ins] {
-		p.ptr(s)
-	}
-	p.u64(uint64(n))
-	for _, v := range scalars[:op.sc] {
-		p.f32(v)
-	}
-	return g.launch(op.kernel, mapGrid(n), mapThreads, p)
+	return g.packed(func(p *argPack) error {
+		for _, s := range outs[:op.outs] {
+			p.ptr(s)
+		}
+		for _, s := range ins[:op.ins] {
+			p.ptr(s)
+		}
+		p.u64(uint64(n))
+		for _, v := range scalars[:op.sc] {
+			p.f32(v)
+		}
+		return g.launch(op.kernel, mapGrid(n), mapThreads, p)
+	})
 }
 
 // mapThreads is the block size of the elementwise kernels; each thread covers mapFloat4s float4s
@@ -539,78 +541,66 @@ func mapGrid(n int) uint32 {
 }
 
 func (g *cudaBackend) randKernel(op *randOp, dst storage, n int, key uint64, scalars [2]float32) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	p := newArgPack()
-	defer argPacks.Put(p)
-	p.ptr(dst)
-	p.u64(uint64(n))
-	p.u64(key)
-	for _, v := range scalars[:op.sc] {
-		p.f32(v)
-	}
-	return g.launch(op.kernel, g.gridFor(uint64(n), 256), 256, p)
+	return g.packed(func(p *argPack) error {
+		p.ptr(dst)
+		p.u64(uint64(n))
+		p.u64(key)
+		for _, v := range scalars[:op.sc] {
+			p.f32(v)
+		}
+		return g.launch(op.kernel, g.gridFor(uint64(n), 256), 256, p)
+	})
 }
 
 func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	p := newArgPack()
-	defer argPacks.Put(p)
-	p.ptr(out)
-	p.ptr(x)
-	p.u64(uint64(n))
-	p.f32(divisor)
-	chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
-	return g.launch(ptx.SumChunks, uint32(chunks), 256, p)
+	return g.packed(func(p *argPack) error {
+		p.ptr(out)
+		p.ptr(x)
+		p.u64(uint64(n))
+		p.f32(divisor)
+		chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
+		return g.launch(ptx.SumChunks, uint32(chunks), 256, p)
+	})
 }
 
 func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	p := newArgPack()
-	defer argPacks.Put(p)
-	for _, s := range a.bufs[:op.outs+op.ins] {
-		p.ptr(s)
-	}
-	for _, ix := range a.idx[:op.idx] {
-		p.ptr(ix.buf.mem)
-	}
-	for _, v := range a.sizes {
-		p.u64(uint64(v))
-	}
-	for _, v := range a.scalars {
-		p.f32(v)
-	}
-	switch op.geometry.kind {
-	case gridRows:
-		rows := op.geometry.space(a.sizes)
-		return g.launch(op.kernel, uint32(max(1, min(rows, int(g.maxBlocks)))), 256, p)
-	case gridTiles:
-		batch, rows, cols := a.sizes[0], a.sizes[1], a.sizes[2]
-		gx := min((cols+31)/32, 1<<31-1)
-		gy := min((rows+31)/32, 65535)
-		gz := min(batch, 65535)
-		return g.launchGrid(op.kernel, [3]uint32{uint32(max(1, gx)), uint32(max(1, gy)), uint32(max(1, gz))}, [3]uint32{32, 8, 1}, p)
-	case gridBlocks:
-		return g.launch(op.kernel, uint32(max(1, min(op.geometry.space(a.sizes), 1<<31-1))), 256, p)
-	case gridCustom:
-		k, grid, block := op.geometry.custom(a.sizes)
-		return g.launchGrid(k, grid, block, p)
-	case gridDevice:
-		l := op.geometry.device(a.sizes, g.facts)
-		return g.launchShared(l.kernel, l.grid, l.block, l.shared, p)
-	}
-	bs := [2]uint32{256, 1}
-	if op.geometry.block != nil {
-		bs = op.geometry.block(a.sizes)
-	}
-	grid := [3]uint32{g.gridFor(uint64(op.geometry.space(a.sizes)), bs[0]*bs[1]), 1, 1}
-	return g.launchGrid(op.kernel, grid, [3]uint32{bs[0], bs[1], 1}, p)
+	return g.packed(func(p *argPack) error {
+		for _, s := range a.bufs[:op.outs+op.ins] {
+			p.ptr(s)
+		}
+		for _, ix := range a.idx[:op.idx] {
+			p.ptr(ix.buf.mem)
+		}
+		for _, v := range a.sizes {
+			p.u64(uint64(v))
+		}
+		for _, v := range a.scalars {
+			p.f32(v)
+		}
+		switch op.geometry.kind {
+		case gridRows:
+			rows := op.geometry.space(a.sizes)
+			return g.launch(op.kernel, uint32(max(1, min(rows, int(g.maxBlocks)))), 256, p)
+		case gridTiles:
+			batch, rows, cols := a.sizes[0], a.sizes[1], a.sizes[2]
+			gx := min((cols+31)/32, 1<<31-1)
+			gy := min((rows+31)/32, 65535)
+			gz := min(batch, 65535)
+			return g.launchGrid(op.kernel, [3]uint32{uint32(max(1, gx)), uint32(max(1, gy)), uint32(max(1, gz))}, [3]uint32{32, 8, 1}, p)
+		case gridBlocks:
+			return g.launch(op.kernel, uint32(max(1, min(op.geometry.space(a.sizes), 1<<31-1))), 256, p)
+		case gridCustom:
+			k, grid, block := op.geometry.custom(a.sizes)
+			return g.launchGrid(k, grid, block, p)
+		case gridDevice:
+			l := op.geometry.device(a.sizes, g.facts)
+			return g.launchShared(l.kernel, l.grid, l.block, l.shared, p)
+		}
+		bs := [2]uint32{256, 1}
+		if op.geometry.block != nil {
+			bs = op.geometry.block(a.sizes)
+		}
+		grid := [3]uint32{g.gridFor(uint64(op.geometry.space(a.sizes)), bs[0]*bs[1]), 1, 1}
+		return g.launchGrid(op.kernel, grid, [3]uint32{bs[0], bs[1], 1}, p)
+	})
 }
