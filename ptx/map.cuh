@@ -26,126 +26,98 @@
 // TL_MAP_AT is the k-th float4 index of the thread's step, clamped to the last one (n4 >= 1).
 #define TL_MAP_AT(base, k, n4) min((base) + (u64)(k) * blockDim.x, (n4) - 1)
 
-template <typename F>
-__device__ __forceinline__ void map1(float* out, const float* x, u64 n, F f) {
-  u64 n4 = n / 4;
-  const float4* x4 = (const float4*)x;
-  float4* o4 = (float4*)out;
-  TL_MAP_FOR(base, n4) {
-    float4 v[TL_MAP_U];
-#pragma unroll
-    for (int k = 0; k < TL_MAP_U; k++) v[k] = x4[TL_MAP_AT(base, k, n4)];
-#pragma unroll 1
-    for (int k = 0; k < TL_MAP_U; k++) {
-      u64 i = base + (u64)k * blockDim.x;
-      if (i < n4) o4[i] = make_float4(f(v[0].x), f(v[0].y), f(v[0].z), f(v[0].w));
-      TL_MAP_SHIFT(v);
-    }
+// TL_MAP_LANE applies f to lane c of the current float4 of every input (v[j][0].c) and stores
+// its results in lane c of r.
+#define TL_MAP_LANE(c)                                                             \
+  {                                                                                \
+    float x[NI], y[NO];                                                            \
+    _Pragma("unroll") for (int j = 0; j < NI; j++) x[j] = v[j][0].c;               \
+    f(x, y);                                                                       \
+    _Pragma("unroll") for (int o = 0; o < NO; o++) r[o].c = y[o];                 \
   }
-  TL_FOR(j, n - 4 * n4) { u64 i = 4 * n4 + j; out[i] = f(x[i]); }
-}
 
-template <typename F>
-__device__ __forceinline__ void map2(float* out, const float* a, const float* b, u64 n, F f) {
+// map_n is the map loop for NI inputs and NO outputs: f(x, y) computes one element, reading
+// x[0..NI) and writing y[0..NO).
+template <int NI, int NO, typename F>
+__device__ __forceinline__ void map_n(float* const (&out)[NO], const float* const (&in)[NI],
+                                      u64 n, F f) {
   u64 n4 = n / 4;
-  const float4* a4 = (const float4*)a;
-  const float4* b4 = (const float4*)b;
-  float4* o4 = (float4*)out;
   TL_MAP_FOR(base, n4) {
-    float4 u[TL_MAP_U], v[TL_MAP_U];
+    float4 v[NI][TL_MAP_U];
 #pragma unroll
     for (int k = 0; k < TL_MAP_U; k++) {
       u64 i = TL_MAP_AT(base, k, n4);
-      u[k] = a4[i];
-      v[k] = b4[i];
-    }
-#pragma unroll 1
-    for (int k = 0; k < TL_MAP_U; k++) {
-      u64 i = base + (u64)k * blockDim.x;
-      if (i < n4)
-        o4[i] = make_float4(f(u[0].x, v[0].x), f(u[0].y, v[0].y), f(u[0].z, v[0].z),
-                            f(u[0].w, v[0].w));
-      TL_MAP_SHIFT(u);
-      TL_MAP_SHIFT(v);
-    }
-  }
-  TL_FOR(j, n - 4 * n4) { u64 i = 4 * n4 + j; out[i] = f(a[i], b[i]); }
-}
-
-// map3to2 computes two outputs from three inputs (the binary backward kernels).
-template <typename F>
-__device__ __forceinline__ void map3to2(float* da, float* db, const float* a, const float* b,
-                                        const float* g, u64 n, F f) {
-  u64 n4 = n / 4;
-  const float4* a4 = (const float4*)a;
-  const float4* b4 = (const float4*)b;
-  const float4* g4 = (const float4*)g;
-  float4* da4 = (float4*)da;
-  float4* db4 = (float4*)db;
-  TL_MAP_FOR(base, n4) {
-    float4 u[TL_MAP_U], v[TL_MAP_U], w[TL_MAP_U];
 #pragma unroll
-    for (int k = 0; k < TL_MAP_U; k++) {
-      u64 i = TL_MAP_AT(base, k, n4);
-      u[k] = a4[i];
-      v[k] = b4[i];
-      w[k] = g4[i];
+      for (int j = 0; j < NI; j++) v[j][k] = ((const float4*)in[j])[i];
     }
 #pragma unroll 1
     for (int k = 0; k < TL_MAP_U; k++) {
       u64 i = base + (u64)k * blockDim.x;
       if (i < n4) {
-        float4 ra, rb;
-        f(u[0].x, v[0].x, w[0].x, &ra.x, &rb.x);
-        f(u[0].y, v[0].y, w[0].y, &ra.y, &rb.y);
-        f(u[0].z, v[0].z, w[0].z, &ra.z, &rb.z);
-        f(u[0].w, v[0].w, w[0].w, &ra.w, &rb.w);
-        da4[i] = ra;
-        db4[i] = rb;
+        float4 r[NO];
+        TL_MAP_LANE(x) TL_MAP_LANE(y) TL_MAP_LANE(z) TL_MAP_LANE(w)
+#pragma unroll
+        for (int o = 0; o < NO; o++) ((float4*)out[o])[i] = r[o];
       }
-      TL_MAP_SHIFT(u);
-      TL_MAP_SHIFT(v);
-      TL_MAP_SHIFT(w);
+#pragma unroll
+      for (int j = 0; j < NI; j++) TL_MAP_SHIFT(v[j]);
     }
   }
-  TL_FOR(j, n - 4 * n4) {
-    u64 i = 4 * n4 + j;
-    f(a[i], b[i], g[i], &da[i], &db[i]);
+  TL_FOR(e, n - 4 * n4) {
+    u64 i = 4 * n4 + e;
+    float x[NI], y[NO];
+#pragma unroll
+    for (int j = 0; j < NI; j++) x[j] = in[j][i];
+    f(x, y);
+#pragma unroll
+    for (int o = 0; o < NO; o++) out[o][i] = y[o];
   }
 }
 
+// The kernel-defining macros: one output from one input (UNARY, with 0-2 float scalars), from
+// two inputs (BINARY), and two outputs from three inputs (GRAD2, the binary backward kernels,
+// whose body writes *ra and *rb).
+#define TL_MAP1(out, x, n, capture, expr)                                          \
+  map_n<1, 1>({out}, {x}, n, capture(const float* in, float* y) { float x = in[0]; y[0] = expr; })
+#define TL_MAP2(out, a, b, n, capture, expr)                                       \
+  map_n<2, 1>({out}, {a, b}, n, capture(const float* in, float* y) {               \
+    float a = in[0], b = in[1];                                                    \
+    y[0] = expr;                                                                   \
+  })
 #define UNARY(name, expr)                                                          \
   extern "C" __global__ void name(float* out, const float* x, u64 n) {             \
-    map1(out, x, n, [](float x) -> float { return expr; });             \
+    TL_MAP1(out, x, n, [], expr);                                                  \
   }
 #define UNARY1(name, s0, expr)                                                     \
   extern "C" __global__ void name(float* out, const float* x, u64 n, float s0) {   \
-    map1(out, x, n, [=](float x) -> float { return expr; });            \
+    TL_MAP1(out, x, n, [=], expr);                                                 \
   }
 #define UNARY2(name, s0, s1, expr)                                                 \
   extern "C" __global__ void name(float* out, const float* x, u64 n, float s0,     \
                                   float s1) {                                      \
-    map1(out, x, n, [=](float x) -> float { return expr; });            \
+    TL_MAP1(out, x, n, [=], expr);                                                 \
   }
 #define BINARY(name, expr)                                                         \
   extern "C" __global__ void name(float* out, const float* a, const float* b,      \
                                   u64 n) {                                         \
-    map2(out, a, b, n, [](float a, float b) -> float { return expr; }); \
+    TL_MAP2(out, a, b, n, [], expr);                                               \
   }
 #define BINARY1(name, s0, expr)                                                    \
   extern "C" __global__ void name(float* out, const float* a, const float* b,      \
                                   u64 n, float s0) {                               \
-    map2(out, a, b, n, [=](float a, float b) -> float { return expr; });\
+    TL_MAP2(out, a, b, n, [=], expr);                                              \
   }
 #define BINARY2(name, s0, s1, expr)                                                \
   extern "C" __global__ void name(float* out, const float* a, const float* b,      \
                                   u64 n, float s0, float s1) {                     \
-    map2(out, a, b, n,                                                             \
-         [=](float a, float b) -> float { return expr; });              \
+    TL_MAP2(out, a, b, n, [=], expr);                                              \
   }
 #define GRAD2(name, body)                                                          \
   extern "C" __global__ void name(float* da, float* db, const float* a,            \
                                   const float* b, const float* g, u64 n) {         \
-    map3to2(da, db, a, b, g, n,                                                    \
-            [](float a, float b, float g, float* ra, float* rb) body);   \
+    map_n<3, 2>({da, db}, {a, b, g}, n, [](const float* in, float* y) {            \
+      float a = in[0], b = in[1], g = in[2];                                       \
+      float *ra = &y[0], *rb = &y[1];                                              \
+      body                                                                         \
+    });                                                                            \
   }

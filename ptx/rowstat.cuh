@@ -120,6 +120,14 @@ __device__ __forceinline__ LongRow long_row_layout(u64 cols) {
   return lr;
 }
 
+// long_row_load fills the thread's elements of a row: v[k] = src[256 k] for k < lr.nk, 0 for the
+// others (src = the row + lr.first, in global or shared memory).
+__device__ __forceinline__ void long_row_load(float (&v)[SM_LONG], const LongRow& lr,
+                                              const float* src) {
+#pragma unroll
+  for (int k = 0; k < SM_LONG; k++) v[k] = k < lr.nk ? src[k * SM_THREADS] : 0.0f;
+}
+
 // long_row_finish computes the row statistics from the thread's elements v[k] (k < nk; the others
 // 0) and writes its outputs outr[256 k] (outr = the output row + lr.first). KIND 0: softmax
 // exp(x - m) / s; KIND 1: log-softmax (x - m) - log(s). mq and chain are block-shared; the

@@ -218,10 +218,8 @@ __device__ __forceinline__ void softmax_long_rows(float* out, const float* x, u6
   __shared__ float chain[SM_LONG_GROUPS][SM_THREADS];
   const LongRow lr = long_row_layout(cols);
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* xr = x + r * cols + lr.first;
     float v[SM_LONG];
-#pragma unroll
-    for (int k = 0; k < SM_LONG; k++) v[k] = k < lr.nk ? xr[k * SM_THREADS] : 0.0f;
+    long_row_load(v, lr, x + r * cols + lr.first);
     long_row_finish<KIND>(v, lr, mq, chain, out + r * cols + lr.first);
   }
 }

@@ -36,15 +36,13 @@ __device__ __forceinline__ void softmax_long_async(float* out, const float* x, u
   __shared__ float chain[SM_LONG_GROUPS][SM_THREADS];
   const LongRow lr = long_row_layout(cols);
   const bool vec = ((u64)x & 15u) == 0 && cols % 4 == 0;
-  const float* st = stage + lr.first;
   u64 r = blockIdx.x;
   if (r < rows) long_row_copy(stage, x + r * cols, cols, vec);
   for (; r < rows; r += gridDim.x) {
     float v[SM_LONG];
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     __syncthreads();  // row r is in stage
-#pragma unroll
-    for (int k = 0; k < SM_LONG; k++) v[k] = k < lr.nk ? st[k * SM_THREADS] : 0.0f;
+    long_row_load(v, lr, stage + lr.first);
     __syncthreads();  // every thread has its part: stage is free for the next row
     if (r + gridDim.x < rows) long_row_copy(stage, x + (r + gridDim.x) * cols, cols, vec);
     long_row_finish<KIND>(v, lr, mq, chain, out + r * cols + lr.first);
