@@ -10,13 +10,19 @@ import (
 // Buffer is a length-n float32 array on one device. Kernels borrow their input buffers and
 // return fresh ones. Release gives the memory back at once; a buffer that becomes unreachable
 // without Release is released by the garbage collector. Using a released buffer is an error,
-// never a read of freed memory.
+// never a read of freed memory, also when Release races with an op on another goroutine: the op
+// either fails with ErrReleased or runs to completion on the memory, which goes back to the
+// device when the op is done with it.
 type Buffer struct {
-	dev      *Device
-	n        int
-	mem      storage
-	released atomic.Bool
+	dev   *Device
+	n     int
+	mem   storage
+	state atomic.Int64 // releasedBit | 2 x the ops using the buffer now (see use)
+	freed func()       // if set, run after the memory went back (Indices return their host copy)
 }
+
+// releasedBit is the bit of Buffer.state that Release sets.
+const releasedBit = 1
 
 // ErrReleased is returned (wrapped) when a released buffer is used.
 var ErrReleased = errors.New("ops: use of released buffer")
@@ -31,6 +37,9 @@ const maxBufferLen = 1 << 46
 
 // newBuffer allocates an uninitialized length-n buffer on d.
 func newBuffer(d *Device, n int) (*Buffer, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	if n < 0 {
 		return nil, fmt.Errorf("ops: negative length %d", n)
 	}
@@ -54,11 +63,16 @@ func newBuffer(d *Device, n int) (*Buffer, error) {
 }
 
 // Device returns the device the buffer lives on.
-func (b *Buffer) Device() *Device { return b.dev }
+func (b *Buffer) Device() *Device {
+	if b == nil {
+		return nil
+	}
+	return b.dev
+}
 
 // Len returns the number of float32 elements; 0 once released.
 func (b *Buffer) Len() int {
-	if b == nil || b.released.Load() {
+	if b == nil || b.state.Load()&releasedBit != 0 {
 		return 0
 	}
 	return b.n
@@ -66,18 +80,86 @@ func (b *Buffer) Len() int {
 
 // Release returns the buffer's memory to its device. It reports whether this call released a
 // live allocation: true the first time, false afterwards (and for empty buffers).
+// While ops on other goroutines use the buffer, the memory goes back when the last of them is done.
 func (b *Buffer) Release() bool {
-	if b == nil || b.released.Swap(true) {
+	if b == nil {
 		return false
 	}
-	if b.n == 0 {
-		return false
+	for {
+		s := b.state.Load()
+		if s&releasedBit != 0 {
+			return false
+		}
+		if b.state.CompareAndSwap(s, s|releasedBit) {
+			if b.n == 0 {
+				return false
+			}
+			runtime.SetFinalizer(b, nil)
+			if s == 0 {
+				b.free()
+			}
+			return true
+		}
 	}
-	runtime.SetFinalizer(b, nil)
+}
+
+// free returns the memory of a released buffer that no op uses.
+func (b *Buffer) free() {
 	b.dev.be.free(b.mem, b.n)
 	b.dev.stats.released(4 * int64(b.n))
 	b.mem = storage{}
-	return true
+	if b.freed != nil {
+		b.freed()
+	}
+}
+
+// use marks b as used by an op that is about to read or write its memory (b.mem may be read
+// only between use and done): until the matching done, Release defers the memory's return. An
+// error for a nil or released buffer.
+func (b *Buffer) use() error {
+	if b == nil {
+		return errors.New("ops: nil buffer")
+	}
+	for {
+		s := b.state.Load()
+		if s&releasedBit != 0 {
+			return ErrReleased
+		}
+		if b.state.CompareAndSwap(s, s+2) {
+			return nil
+		}
+	}
+}
+
+// done ends one use; the last use of a buffer released meanwhile returns its memory.
+func (b *Buffer) done() {
+	if b.state.Add(-2) == releasedBit {
+		b.free()
+	}
+}
+
+// useAll calls use on every buffer of op and checks that they are on one device; on error none
+// stays in use. doneAll ends the uses.
+func useAll(op string, bufs ...*Buffer) error {
+	for k, x := range bufs {
+		err := x.use()
+		if err != nil {
+			err = fmt.Errorf("%w (%s)", err, op)
+		} else if err = onDevice(op, x, bufs[0].dev); err != nil {
+			x.done()
+		}
+		if err != nil {
+			doneAll(bufs[:k]...)
+			return err
+		}
+	}
+	return nil
+}
+
+func doneAll(bufs ...*Buffer) {
+	for _, x := range bufs {
+		x.done()
+	}
 }
 
 // ReleaseThen releases every workspace buffer and returns keep: cleanup threaded through a
@@ -91,16 +173,16 @@ func ReleaseThen(keep *Buffer, workspace ...*Buffer) *Buffer {
 	return keep
 }
 
-// live checks that b can be used.
 // Err returns the error an op would give for using b: nil while b is live, ErrReleased after
 // Release (also for a nil buffer, an error).
 func (b *Buffer) Err() error { return b.live() }
 
+// live checks that b can be used (ops that touch b's memory also call use).
 func (b *Buffer) live() error {
 	if b == nil {
 		return errors.New("ops: nil buffer")
 	}
-	if b.released.Load() {
+	if b.state.Load()&releasedBit != 0 {
 		return ErrReleased
 	}
 	return nil
@@ -130,9 +212,10 @@ func FromFloat64(d *Device, data []float64) (*Buffer, error) {
 
 // Float32s downloads the buffer.
 func (b *Buffer) Float32s() ([]float32, error) {
-	if err := b.live(); err != nil {
+	if err := b.use(); err != nil {
 		return nil, err
 	}
+	defer b.done()
 	out := make([]float32, b.n)
 	if b.n == 0 {
 		return out, nil
@@ -174,9 +257,10 @@ func Full(d *Device, n int, v float64) (*Buffer, error) {
 
 // Copy returns a new buffer with the same contents (a device-to-device copy).
 func Copy(x *Buffer) (*Buffer, error) {
-	if err := x.live(); err != nil {
+	if err := x.use(); err != nil {
 		return nil, err
 	}
+	defer x.done()
 	out, err := newBuffer(x.dev, x.n)
 	if err != nil || x.n == 0 {
 		return out, err
@@ -191,6 +275,9 @@ func Copy(x *Buffer) (*Buffer, error) {
 // To copies the buffer to another device (through host memory).
 func (b *Buffer) To(d *Device) (*Buffer, error) {
 	if err := b.live(); err != nil {
+		return nil, err
+	}
+	if err := d.check(); err != nil {
 		return nil, err
 	}
 	if d == b.dev {

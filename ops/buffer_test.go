@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -196,5 +197,129 @@ func TestUnreachableBufferFreed(t *testing.T) {
 			runtime.GC()
 			time.Sleep(time.Millisecond)
 		}
+	}
+}
+
+// TestReleaseWhileInUse releases buffers while other goroutines run ops on them: every op either
+// fails with ErrReleased or returns the right values (its inputs stay valid until it is done),
+// and every byte comes back.
+func TestReleaseWhileInUse(t *testing.T) {
+	const n, trials = 4096, 200
+	host := make([]float32, n)
+	idx := make([]int, n)
+	for i := range host {
+		host[i] = float32(i%7) - 3
+		idx[i] = (i * 31) % n
+	}
+	for _, d := range devices(t) {
+		t.Run(d.Kind().String(), func(t *testing.T) {
+			base := d.Stats().LiveBytes
+			for trial := range trials {
+				x := mustBuf(t, d, host)
+				ix, err := NewIndices(d, idx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start, results := make(chan struct{}), make(chan error, 4)
+				check := func(y *Buffer, err error, want func(i int) float32) error {
+					if err != nil {
+						if errors.Is(err, ErrReleased) {
+							return nil
+						}
+						return err
+					}
+					got, err := y.Float32s()
+					y.Release()
+					if err != nil {
+						return err
+					}
+					for i, v := range got {
+						if v != want(i) {
+							return fmt.Errorf("element %d: %v, want %v", i, v, want(i))
+						}
+					}
+					return nil
+				}
+				go func() {
+					<-start
+					y, err := Scale(x, 2)
+					results <- check(y, err, func(i int) float32 { return 2 * host[i] })
+				}()
+				go func() {
+					<-start
+					y, err := Sum(x)
+					results <- check(y, err, func(int) float32 { return cpuSum(host) })
+				}()
+				go func() {
+					<-start
+					y, err := GatherRowsIdx(x, n, 1, ix)
+					results <- check(y, err, func(i int) float32 { return host[idx[i]] })
+				}()
+				go func() {
+					<-start
+					if trial%2 == 0 {
+						runtime.Gosched()
+					}
+					x.Release()
+					ix.Release()
+					results <- nil
+				}()
+				close(start)
+				for range 4 {
+					if err := <-results; err != nil {
+						t.Fatalf("trial %d: %v", trial, err)
+					}
+				}
+			}
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if live := d.Stats().LiveBytes; live != base {
+				t.Fatalf("live bytes %d, want %d", live, base)
+			}
+		})
+	}
+}
+
+// cpuSum is the sum of Sum over v (on the CPU).
+func cpuSum(v []float32) float32 {
+	x, _ := FromFloat32(CPU(), v)
+	defer x.Release()
+	s, _ := Sum(x)
+	f, _ := s.Float32s()
+	s.Release()
+	return f[0]
+}
+
+// TestNilAndZeroDevice checks that a nil or zero Device gives errors, not panics.
+func TestNilAndZeroDevice(t *testing.T) {
+	for _, d := range []*Device{nil, {}} {
+		if _, err := Zeros(d, 3); err == nil {
+			t.Errorf("Zeros(%v): no error", d)
+		}
+		if _, err := FromFloat32(d, []float32{1}); err == nil {
+			t.Errorf("FromFloat32(%v): no error", d)
+		}
+		if _, err := RandUniform(d, 3, 1); err == nil {
+			t.Errorf("RandUniform(%v): no error", d)
+		}
+		if err := d.Sync(); err == nil {
+			t.Errorf("Sync(%v): no error", d)
+		}
+		if err := d.Collect(true); err == nil {
+			t.Errorf("Collect(%v): no error", d)
+		}
+		if s := d.Stats(); s != (Stats{}) {
+			t.Errorf("Stats(%v) = %v", d, s)
+		}
+		x := mustBuf(t, CPU(), []float32{1})
+		if _, err := x.To(d); err == nil {
+			t.Errorf("To(%v): no error", d)
+		}
+		x.Release()
+	}
+	var b *Buffer
+	if b.Device() != nil || b.Len() != 0 || b.Err() == nil || b.Release() {
+		t.Error("nil buffer methods")
 	}
 }

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -77,6 +76,10 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	if n == 0 {
 		return outs, nil
 	}
+	if err := useAll(op.name, ins...); err != nil {
+		ReleaseThen(nil, outs[:op.outs]...)
+		return [2]*Buffer{}, err
+	}
 	var om, im [3]storage
 	var sc [2]float32
 	for k := range op.outs {
@@ -89,9 +92,7 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 		sc[k] = float32(v)
 	}
 	err = d.be.mapKernel(op, om, im, n, sc)
-	for _, b := range ins {
-		runtime.KeepAlive(b) // the memory must not be recycled before the kernel is queued
-	}
+	doneAll(ins...) // the kernel is queued (CUDA) or done (CPU): the memory may be recycled
 	if err != nil {
 		ReleaseThen(nil, outs[:op.outs]...)
 		return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)

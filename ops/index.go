@@ -69,7 +69,10 @@ func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
 	if bad.Load() {
 		putScratchU32(host)
 		for j, i := range idx {
-			if i < 0 || uint64(i) > math.MaxUint32 {
+			if i < 0 {
+				return nil, fmt.Errorf("ops: %s: negative index %d at position %d", op, i, j)
+			}
+			if uint64(i) > math.MaxUint32 {
 				return nil, fmt.Errorf("ops: %s: index %d at position %d does not fit in uint32", op, i, j)
 			}
 		}
@@ -92,6 +95,7 @@ func newIndices(d *Device, host []uint32) (*Indices, error) {
 			return nil, err
 		}
 	}
+	buf.freed = func() { putScratchU32(host) } // after the last op that reads host
 	return &Indices{dev: d, n: len(host), host: host, buf: buf}, nil
 }
 
@@ -138,9 +142,7 @@ func (ix *Indices) Release() bool {
 		return false
 	}
 	ix.released = true
-	ix.buf.Release()
-	putScratchU32(ix.host)
-	ix.host = nil
+	ix.buf.Release() // host goes back with the memory (newIndices)
 	for _, s := range ix.sorted {
 		s[0].Release()
 		s[1].Release()
@@ -166,6 +168,9 @@ func (ix *Indices) live() error {
 func (ix *Indices) sortedFor(rows int) (order, start *Indices, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.released {
+		return nil, nil, fmt.Errorf("ops: indices: %w", ErrReleased)
+	}
 	if s, ok := ix.sorted[rows]; ok {
 		return s[0], s[1], nil
 	}

@@ -49,12 +49,16 @@ func TestIndexSemantics(t *testing.T) {
 			z.Release()
 		}
 		// Bad indices and sizes are errors.
-		for _, idx := range [][]int{{-1}, {math.MaxUint32 + 1}} {
-			if _, err := GatherVec(vec, 3, idx); err == nil || !strings.Contains(err.Error(), "uint32") {
+		for _, c := range []struct {
+			idx  []int
+			want string
+		}{{[]int{-1}, "negative index -1 at position 0"}, {[]int{math.MaxUint32 + 1}, "does not fit in uint32"}} {
+			idx := c.idx
+			if _, err := GatherVec(vec, 3, idx); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("gather with index %v: %v", idx, err)
 			}
 			one := mustBuf(t, d, []float32{1})
-			if _, err := ScatterAdd(vec, one, 3, idx); err == nil || !strings.Contains(err.Error(), "uint32") {
+			if _, err := ScatterAdd(vec, one, 3, idx); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("scatter with index %v: %v", idx, err)
 			}
 			one.Release()

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/torchlean-go/torchlean/ptx"
 )
@@ -154,27 +153,27 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 		return fmt.Errorf("ops: %s: %d outputs, %d inputs, %d index arrays; want %d, %d, %d",
 			op.name, len(outs), len(ins), len(idx), op.outs, op.ins, op.idx)
 	}
-	if err := sameDevice(op.name, append(append([]*Buffer(nil), outs...), ins...)); err != nil {
-		return err
-	}
-	var a launchArgs
-	for k, b := range append(append([]*Buffer(nil), outs...), ins...) {
-		a.bufs[k] = b.mem
-	}
-	for k, ix := range idx {
-		if err := ix.live(); err != nil {
-			return fmt.Errorf("%w (%s)", err, op.name)
+	bufs := append(append([]*Buffer(nil), outs...), ins...)
+	for _, ix := range idx {
+		if ix == nil {
+			return fmt.Errorf("ops: %s: nil indices", op.name)
 		}
 		if ix.dev != outs[0].dev {
 			return fmt.Errorf("ops: %s: indices on %s, operands on %s", op.name, ix.dev, outs[0].dev)
 		}
-		a.idx[k] = ix
+		bufs = append(bufs, ix.buf)
 	}
+	if err := useAll(op.name, bufs...); err != nil {
+		return err
+	}
+	defer doneAll(bufs...)
+	var a launchArgs
+	for k, b := range bufs[:len(outs)+len(ins)] {
+		a.bufs[k] = b.mem
+	}
+	copy(a.idx[:], idx)
 	a.sizes, a.scalars = sizes, scalars
 	err := outs[0].dev.be.kernel(op, &a)
-	runtime.KeepAlive(outs)
-	runtime.KeepAlive(ins)
-	runtime.KeepAlive(idx)
 	if err != nil {
 		return fmt.Errorf("ops: %s: %w", op.name, err)
 	}
@@ -187,9 +186,17 @@ func sameDevice(op string, bufs []*Buffer) error {
 		if err := x.live(); err != nil {
 			return fmt.Errorf("%w (%s)", err, op)
 		}
-		if x.dev != bufs[0].dev {
-			return fmt.Errorf("ops: %s: operands on different devices (%s, %s)", op, bufs[0].dev, x.dev)
+		if err := onDevice(op, x, bufs[0].dev); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// onDevice checks that operand x of op is on d.
+func onDevice(op string, x *Buffer, d *Device) error {
+	if x.dev != d {
+		return fmt.Errorf("ops: %s: operands on different devices (%s, %s)", op, d, x.dev)
 	}
 	return nil
 }

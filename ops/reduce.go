@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/torchlean-go/torchlean/cpu"
 )
@@ -17,9 +16,10 @@ func Sum(x *Buffer) (*Buffer, error) { return reduceAll("sum", x, false) }
 func Mean(x *Buffer) (*Buffer, error) { return reduceAll("mean", x, true) }
 
 func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
-	if err := x.live(); err != nil {
+	if err := x.use(); err != nil {
 		return nil, err
 	}
+	defer x.done()
 	d, n := x.dev, x.n
 	if n == 0 {
 		v := 0.0
@@ -52,7 +52,6 @@ func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
 			return nil, fmt.Errorf("ops: %s: %w", name, err)
 		}
 		if parts == 1 {
-			runtime.KeepAlive(x)
 			return out, nil
 		}
 		cur, n = out, parts
