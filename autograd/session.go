@@ -252,10 +252,6 @@ func (s *Session) Bernoulli(keep float64, shape ...int) Var {
 	if !ok {
 		return Var{}
 	}
-	if !(keep >= 0 && keep <= 1) {
-		s.failf("bernoulli", "keep probability %v is outside [0, 1]", keep)
-		return Var{}
-	}
 	b, err := ops.BernoulliMask(s.Device(), n, keep, s.NextKey())
 	return s.leaf("bernoulli", b, err, shape, false)
 }

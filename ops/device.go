@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,7 +203,9 @@ var (
 
 // Default returns the default device: the first CUDA device when libcuda loads, cuInit succeeds
 // and a device exists; otherwise the CPU. TORCHLEAN_DEVICE=cpu forces the CPU;
-// TORCHLEAN_DEVICE=cuda:N picks device N. DefaultSelection tells why.
+// TORCHLEAN_DEVICE=cuda or cuda:N asks for CUDA device 0 or N, and Default still falls back to
+// the CPU when that device cannot be used (Open fails instead). DefaultSelection tells why the
+// CPU was chosen, including a TORCHLEAN_DEVICE value it does not understand.
 func Default() *Device { return DefaultSelection().Device }
 
 // DefaultSelection returns the default device with the reason for the choice.
@@ -213,40 +216,57 @@ func DefaultSelection() Selection {
 
 // selectDevice implements Default for a TORCHLEAN_DEVICE value and a CUDA opener.
 func selectDevice(env string, open func(ordinal int) (*Device, error)) Selection {
-	env = strings.TrimSpace(strings.ToLower(env))
-	if env == "cpu" {
+	ordinal, err := parseDevice(env)
+	switch {
+	case err != nil:
+		return Selection{Device: cpuDevice, Reason: "bad TORCHLEAN_DEVICE " + strconv.Quote(env), Err: err}
+	case ordinal == cpuOrdinal:
 		return Selection{Device: cpuDevice, Reason: "TORCHLEAN_DEVICE=cpu"}
 	}
-	ordinal := 0
-	if rest, ok := strings.CutPrefix(env, "cuda:"); ok {
-		if _, err := fmt.Sscanf(rest, "%d", &ordinal); err != nil {
-			return Selection{Device: cpuDevice, Reason: "bad TORCHLEAN_DEVICE " + env, Err: err}
-		}
-	}
-	d, err := open(ordinal)
+	d, err := open(max(ordinal, 0))
 	if err != nil {
 		return Selection{Device: cpuDevice, Reason: cudaReason(err), Err: err}
 	}
 	return Selection{Device: d}
 }
 
-// Open returns a device by name: "cpu", "cuda" (device 0) or "cuda:N". Unlike Default it fails
-// when the CUDA device cannot be used.
-func Open(name string) (*Device, error) {
+// Ordinals of parseDevice that are not CUDA device numbers.
+const (
+	cpuOrdinal  = -1
+	autoOrdinal = -2
+)
+
+// parseDevice reads a device name (case and surrounding space ignored): "cpu" -> cpuOrdinal,
+// "cuda" -> 0, "cuda:N" -> N (decimal digits only), "" or "auto" -> autoOrdinal.
+func parseDevice(name string) (int, error) {
 	name = strings.TrimSpace(strings.ToLower(name))
-	switch {
-	case name == "cpu":
-		return cpuDevice, nil
-	case name == "cuda":
-		return openCUDA(0)
-	case strings.HasPrefix(name, "cuda:"):
-		var n int
-		if _, err := fmt.Sscanf(name[5:], "%d", &n); err != nil {
-			return nil, fmt.Errorf("ops: bad device name %q", name)
+	switch name {
+	case "cpu":
+		return cpuOrdinal, nil
+	case "cuda":
+		return 0, nil
+	case "", "auto":
+		return autoOrdinal, nil
+	}
+	if rest, ok := strings.CutPrefix(name, "cuda:"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		if n, err := strconv.Atoi(rest); err == nil {
+			return n, nil
 		}
-		return openCUDA(n)
-	case name == "" || name == "auto":
+	}
+	return 0, fmt.Errorf("ops: unknown device %q (want cpu, cuda, cuda:N or auto)", name)
+}
+
+// Open returns a device by name: "cpu", "cuda" (device 0), "cuda:N", or "auto" / "" (Default).
+// Unlike Default it fails when the CUDA device asked for cannot be used.
+func Open(name string) (*Device, error) {
+	ordinal, err := parseDevice(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case ordinal == cpuOrdinal:
+		return cpuDevice, nil
+	case ordinal == autoOrdinal:
 		return Default(), nil
 	}
-	return nil, fmt.Errorf("ops: unknown device %q (want cpu, cuda, cuda:N or auto)", name)
+	return openCUDA(ordinal)
 }

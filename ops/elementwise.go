@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -146,8 +147,22 @@ func SafeLog(x *Buffer, eps float64) (*Buffer, error) { return safeLogOp.one([]*
 // Scale returns x * float32(c).
 func Scale(x *Buffer, c float64) (*Buffer, error) { return scaleOp.one([]*Buffer{x}, c) }
 
-// Clamp returns min(max(x, lo), hi) with NaN propagating (bounds rounded to float32).
-func Clamp(x *Buffer, lo, hi float64) (*Buffer, error) { return clampOp.one([]*Buffer{x}, lo, hi) }
+// Clamp returns min(max(x, lo), hi) with NaN propagating (bounds rounded to float32); every
+// element is hi when lo > hi, as in PyTorch. A NaN bound is an error.
+func Clamp(x *Buffer, lo, hi float64) (*Buffer, error) {
+	if err := clampBounds(clampOp.name, lo, hi); err != nil {
+		return nil, err
+	}
+	return clampOp.one([]*Buffer{x}, lo, hi)
+}
+
+// clampBounds rejects NaN bounds.
+func clampBounds(op string, lo, hi float64) error {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return fmt.Errorf("ops: %s: NaN bound (lo %v, hi %v)", op, lo, hi)
+	}
+	return nil
+}
 
 // Add returns a + b (equal lengths).
 func Add(a, b *Buffer) (*Buffer, error) { return addOp.one([]*Buffer{a, b}) }
@@ -205,8 +220,11 @@ func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
 	return safeLogBwdOp.one([]*Buffer{x, g}, eps)
 }
 
-// ClampBwd returns g strictly inside (lo, hi), else 0.
+// ClampBwd returns g strictly inside (lo, hi), else 0. A NaN bound is an error.
 func ClampBwd(x, g *Buffer, lo, hi float64) (*Buffer, error) {
+	if err := clampBounds(clampBwdOp.name, lo, hi); err != nil {
+		return nil, err
+	}
 	return clampBwdOp.one([]*Buffer{x, g}, lo, hi)
 }
 

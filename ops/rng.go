@@ -40,14 +40,25 @@ func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer
 
 // RandUniform returns n draws from U[0,1): element i is float32(low32(SplitMix64(key+i))) * 2^-32,
 // with the rare 1.0 sent to the largest float32 below 1.
+//
+// Element i of key k is element i+1 of key k-1, so calls meant to be independent must not use
+// neighbouring keys: derive each call's key with KeyOf(seed, counter), as Session does.
 func RandUniform(d *Device, n int, key uint64) (*Buffer, error) { return uniformOp.run(d, n, key) }
 
-// BernoulliMask returns n values in {0, 1}: 1 where float32(keep) > the uniform draw i.
+// BernoulliMask returns n values in {0, 1}: 1 where float32(keep) > the uniform draw i. keep
+// must be in [0, 1]. Keys as for RandUniform.
 func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) {
+	if !(keep >= 0 && keep <= 1) {
+		return nil, fmt.Errorf("ops: %s: keep probability %v is outside [0, 1]", bernoulliOp.name, keep)
+	}
 	return bernoulliOp.run(d, n, key, keep)
 }
 
-// RandNormal returns n draws from N(mean, std^2) by Box-Muller on the draws 2i and 2i+1.
+// RandNormal returns n draws from N(mean, std^2) by Box-Muller on the draws 2i and 2i+1. mean must
+// be finite and std finite and >= 0. Keys as for RandUniform.
 func RandNormal(d *Device, n int, mean, std float64, key uint64) (*Buffer, error) {
+	if !finite(mean) || !nonNegative(std) {
+		return nil, fmt.Errorf("ops: %s: mean %v, std %v (want finite, std >= 0)", normalOp.name, mean, std)
+	}
 	return normalOp.run(d, n, key, mean, std)
 }

@@ -62,3 +62,25 @@ func TestDefaultOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDevice checks the device names of Open and TORCHLEAN_DEVICE.
+func TestParseDevice(t *testing.T) {
+	for name, want := range map[string]int{"cpu": cpuOrdinal, " CPU ": cpuOrdinal, "cuda": 0, "cuda:0": 0,
+		"cuda:12": 12, "": autoOrdinal, "auto": autoOrdinal} {
+		if got, err := parseDevice(name); err != nil || got != want {
+			t.Errorf("parseDevice(%q) = %d, %v; want %d", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"bogus", "cuda:", "cuda:1abc", "cuda:-1", "cuda:+1", "cuda: 1", "gpu", "cuda:99999999999999999999"} {
+		if _, err := parseDevice(name); err == nil {
+			t.Errorf("parseDevice(%q): no error", name)
+		}
+		if _, err := Open(name); err == nil {
+			t.Errorf("Open(%q): no error", name)
+		}
+		never := func(int) (*Device, error) { t.Fatalf("%q opened CUDA", name); return nil, nil }
+		if s := selectDevice(name, never); s.Device != CPU() || s.Err == nil || s.Reason != fmt.Sprintf("bad TORCHLEAN_DEVICE %q", name) {
+			t.Errorf("TORCHLEAN_DEVICE=%q: %+v", name, s)
+		}
+	}
+}

@@ -175,3 +175,41 @@ func TestShapeOverflow(t *testing.T) {
 		one.Release()
 	}
 }
+
+// TestScalarArguments checks that scalar arguments outside their domain are errors, not silent
+// results.
+func TestScalarArguments(t *testing.T) {
+	d := CPU()
+	x := mustBuf(t, d, []float32{1, 2})
+	defer x.Release()
+	nan := math.NaN()
+	for name, f := range map[string]func() (*Buffer, error){
+		"bernoulli keep 1.5":  func() (*Buffer, error) { return BernoulliMask(d, 4, 1.5, 1) },
+		"bernoulli keep -0.1": func() (*Buffer, error) { return BernoulliMask(d, 4, -0.1, 1) },
+		"bernoulli keep NaN":  func() (*Buffer, error) { return BernoulliMask(d, 4, nan, 1) },
+		"normal std -1":       func() (*Buffer, error) { return RandNormal(d, 4, 0, -1, 1) },
+		"normal std NaN":      func() (*Buffer, error) { return RandNormal(d, 4, 0, nan, 1) },
+		"normal mean Inf":     func() (*Buffer, error) { return RandNormal(d, 4, math.Inf(1), 1, 1) },
+		"clamp lo NaN":        func() (*Buffer, error) { return Clamp(x, nan, 1) },
+		"clamp hi NaN":        func() (*Buffer, error) { return Clamp(x, 0, nan) },
+		"clamp_bwd lo NaN":    func() (*Buffer, error) { return ClampBwd(x, x, nan, 1) },
+		"layer norm eps -1": func() (*Buffer, error) {
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, -1)
+			return out, err
+		},
+	} {
+		if b, err := f(); err == nil {
+			b.Release()
+			t.Errorf("%s: no error", name)
+		}
+	}
+	for _, keep := range []float64{0, 1} {
+		b, err := BernoulliMask(d, 4, keep, 1)
+		got := download(t, b, err)
+		for _, v := range got {
+			if v != float32(keep) {
+				t.Errorf("keep %v: %v", keep, got)
+			}
+		}
+	}
+}
