@@ -40,10 +40,11 @@ func spread(g *ops.Buffer, c float64, n int) (*ops.Buffer, error) {
 	return then(g, func(g *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(g, c) }, fill)
 }
 
-// ReduceSum returns the sums of x along axis (the result has x's shape without that axis).
+// ReduceSum returns the sums of x along axis (the result has x's shape without that axis); a
+// negative axis counts from the end, as in PyTorch (-1 is the last).
 func (t *Tape) ReduceSum(x Var, axis int) Var { return t.reduceAxis("reduce_sum", x, axis, false) }
 
-// ReduceMean returns the means of x along axis (NaN for an empty axis).
+// ReduceMean returns the means of x along axis (NaN for an empty axis); axis as for ReduceSum.
 func (t *Tape) ReduceMean(x Var, axis int) Var { return t.reduceAxis("reduce_mean", x, axis, true) }
 
 func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
@@ -51,7 +52,8 @@ func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
 	if !ok {
 		return Var{}
 	}
-	if axis < 0 || axis >= len(vx.shape) {
+	axis, ok = axisOf(axis, len(vx.shape))
+	if !ok {
 		return t.failf(op, "axis %d of shape %v", axis, vx.shape)
 	}
 	f, c := ops.ReduceSumAxis, 1.0
@@ -110,4 +112,13 @@ func (t *Tape) rowwise(op string, x Var, fwd func(x *ops.Buffer, r, c int) (*ops
 	return t.record(op, vx.shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return grads(need, func() (*ops.Buffer, error) { return bwd(y, g, r, c) })
 	})
+}
+
+// axisOf returns axis as an index into a shape of rank dimensions, counting a negative axis from
+// the end (-1 is the last); ok is false when it is out of range.
+func axisOf(axis, rank int) (int, bool) {
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, axis >= 0 && axis < rank
 }

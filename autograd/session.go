@@ -87,14 +87,10 @@ var errClosed = errors.New("autograd: the session is closed")
 
 // NewSession returns an empty session with the given options.
 func NewSession(o Options) *Session {
-	dev := o.Device
-	if dev == nil {
-		dev = ops.Default()
-	}
 	if o.Deterministic {
 		ops.SetDeterministic(true)
 	}
-	return &Session{Tape: NewTape(dev), seed: o.Seed, names: map[string]bool{}}
+	return &Session{Tape: NewTape(o.Device), seed: o.Seed, names: map[string]bool{}}
 }
 
 // Err returns the session's first error (of a session method, an op recorded on the tape, a

@@ -7,19 +7,28 @@ import (
 	"github.com/torchlean-go/torchlean/ops"
 )
 
-// Reshape returns x with another shape of the same number of elements. The result is a view:
-// it shares x's buffer (no copy).
+// Reshape returns x with another shape of the same number of elements; one dimension may be -1,
+// inferred from the others as in PyTorch. The result is a view: it shares x's buffer (no copy).
 func (t *Tape) Reshape(x Var, shape ...int) Var {
 	const op = "reshape"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
 	}
+	shape = slices.Clone(shape)
+	if k := slices.Index(shape, -1); k >= 0 && !slices.Contains(shape[k+1:], -1) {
+		shape[k] = 1
+		if rest, err := numel(shape); err == nil && rest > 0 && vx.len()%rest == 0 {
+			shape[k] = vx.len() / rest
+		} else {
+			shape[k] = -1 // no size fits: reported below
+		}
+	}
 	n, err := numel(shape)
 	if err != nil || n != vx.len() {
 		return t.failf(op, "cannot view shape %v as %v", vx.shape, shape)
 	}
-	return t.view(op, x, vx, slices.Clone(shape))
+	return t.view(op, x, vx, shape)
 }
 
 // Flatten returns x as a vector (a view, like Reshape).
@@ -78,23 +87,27 @@ func (t *Tape) SwapAdjacent(x Var, depth int) Var {
 }
 
 // Permute returns x with its axes reordered: axis j of the result is axis perm[j] of x (so
-// Permute(x, 1, 2, 0) maps (a, b, c) to (b, c, a)). It records one SwapAdjacent node per
-// adjacent transposition (none for the identity, which returns x).
+// Permute(x, 1, 2, 0) maps (a, b, c) to (b, c, a); a negative axis counts from the end). It
+// records one SwapAdjacent node per adjacent transposition (none for the identity, which returns
+// x).
 func (t *Tape) Permute(x Var, perm ...int) Var {
 	const op = "permute"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
 	}
+	given := perm
+	perm = slices.Clone(perm)
 	seen := make([]bool, len(perm))
-	for _, p := range perm {
-		if p < 0 || p >= len(perm) || seen[p] {
-			return t.failf(op, "%v is not a permutation of the axes of shape %v", perm, vx.shape)
+	for j, p := range perm {
+		p, ok := axisOf(p, len(perm))
+		if !ok || seen[p] {
+			return t.failf(op, "%v is not a permutation of the axes of shape %v", given, vx.shape)
 		}
-		seen[p] = true
+		seen[p], perm[j] = true, p
 	}
 	if len(perm) != len(vx.shape) {
-		return t.failf(op, "%v is not a permutation of the axes of shape %v", perm, vx.shape)
+		return t.failf(op, "%v is not a permutation of the axes of shape %v", given, vx.shape)
 	}
 	cur := make([]int, len(perm)) // cur[j]: the axis of x at position j
 	for j := range cur {

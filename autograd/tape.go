@@ -63,8 +63,13 @@ type node struct {
 	back     backFn
 }
 
-// NewTape returns an empty tape whose values live on dev.
-func NewTape(dev *ops.Device) *Tape { return &Tape{dev: dev} }
+// NewTape returns an empty tape whose values live on dev (nil: ops.Default(), as for sessions).
+func NewTape(dev *ops.Device) *Tape {
+	if dev == nil {
+		dev = ops.Default()
+	}
+	return &Tape{dev: dev}
+}
 
 // Device returns the device of the tape's values.
 func (t *Tape) Device() *ops.Device { return t.dev }

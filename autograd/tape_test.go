@@ -376,3 +376,49 @@ func TestPreparedIndices(t *testing.T) {
 		}
 	})
 }
+
+// TestNegativeAxesAndInferredDims: PyTorch's conventions for axes counted from the end and a -1
+// dimension in Reshape, and a nil device meaning the default one.
+func TestNegativeAxesAndInferredDims(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3, 4, 5, 6)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{2, 3}, true)
+		if got := values(t, tp.Value(tp.ReduceSum(x, -1))); !slices.Equal(got, []float64{6, 15}) {
+			t.Errorf("ReduceSum(x, -1) = %v", got)
+		}
+		if got := values(t, tp.Value(tp.ReduceMean(x, -2))); !slices.Equal(got, []float64{2.5, 3.5, 4.5}) {
+			t.Errorf("ReduceMean(x, -2) = %v", got)
+		}
+		for _, c := range []struct{ in, want []int }{{[]int{-1}, []int{6}}, {[]int{3, -1}, []int{3, 2}}, {[]int{-1, 1, 2}, []int{3, 1, 2}}} {
+			if got := tp.Shape(tp.Reshape(x, c.in...)); !slices.Equal(got, c.want) {
+				t.Errorf("Reshape(x, %v): shape %v, want %v", c.in, got, c.want)
+			}
+		}
+		if got := tp.Shape(tp.Permute(x, -1, 0)); !slices.Equal(got, []int{3, 2}) {
+			t.Errorf("Permute(x, -1, 0): shape %v", got)
+		}
+		if err := tp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for name, f := range map[string]func() autograd.Var{
+			"ReduceSum(x, -3)":   func() autograd.Var { return tp.ReduceSum(x, -3) },
+			"Reshape(x, -1, -1)": func() autograd.Var { return tp.Reshape(x, -1, -1) },
+			"Reshape(x, 4, -1)":  func() autograd.Var { return tp.Reshape(x, 4, -1) },
+			"Reshape(x, 0, -1)":  func() autograd.Var { return tp.Reshape(x, 0, -1) },
+			"Permute(x, -1, 1)":  func() autograd.Var { return tp.Permute(x, -1, 1) },
+		} {
+			f()
+			if tp.Err() == nil {
+				t.Errorf("%s: no error", name)
+			}
+			tp.Reset()
+			x = tp.Leaf(xb, []int{2, 3}, true)
+		}
+	})
+	if autograd.NewTape(nil).Device() != ops.Default() {
+		t.Error("NewTape(nil) is not on the default device")
+	}
+}

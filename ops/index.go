@@ -201,7 +201,7 @@ func withIndices(op string, d *Device, idx []int, f func(ix *Indices) (*Buffer, 
 
 // GatherVec returns out[j] = vec[idx[j]] (length len(idx)), 0 where idx[j] >= n.
 func GatherVec(vec *Buffer, n int, idx []int) (*Buffer, error) {
-	if err := vec.live(); err != nil {
+	if err := checkLen("gather_vec", vec, n, "the vector"); err != nil {
 		return nil, err
 	}
 	return withIndices("gather_vec", vec.dev, idx, func(ix *Indices) (*Buffer, error) {
@@ -239,7 +239,10 @@ func gather(op string, mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error
 // ScatterAdd returns a copy of x (length n) with values[j] added at idx[j] for every j
 // (len(values) == len(idx)); indices >= n are ignored, repeated ones accumulate.
 func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
-	if err := x.live(); err != nil {
+	if err := checkLen("scatter_add", x, n, "the vector"); err != nil {
+		return nil, err
+	}
+	if err := checkLen("scatter_add", values, len(idx), "values"); err != nil {
 		return nil, err
 	}
 	return withIndices("scatter_add", x.dev, idx, func(ix *Indices) (*Buffer, error) {
@@ -248,11 +251,9 @@ func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
 }
 
 // ScatterAddRow returns a copy of the (rows, cols) matrix mat with rowVec (length cols) added to
-// row i; i >= rows is an error (this entry point is not totalized).
+// row i. Like the other scatters it ignores a row i >= rows (the reference panicked there: a
+// flaw it lists); a negative i or one above math.MaxUint32 is an error.
 func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
-	if i < 0 || i >= rows {
-		return nil, fmt.Errorf("ops: scatter_add_row: row %d of a matrix of %d rows", i, rows)
-	}
 	return ScatterAddRows(mat, rowVec, rows, cols, []int{i})
 }
 

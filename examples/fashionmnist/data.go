@@ -41,10 +41,10 @@ func loadData(dir string, embedded fs.FS) (train, test *Dataset, source string, 
 		fsys, source = embedded, "embedded subset (apt-get install dataset-fashion-mnist, or -data DIR, for the full set)"
 	}
 	if train, err = loadSplit(fsys, "train"); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", fmt.Errorf("%s: %w", source, err)
 	}
 	if test, err = loadSplit(fsys, "t10k"); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", fmt.Errorf("%s: %w", source, err)
 	}
 	if train.Rows != test.Rows || train.Cols != test.Cols {
 		return nil, nil, "", fmt.Errorf("training images are %dx%d, test images %dx%d", train.Rows, train.Cols, test.Rows, test.Cols)
