@@ -69,6 +69,9 @@ func kernelBenches() []kernelBench {
 	})
 	add("reduce_sum_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], r, c) })
 	add("reduce_max_by_row_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], r, c) })
+	const sr, sc = 262144, 128 // short rows
+	add("reduce_sum_by_row_262144x128", []int{sr * sc}, 4*sr*sc, func(in []*Buffer) (*Buffer, error) { return ReduceSumByRow(in[0], sr, sc) })
+	add("reduce_max_by_row_262144x128", []int{sr * sc}, 4*sr*sc, func(in []*Buffer) (*Buffer, error) { return ReduceMaxByRow(in[0], sr, sc) })
 	add("reduce_sum_by_column_16384x4096", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) { return ReduceSumByColumn(in[0], r, c) })
 	add("reduce_sum_axis_64x1024x1024@1", rc, 4*r*c, func(in []*Buffer) (*Buffer, error) {
 		return ReduceSumAxis(in[0], []int{64, 1024, 1024}, 1)

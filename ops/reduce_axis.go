@@ -11,10 +11,10 @@ import (
 // the shape only, so both devices give the same bits in either mode (no atomics).
 var (
 	sumByRowOp = &kernelOp{name: "reduce_sum_by_row", kernel: ptx.ReduceSumByRow, outs: 1, ins: 1,
-		geometry: perRow(size(0)), cpuUnits: size(0),
+		geometry: rowReduce(ptx.ReduceSumByRow, ptx.ReduceSumByRowWarp), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceSumByRow(h.b[0], h.b[1], h.s[1], h.f[0], lo, hi) }}
 	maxByRowOp = &kernelOp{name: "reduce_max_by_row", kernel: ptx.ReduceMaxByRow, outs: 1, ins: 1,
-		geometry: perRow(size(0)), cpuUnits: size(0),
+		geometry: rowReduce(ptx.ReduceMaxByRow, ptx.ReduceMaxByRowWarp), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByRow(h.b[0], h.b[1], h.s[1], lo, hi) }}
 	sumByColOp = &kernelOp{name: "reduce_sum_by_column", kernel: ptx.ReduceSumByColumn, outs: 1, ins: 1,
 		geometry: stridedShaped(columnThreads, columnBlock), cpuUnits: product(0, 2),
@@ -50,6 +50,23 @@ var (
 			cpu.ReduceFromBroadcast(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi)
 		}}
 )
+
+// rowWarpCols is the longest row the row reductions give one warp instead of one block.
+const rowWarpCols = 1024
+
+// rowReduce is the geometry of a row reduction (sizes: rows, cols): one 256-thread block per row
+// (kernel perBlock), or for rows of at most rowWarpCols columns one warp per row (perWarp, 8 rows
+// per block); grid-stride, at most 32 blocks per multiprocessor. Same order of operations.
+func rowReduce(perBlock, perWarp *ptx.Kernel) geometry {
+	return chosenOn(func(s []int, d gpuFacts) launchShape {
+		rows, k := s[0], perBlock
+		if s[1] <= rowWarpCols {
+			rows, k = (rows+7)/8, perWarp
+		}
+		blocks := max(1, min(rows, 32*max(d.sms, 1)))
+		return launchShape{kernel: k, grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{256, 1, 1}}
+	})
+}
 
 func colChunks(rows int) int { return (rows + cpu.ColChunk - 1) / cpu.ColChunk }
 

@@ -15,13 +15,6 @@ __device__ __forceinline__ float tl_clampf(float x, float lo, float hi) {
   float r = x < lo ? lo : x;
   return r > hi ? hi : r;
 }
-// tl_maxf / tl_minf propagate NaN (as a + b) and otherwise return a > b ? a : b (a < b ? a : b).
-__device__ __forceinline__ float tl_maxf(float a, float b) {
-  return (a != a || b != b) ? a + b : (a > b ? a : b);
-}
-__device__ __forceinline__ float tl_minf(float a, float b) {
-  return (a != a || b != b) ? a + b : (a < b ? a : b);
-}
 // tl_max_bwdf routes g to the strictly larger input and splits it 0.5/0.5 otherwise (ties, NaN).
 __device__ __forceinline__ void tl_max_bwdf(float a, float b, float g, float* da, float* db) {
   if (a > b) { *da = g; *db = 0.0f; }

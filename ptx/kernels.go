@@ -82,6 +82,8 @@ var (
 	BroadcastTo         = newKernel(Layout, "broadcast_to")
 	ReduceSumByRow      = newKernel(ReduceAxis, "reduce_sum_by_row")
 	ReduceMaxByRow      = newKernel(ReduceAxis, "reduce_max_by_row")
+	ReduceSumByRowWarp  = newKernel(ReduceAxis, "reduce_sum_by_row_warp")
+	ReduceMaxByRowWarp  = newKernel(ReduceAxis, "reduce_max_by_row_warp")
 	ReduceSumByColumn   = newKernel(ReduceAxis, "reduce_sum_by_column")
 	ReduceMaxByColumn   = newKernel(ReduceAxis, "reduce_max_by_column")
 	ReduceSumColChunks  = newKernel(ReduceAxis, "reduce_sum_column_chunks")

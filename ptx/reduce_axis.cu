@@ -1,38 +1,32 @@
 // reduce_axis.cu: reductions along one axis of a row-major (rows, cols) buffer, in an order that
 // depends on the shape only. Twins: cpu/reduce_axis.go.
 #include "common.cuh"
+#include "rowstat.cuh"
 
 #define ROW_THREADS 256
 
-// tl_maxf propagates NaN (as a + b) and otherwise returns a > b ? a : b (cpu.Maxf).
-__device__ __forceinline__ float tl_maxf(float a, float b) {
-  return (a != a || b != b) ? a + b : (a > b ? a : b);
-}
-
-// Row reductions: one block per row (grid-stride over rows). Thread t folds the elements
-// t, t + 256, t + 512, ... of the row in ascending order starting from the identity; the 256
-// partials are combined by the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1.
+// Row reductions. Thread t of 256 folds the elements t, t + 256, t + 512, ... of the row in
+// ascending order starting from the identity; the 256 partials are combined by the halving tree
+// p[t] = f(p[t], p[t + s]), s = 128, ..., 1 (warp_tree, rowstat.cuh).
 // sum: identity -0.0, f = +, then divided by div (1 for sums, the count for means).
 // max: identity -Inf, f = tl_maxf. An empty row gives 0 (0 / div for sums).
+// row_reduce runs one block of 256 threads per row (grid-stride over rows).
 template <bool MAX>
 __device__ __forceinline__ void row_reduce(float* out, const float* x, u64 rows, u64 cols, float div) {
   __shared__ float part[ROW_THREADS];
   u32 t = threadIdx.x;
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = x + r * cols;
-    float acc = MAX ? __uint_as_float(0xff800000u) : -0.0f;
-    for (u64 c = t; c < cols; c += ROW_THREADS) acc = MAX ? tl_maxf(acc, row[c]) : acc + row[c];
+    float acc = MAX ? NEG_INF : -0.0f;
+    for (u64 c = t; c < cols; c += ROW_THREADS) acc = tree_op<MAX>(acc, row[c]);
     part[t] = acc;
     __syncthreads();
-    for (u32 s = ROW_THREADS / 2; s >= 1; s >>= 1) {
-      if (t < s) part[t] = MAX ? tl_maxf(part[t], part[t + s]) : part[t] + part[t + s];
-      __syncthreads();
-    }
+    float v = warp_tree<MAX>(part);
     if (t == 0) {
-      float v = cols == 0 ? 0.0f : part[0];
+      v = cols == 0 ? 0.0f : v;
       out[r] = MAX ? v : v / div;
     }
-    __syncthreads();
+    __syncthreads();  // part is free for the next row
   }
 }
 
@@ -44,6 +38,47 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
 extern "C" __global__ void __launch_bounds__(ROW_THREADS)
     reduce_max_by_row(float* out, const float* x, u64 rows, u64 cols) {
   row_reduce<true>(out, x, rows, cols, 1.0f);
+}
+
+// row_reduce_warp is row_reduce for short rows with one warp per row (ROW_WARPS rows per block,
+// grid-stride): lane l holds the partials l + 32 i (i < 8), each folding its elements in the
+// same order, and warp_tree_regs combines them; no shared memory, no barrier. (Taking 2 or 4
+// rows per warp at a time, all their loads issued first, measured slower on an H100: more
+// registers, fewer warps.)
+#define ROW_WARPS (ROW_THREADS / 32)
+template <bool MAX>
+__device__ __forceinline__ void row_reduce_warp(float* out, const float* x, u64 rows, u64 cols,
+                                                float div) {
+  const u32 l = threadIdx.x & 31;
+  for (u64 r = (u64)blockIdx.x * ROW_WARPS + threadIdx.x / 32; r < rows;
+       r += (u64)gridDim.x * ROW_WARPS) {
+    const float* row = x + r * cols;
+    float p[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) p[i] = MAX ? NEG_INF : -0.0f;
+    for (u64 c0 = 0; c0 < cols; c0 += ROW_THREADS) {
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        u64 c = c0 + l + 32 * i;
+        if (c < cols) p[i] = tree_op<MAX>(p[i], row[c]);
+      }
+    }
+    float v = warp_tree_regs<MAX>(p);
+    if (l == 0) {
+      v = cols == 0 ? 0.0f : v;
+      out[r] = MAX ? v : v / div;
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(ROW_THREADS)
+    reduce_sum_by_row_warp(float* out, const float* x, u64 rows, u64 cols, float div) {
+  row_reduce_warp<false>(out, x, rows, cols, div);
+}
+
+extern "C" __global__ void __launch_bounds__(ROW_THREADS)
+    reduce_max_by_row_warp(float* out, const float* x, u64 rows, u64 cols) {
+  row_reduce_warp<true>(out, x, rows, cols, 1.0f);
 }
 
 // Column folds. fold<MAX> is one step of a column reduction (sum: +, max: tl_maxf), applied

@@ -8,29 +8,35 @@
 
 #define SM_THREADS 256
 
-__device__ __forceinline__ float sm_maxf(float a, float b) {
-  return (a != a || b != b) ? a + b : (a > b ? a : b);
-}
-
 template <bool MAX>
 __device__ __forceinline__ float tree_op(float a, float b) {
-  return MAX ? sm_maxf(a, b) : a + b;
+  return MAX ? tl_maxf(a, b) : a + b;
 }
 
-// warp_tree evaluates, in every warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1,
-// over the 256 partials p and returns p[0] to every lane: lane l forms the s = 128, 64, 32 levels
-//   V32[l] = f(f(f(p[l], p[l+128]), f(p[l+64], p[l+192])), f(f(p[l+32], p[l+160]), f(p[l+96], p[l+224])))
+// warp_tree_regs evaluates, in one warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ...,
+// 1, over 256 partials, lane l holding p[i] = partial l + 32 i, and returns partial 0 to every
+// lane: lane l forms the s = 128, 64, 32 levels
+//   V32[l] = f(f(f(p[0], p[4]), f(p[2], p[6])), f(f(p[1], p[5]), f(p[3], p[7])))
 // and the s = 16, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
 // tree's, bit for bit.
 template <bool MAX>
-__device__ __forceinline__ float warp_tree(const float* p) {
-  u32 l = threadIdx.x & 31;
-  float a = tree_op<MAX>(tree_op<MAX>(p[l], p[l + 128]), tree_op<MAX>(p[l + 64], p[l + 192]));
-  float b = tree_op<MAX>(tree_op<MAX>(p[l + 32], p[l + 160]), tree_op<MAX>(p[l + 96], p[l + 224]));
+__device__ __forceinline__ float warp_tree_regs(const float (&p)[8]) {
+  float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
+  float b = tree_op<MAX>(tree_op<MAX>(p[1], p[5]), tree_op<MAX>(p[3], p[7]));
   float v = tree_op<MAX>(a, b);
 #pragma unroll
   for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
   return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// warp_tree is warp_tree_regs over the 256 partials p (in shared memory), in every warp.
+template <bool MAX>
+__device__ __forceinline__ float warp_tree(const float* p) {
+  u32 l = threadIdx.x & 31;
+  float r[8];
+#pragma unroll
+  for (int i = 0; i < 8; i++) r[i] = p[l + 32 * i];
+  return warp_tree_regs<MAX>(r);
 }
 
 // block_reduce_n performs N independent block reductions behind one barrier: v[i] becomes the tree
@@ -61,7 +67,7 @@ __device__ __forceinline__ float block_reduce(float* part, float v) {
 // t + 256 j, j ascending, as above), jq = ceil(ceil(cols/256) / nq) <= SM_LONG, and holds those
 // elements in registers. The statistics are the 256-thread block's, bit for bit:
 //   - max: each group folds its part from -Inf, and partial t is the fold of the groups' results
-//     in group order. This equals the one chain because the fold of sm_maxf over a sequence is the
+//     in group order. This equals the one chain because the fold of tl_maxf over a sequence is the
 //     last element (in order) equal to its maximum, or -Inf for none, or NaN when it holds one
 //     (NaN + anything is NaN), and combining two such folds in order gives the fold of the
 //     concatenation.
@@ -87,13 +93,7 @@ __device__ __forceinline__ float warp_tree_groups(const float (*g)[SM_THREADS], 
     for (u32 q = 1; q < SM_LONG_GROUPS; q++)
       if (q < nq) p[i] = tree_op<MAX>(p[i], g[q][l + 32 * i]);
   }
-  // p[i] is partial l + 32 i: the operands of warp_tree.
-  float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
-  float b = tree_op<MAX>(tree_op<MAX>(p[1], p[5]), tree_op<MAX>(p[3], p[7]));
-  float v = tree_op<MAX>(a, b);
-#pragma unroll
-  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
-  return __shfl_sync(0xffffffffu, v, 0);
+  return warp_tree_regs<MAX>(p);
 }
 
 // LongRow is this thread's place in a long row: its group q of nq, its partial t, the offset
@@ -139,7 +139,7 @@ __device__ __forceinline__ void long_row_finish(float (&v)[SM_LONG], const LongR
   float m = NEG_INF;
 #pragma unroll
   for (int k = 0; k < SM_LONG; k++)
-    if (k < lr.nk) m = sm_maxf(m, v[k]);
+    if (k < lr.nk) m = tl_maxf(m, v[k]);
   mq[lr.q][lr.t] = m;
   __syncthreads();
   m = warp_tree_groups<true>(mq, lr.nq);

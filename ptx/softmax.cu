@@ -80,7 +80,7 @@ __device__ __forceinline__ void softmax_reg(float* out, const float* x, const fl
       m[i] = NEG_INF;
 #pragma unroll
       for (int j = 0; j < J; j++)
-        if (keep & (1u << (i * J + j))) m[i] = sm_maxf(m[i], v[i * J + j]);
+        if (keep & (1u << (i * J + j))) m[i] = tl_maxf(m[i], v[i * J + j]);
     }
     block_reduce_n<true, R>(part0, m);
     if (KIND == 1) {
@@ -160,7 +160,7 @@ __device__ __forceinline__ void softmax_rows(float* out, const float* x, const f
       rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
 #pragma unroll
       for (int j = 0; j < SM_REG; j++)
-        if (keep & (1u << j)) m = sm_maxf(m, v[j]);
+        if (keep & (1u << j)) m = tl_maxf(m, v[j]);
     }
     m = block_reduce<true>(part[0], m);
     float s = -0.0f;

@@ -261,6 +261,8 @@ def kernel_table(torch, F, dev):
         "layer_norm_bwd_16384x4096": (layer_norm_bwd, 1.8),
         "reduce_sum_by_row_16384x4096": (unary((16384, 4096), lambda x: x.sum(1)), 1.0),
         "reduce_max_by_row_16384x4096": (unary((16384, 4096), lambda x: x.amax(1)), 1.0),
+        "reduce_sum_by_row_262144x128": (unary((262144, 128), lambda x: x.sum(1)), 1.3),
+        "reduce_max_by_row_262144x128": (unary((262144, 128), lambda x: x.amax(1)), 1.3),
         "reduce_sum_by_column_16384x4096": (unary((16384, 4096), lambda x: x.sum(0)), 1.0),
         "reduce_sum_axis_64x1024x1024@1": (unary((64, 1024, 1024), lambda x: x.sum(1)), 1.0),
         "broadcast_to_64x1x4096->64x256x4096": (unary((64, 1, 4096), lambda x: x.expand(64, 256, 4096).contiguous()), 1.0),
