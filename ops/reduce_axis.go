@@ -11,10 +11,10 @@ import (
 // the shape only, so both devices give the same bits in either mode (no atomics).
 var (
 	sumByRowOp = &kernelOp{name: "reduce_sum_by_row", kernel: ptx.ReduceSumByRow, outs: 1, ins: 1,
-		geometry: rowReduce(ptx.ReduceSumByRow, ptx.ReduceSumByRowWarp), cpuUnits: size(0),
+		geometry: rowReduce(ptx.ReduceSumByRow, ptx.ReduceSumByRowWarp, ptx.ReduceSumByRowWarp16), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceSumByRow(h.b[0], h.b[1], h.s[1], h.f[0], lo, hi) }}
 	maxByRowOp = &kernelOp{name: "reduce_max_by_row", kernel: ptx.ReduceMaxByRow, outs: 1, ins: 1,
-		geometry: rowReduce(ptx.ReduceMaxByRow, ptx.ReduceMaxByRowWarp), cpuUnits: size(0),
+		geometry: rowReduce(ptx.ReduceMaxByRow, ptx.ReduceMaxByRowWarp, ptx.ReduceMaxByRowWarp16), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByRow(h.b[0], h.b[1], h.s[1], lo, hi) }}
 	sumByColOp = &kernelOp{name: "reduce_sum_by_column", kernel: ptx.ReduceSumByColumn, outs: 1, ins: 1,
 		geometry: stridedShaped(columnThreads, columnBlock), cpuUnits: product(0, 2),
@@ -55,12 +55,16 @@ var (
 const rowWarpCols = 1024
 
 // rowReduce is the geometry of a row reduction (sizes: rows, cols): one 256-thread block per row
-// (kernel perBlock), or for rows of at most rowWarpCols columns one warp per row (perWarp, 8 rows
-// per block); grid-stride, at most 32 blocks per multiprocessor. Same order of operations.
-func rowReduce(perBlock, perWarp *ptx.Kernel) geometry {
+// (kernel perBlock), for rows of at most rowWarpCols columns one warp per row (perWarp), and for
+// rows of at most 128 columns 16 lanes per row (perHalfWarp); 256-thread blocks, grid-stride, at
+// most 32 blocks per multiprocessor. Same order of operations.
+func rowReduce(perBlock, perWarp, perHalfWarp *ptx.Kernel) geometry {
 	return chosenOn(func(s []int, d gpuFacts) launchShape {
-		rows, k := s[0], perBlock
-		if s[1] <= rowWarpCols {
+		rows, cols, k := s[0], s[1], perBlock
+		switch {
+		case cols <= 128:
+			rows, k = (rows+15)/16, perHalfWarp
+		case cols <= rowWarpCols:
 			rows, k = (rows+7)/8, perWarp
 		}
 		blocks := max(1, min(rows, 32*max(d.sms, 1)))

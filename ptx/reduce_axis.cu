@@ -40,31 +40,40 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
   row_reduce<true>(out, x, rows, cols, 1.0f);
 }
 
-// row_reduce_warp is row_reduce for short rows with one warp per row (ROW_WARPS rows per block,
-// grid-stride): lane l holds the partials l + 32 i (i < 8), each folding its elements in the
-// same order, and warp_tree_regs combines them; no shared memory, no barrier. (Taking 2 or 4
-// rows per warp at a time, all their loads issued first, measured slower on an H100: more
-// registers, fewer warps.)
+// row_reduce_warp is row_reduce for short rows (at most 1024 columns) with L lanes per row:
+// reduce_*_by_row_warp16 (L = 16) takes rows of at most 128 columns (8L), two per warp,
+// reduce_*_by_row_warp (L = 32) the others. Lane l of a row's group holds the partials l + L i
+// (i < 8), each folding its elements in the same order (partials 8L and beyond stay the
+// identity), and warp_tree_regs combines them; no shared memory, no barrier. A block's
+// ROW_WARPS warps take 32 / L rows each at a time, grid-stride. (Taking 2 or 4 rows per lane
+// group at a time, all loads issued first, measured slower on an H100: more registers, fewer
+// warps; so did L chosen at run time.)
 #define ROW_WARPS (ROW_THREADS / 32)
-template <bool MAX>
+template <bool MAX, u32 L>
 __device__ __forceinline__ void row_reduce_warp(float* out, const float* x, u64 rows, u64 cols,
                                                 float div) {
-  const u32 l = threadIdx.x & 31;
-  for (u64 r = (u64)blockIdx.x * ROW_WARPS + threadIdx.x / 32; r < rows;
-       r += (u64)gridDim.x * ROW_WARPS) {
-    const float* row = x + r * cols;
+  if (L < 32 && cols > 8 * L) __trap();
+  const u32 l = threadIdx.x & (L - 1), per = 32 / L;
+  const u64 step = (u64)gridDim.x * ROW_WARPS * per;
+  // The loop is the same for every lane of a warp (the shuffles need them all); r may be past
+  // the end for some of the warp's rows.
+  for (u64 r0 = ((u64)blockIdx.x * ROW_WARPS + threadIdx.x / 32) * per; r0 < rows; r0 += step) {
+    const u64 r = r0 + (threadIdx.x & 31) / L;
     float p[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) p[i] = MAX ? NEG_INF : -0.0f;
-    for (u64 c0 = 0; c0 < cols; c0 += ROW_THREADS) {
+    if (r < rows) {
+      const float* row = x + r * cols;
+      for (u64 c0 = 0; c0 < cols; c0 += ROW_THREADS) {
 #pragma unroll
-      for (int i = 0; i < 8; i++) {
-        u64 c = c0 + l + 32 * i;
-        if (c < cols) p[i] = tree_op<MAX>(p[i], row[c]);
+        for (int i = 0; i < 8; i++) {
+          u64 c = c0 + l + L * i;
+          if (c < cols) p[i] = tree_op<MAX>(p[i], row[c]);
+        }
       }
     }
-    float v = warp_tree_regs<MAX>(p);
-    if (l == 0) {
+    float v = warp_tree_regs<MAX, L>(p);
+    if (l == 0 && r < rows) {
       v = cols == 0 ? 0.0f : v;
       out[r] = MAX ? v : v / div;
     }
@@ -73,16 +82,26 @@ __device__ __forceinline__ void row_reduce_warp(float* out, const float* x, u64 
 
 extern "C" __global__ void __launch_bounds__(ROW_THREADS)
     reduce_sum_by_row_warp(float* out, const float* x, u64 rows, u64 cols, float div) {
-  row_reduce_warp<false>(out, x, rows, cols, div);
+  row_reduce_warp<false, 32>(out, x, rows, cols, div);
 }
 
 extern "C" __global__ void __launch_bounds__(ROW_THREADS)
     reduce_max_by_row_warp(float* out, const float* x, u64 rows, u64 cols) {
-  row_reduce_warp<true>(out, x, rows, cols, 1.0f);
+  row_reduce_warp<true, 32>(out, x, rows, cols, 1.0f);
 }
 
-// Column folds. fold<MAX> is one step of a column reduction (sum: +, max: tl_maxf), applied
-// lane by lane to float4s of 4 adjacent columns. fold_column folds n rows of one column (stride
+extern "C" __global__ void __launch_bounds__(ROW_THREADS)
+    reduce_sum_by_row_warp16(float* out, const float* x, u64 rows, u64 cols, float div) {
+  row_reduce_warp<false, 16>(out, x, rows, cols, div);
+}
+
+extern "C" __global__ void __launch_bounds__(ROW_THREADS)
+    reduce_max_by_row_warp16(float* out, const float* x, u64 rows, u64 cols) {
+  row_reduce_warp<true, 16>(out, x, rows, cols, 1.0f);
+}
+
+// Column folds. fold<MAX> is one step of a column reduction (tree_op: sum +, max tl_maxf), also
+// applied lane by lane to float4s of 4 adjacent columns. fold_column folds n rows of one column (stride
 // ld elements of T) into acc in row order, acc = f(...f(f(acc, p[0]), p[ld])..., p[(n-1) ld]);
 // it issues the loads U rows at a time (the last batch predicated) before folding them, so that
 // U loads are in flight, and the order of the folds is the row order whatever U and T. The
@@ -91,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
 // loads in flight; with it the SASS issues the U loads before the first fold.
 template <bool MAX>
 __device__ __forceinline__ float fold(float acc, float v) {
-  return MAX ? tl_maxf(acc, v) : acc + v;
+  return tree_op<MAX>(acc, v);
 }
 
 template <bool MAX>

@@ -13,20 +13,24 @@ __device__ __forceinline__ float tree_op(float a, float b) {
   return MAX ? tl_maxf(a, b) : a + b;
 }
 
-// warp_tree_regs evaluates, in one warp, the halving tree p[t] = f(p[t], p[t + s]), s = 128, ...,
-// 1, over 256 partials, lane l holding p[i] = partial l + 32 i, and returns partial 0 to every
-// lane: lane l forms the s = 128, 64, 32 levels
-//   V32[l] = f(f(f(p[0], p[4]), f(p[2], p[6])), f(f(p[1], p[5]), f(p[3], p[7])))
-// and the s = 16, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
-// tree's, bit for bit.
-template <bool MAX>
+// warp_tree_regs evaluates the halving tree p[t] = f(p[t], p[t + s]), s = 128, ..., 1, over 256
+// partials in each group of L lanes (L = 32: the whole warp), lane l of a group holding
+// p[i] = partial l + L i, and returns partial 0 to every lane of the group. Lane l forms the
+// s = 4L, 2L, L levels
+//   V[l] = f(f(f(p[0], p[4]), f(p[2], p[6])), f(f(p[1], p[5]), f(p[3], p[7])))
+// and the s = L/2, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
+// tree's, bit for bit. For L < 32 the partials 8L and beyond must be the identity of f (a row
+// of at most 8L elements): the levels s >= 8L then combine values with the identity only, which
+// changes no bit (x + -0 = x; tl_maxf(x, -Inf) = x; a NaN partial is already the canonical NaN
+// of an earlier operation), and are left out.
+template <bool MAX, u32 L = 32>
 __device__ __forceinline__ float warp_tree_regs(const float (&p)[8]) {
   float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
   float b = tree_op<MAX>(tree_op<MAX>(p[1], p[5]), tree_op<MAX>(p[3], p[7]));
   float v = tree_op<MAX>(a, b);
 #pragma unroll
-  for (int s = 16; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s));
-  return __shfl_sync(0xffffffffu, v, 0);
+  for (u32 s = L / 2; s >= 1; s >>= 1) v = tree_op<MAX>(v, __shfl_down_sync(0xffffffffu, v, s, L));
+  return __shfl_sync(0xffffffffu, v, 0, L);
 }
 
 // warp_tree is warp_tree_regs over the 256 partials p (in shared memory), in every warp.
