@@ -62,7 +62,16 @@ __device__ __forceinline__ void row_reduce_warp(float* out, const float* x, u64 
     float p[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) p[i] = MAX ? NEG_INF : -0.0f;
-    if (r < rows) {
+    if (r < rows && L < 32) {
+      // One element per partial: its fold f(identity, x) is x itself (NaN payloads aside, which
+      // the contract leaves free), so the partial is the element.
+      const float* row = x + r * cols;
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        u64 c = l + L * i;
+        if (c < cols) p[i] = row[c];
+      }
+    } else if (r < rows) {
       const float* row = x + r * cols;
       for (u64 c0 = 0; c0 < cols; c0 += ROW_THREADS) {
 #pragma unroll
