@@ -52,9 +52,10 @@ func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
 	if !ok {
 		return Var{}
 	}
+	given := axis
 	axis, ok = axisOf(axis, len(vx.shape))
 	if !ok {
-		return t.failf(op, "axis %d of shape %v", axis, vx.shape)
+		return t.failf(op, "axis %d of shape %v", given, vx.shape)
 	}
 	f, c := ops.ReduceSumAxis, 1.0
 	if mean {

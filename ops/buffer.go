@@ -113,9 +113,9 @@ func (b *Buffer) free() {
 	}
 }
 
-// use marks b as used by an op that is about to read or write its memory (b.mem may be read
-// only between use and done): until the matching done, Release defers the memory's return. An
-// error for a nil or released buffer.
+// use marks b as used by an op that is about to read or write its memory (once other goroutines
+// can see b, b.mem may be read only between use and done): until the matching done, Release
+// defers the memory's return. An error for a nil or released buffer.
 func (b *Buffer) use() error {
 	if b == nil {
 		return errors.New("ops: nil buffer")
@@ -131,9 +131,9 @@ func (b *Buffer) use() error {
 	}
 }
 
-// done ends one use; the last use of a buffer released meanwhile returns its memory.
+// done ends one use; the last use of a non-empty buffer released meanwhile returns its memory.
 func (b *Buffer) done() {
-	if b.state.Add(-2) == releasedBit {
+	if b.state.Add(-2) == releasedBit && b.n > 0 {
 		b.free()
 	}
 }
@@ -290,22 +290,13 @@ func (b *Buffer) To(d *Device) (*Buffer, error) {
 	return FromFloat32(d, host)
 }
 
-// sameShape checks that all buffers are live, on one device and of one length, and returns
-// the device and the length.
-func sameShape(op string, bs ...*Buffer) (*Device, int, error) {
-	for i, b := range bs {
-		if err := b.live(); err != nil {
-			return nil, 0, fmt.Errorf("%w (%s operand %d)", err, op, i)
-		}
-	}
-	d, n := bs[0].dev, bs[0].n
+// sameLength checks that all buffers have the length of the first, and returns it.
+func sameLength(op string, bs ...*Buffer) (int, error) {
+	n := bs[0].n
 	for i, b := range bs[1:] {
-		if b.dev != d {
-			return nil, 0, fmt.Errorf("ops: %s: operands on different devices (%s, %s)", op, d, b.dev)
-		}
 		if b.n != n {
-			return nil, 0, fmt.Errorf("ops: %s: size mismatch (operand 0 has %d elements, operand %d has %d)", op, n, i+1, b.n)
+			return 0, fmt.Errorf("ops: %s: size mismatch (operand 0 has %d elements, operand %d has %d)", op, n, i+1, b.n)
 		}
 	}
-	return d, n, nil
+	return n, nil
 }

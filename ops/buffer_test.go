@@ -207,13 +207,17 @@ func TestReleaseWhileInUse(t *testing.T) {
 	const n, trials = 4096, 200
 	host := make([]float32, n)
 	idx := make([]int, n)
+	scattered := make([]float32, n)
 	for i := range host {
 		host[i] = float32(i%7) - 3
 		idx[i] = (i * 31) % n
 	}
+	for j, i := range idx {
+		scattered[i] = host[j] // idx is a permutation: one entry per row
+	}
 	for _, d := range devices(t) {
 		t.Run(d.Kind().String(), func(t *testing.T) {
-			base := d.Stats().LiveBytes
+			base := settledLiveBytes(d)
 			for trial := range trials {
 				x := mustBuf(t, d, host)
 				ix, err := NewIndices(d, idx)
@@ -255,6 +259,16 @@ func TestReleaseWhileInUse(t *testing.T) {
 					y, err := GatherRowsIdx(x, n, 1, ix)
 					results <- check(y, err, func(i int) float32 { return host[idx[i]] })
 				}()
+				go func() { // the deterministic scatter also builds and uses the sorted indices
+					<-start
+					y, err := func() (*Buffer, error) {
+						old := Deterministic()
+						SetDeterministic(true)
+						defer SetDeterministic(old)
+						return ScatterAddRowsIdx(x, x, n, 1, ix)
+					}()
+					results <- check(y, err, func(i int) float32 { return host[i] + scattered[i] })
+				}()
 				go func() {
 					<-start
 					if trial%2 == 0 {
@@ -265,7 +279,7 @@ func TestReleaseWhileInUse(t *testing.T) {
 					results <- nil
 				}()
 				close(start)
-				for range 4 {
+				for range 5 {
 					if err := <-results; err != nil {
 						t.Fatalf("trial %d: %v", trial, err)
 					}
@@ -274,10 +288,51 @@ func TestReleaseWhileInUse(t *testing.T) {
 			if err := d.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			if live := d.Stats().LiveBytes; live != base {
+			if live := settledLiveBytes(d); live != base {
 				t.Fatalf("live bytes %d, want %d", live, base)
 			}
 		})
+	}
+}
+
+// settledLiveBytes returns d's live bytes once the garbage of earlier tests is collected (the
+// count stays put over a collection).
+func settledLiveBytes(d *Device) int64 {
+	live := d.Stats().LiveBytes
+	for range 100 {
+		runtime.GC()
+		time.Sleep(2 * time.Millisecond)
+		now := d.Stats().LiveBytes
+		if now == live {
+			break
+		}
+		live = now
+	}
+	return live
+}
+
+// TestEmptyBufferReleasedInUse: an empty buffer released during an op's use stays uncounted
+// (Release reports false and nothing goes back to the allocator).
+func TestEmptyBufferReleasedInUse(t *testing.T) {
+	for _, d := range devices(t) {
+		b, err := Zeros(d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := d.Stats()
+		if err := b.use(); err != nil {
+			t.Fatal(err)
+		}
+		if b.Release() {
+			t.Error("Release of an empty buffer reported true")
+		}
+		b.done()
+		if after := d.Stats(); after.FreeCount != before.FreeCount || after.LiveBytes != before.LiveBytes {
+			t.Errorf("%s: %v, then %v", d.Kind(), before, after)
+		}
+		if err := b.use(); !errors.Is(err, ErrReleased) {
+			t.Errorf("use after release: %v", err)
+		}
 	}
 }
 

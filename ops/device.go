@@ -47,7 +47,7 @@ type Device struct {
 	stats counters
 }
 
-// Kind reports the backend.
+// Kind reports the backend (KindCPU for a nil device, whose ops all fail).
 func (d *Device) Kind() Kind {
 	if d == nil {
 		return KindCPU

@@ -64,10 +64,15 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	if len(ins) != op.ins || len(scalars) != op.sc {
 		return outs, fmt.Errorf("ops: %s takes %d buffers and %d scalars", op.name, op.ins, op.sc)
 	}
-	d, n, err := sameShape(op.name, ins...)
+	if err := useAll(op.name, ins...); err != nil {
+		return outs, err
+	}
+	defer doneAll(ins...) // after the launch: the kernel is queued (CUDA) or done (CPU)
+	n, err := sameLength(op.name, ins...)
 	if err != nil {
 		return outs, err
 	}
+	d := ins[0].dev
 	for k := range op.outs {
 		if outs[k], err = newBuffer(d, n); err != nil {
 			ReleaseThen(nil, outs[:k]...)
@@ -76,10 +81,6 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	}
 	if n == 0 {
 		return outs, nil
-	}
-	if err := useAll(op.name, ins...); err != nil {
-		ReleaseThen(nil, outs[:op.outs]...)
-		return [2]*Buffer{}, err
 	}
 	var om, im [3]storage
 	var sc [2]float32
@@ -92,9 +93,7 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	for k, v := range scalars {
 		sc[k] = float32(v)
 	}
-	err = d.be.mapKernel(op, om, im, n, sc)
-	doneAll(ins...) // the kernel is queued (CUDA) or done (CPU): the memory may be recycled
-	if err != nil {
+	if err := d.be.mapKernel(op, om, im, n, sc); err != nil {
 		ReleaseThen(nil, outs[:op.outs]...)
 		return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)
 	}
@@ -148,7 +147,7 @@ func SafeLog(x *Buffer, eps float64) (*Buffer, error) { return safeLogOp.one([]*
 func Scale(x *Buffer, c float64) (*Buffer, error) { return scaleOp.one([]*Buffer{x}, c) }
 
 // Clamp returns min(max(x, lo), hi) with NaN propagating (bounds rounded to float32); every
-// element is hi when lo > hi, as in PyTorch. A NaN bound is an error.
+// non-NaN element is hi when lo > hi, as in PyTorch. A NaN bound is an error.
 func Clamp(x *Buffer, lo, hi float64) (*Buffer, error) {
 	if err := clampBounds(clampOp.name, lo, hi); err != nil {
 		return nil, err

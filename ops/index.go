@@ -37,11 +37,12 @@ var (
 // Indices is an array of row indices prepared for one device: checked, converted to uint32 and
 // uploaded once, so that a gather and the scatter-add of its backward pass (or many steps over
 // the same batch) share one upload; the deterministic scatter's sorted form is built once per
-// target row count and kept. Release frees the device memory (a GC cleanup is a safety net).
+// target row count and kept. Release frees the device memory and the host copy (once the ops
+// using them are done; a GC cleanup is a safety net).
 type Indices struct {
 	dev  *Device
 	n    int
-	host []uint32 // from scratchU32, returned by Release
+	host []uint32 // from scratchU32, returned with buf's memory (newIndices)
 	buf  *Buffer  // the indices' bits, one float32 slot each
 
 	mu       sync.Mutex
@@ -254,6 +255,12 @@ func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
 // row i. Like the other scatters it ignores a row i >= rows (the reference panicked there: a
 // flaw it lists); a negative i or one above math.MaxUint32 is an error.
 func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
+	if i < 0 {
+		return nil, fmt.Errorf("ops: scatter_add_row: negative row %d", i)
+	}
+	if uint64(i) > math.MaxUint32 {
+		return nil, fmt.Errorf("ops: scatter_add_row: row %d does not fit in uint32", i)
+	}
 	return ScatterAddRows(mat, rowVec, rows, cols, []int{i})
 }
 

@@ -219,7 +219,7 @@ func ndCases() []mirrorCase {
 
 // mirrorShapes are (rows, cols) shapes for the layout and axis kernels: empty axes, vectors,
 // sizes off the 32x32 tiles and the 256-thread rows, and long rows and columns.
-var mirrorShapes = [][2]int{{0, 5}, {5, 0}, {1, 1}, {1, 33}, {33, 1}, {17, 65}, {31, 257}, {256, 256}, {40, 128}, {9, 1024},
+var mirrorShapes = [][2]int{{0, 5}, {5, 0}, {1, 1}, {1, 33}, {33, 1}, {17, 65}, {31, 257}, {256, 256}, {40, 128}, {33, 129}, {9, 1024},
 	{1000, 1025}, {3, 100003}, {70000, 3}}
 
 // specialShapes are the shapes whose shape cases also run with NaN and infinities in their

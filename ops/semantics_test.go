@@ -197,6 +197,14 @@ func TestScalarArguments(t *testing.T) {
 			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, -1)
 			return out, err
 		},
+		"layer norm eps NaN": func() (*Buffer, error) {
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, float32(nan))
+			return out, err
+		},
+		"layer norm eps Inf": func() (*Buffer, error) {
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, float32(math.Inf(1)))
+			return out, err
+		},
 	} {
 		if b, err := f(); err == nil {
 			b.Release()

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -181,10 +180,10 @@ func chunksOf(k int) func(s []int) int { return func(s []int) int { return colCh
 // takes with x. This departs from the reference's layer_norm_fwd, which returns
 // (out, normalized, invStd): like PyTorch, it keeps two per-row vectors instead of the normalized
 // matrix, saving a rows*cols write here and a rows*cols read in the backward; the values of out
-// and of every gradient are the same. eps (>= 0) is usually LayerNormEps.
+// and of every gradient are the same. eps (finite, >= 0) is usually LayerNormEps.
 func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, mean, sd *Buffer, err error) {
 	const op = "layer_norm_fwd"
-	if !(eps >= 0) || math.IsInf(float64(eps), 1) {
+	if !nonNegative(float64(eps)) {
 		return nil, nil, nil, fmt.Errorf("ops: %s: eps %v (want finite and >= 0)", op, eps)
 	}
 	if err := matrix(op, x, rows, cols); err != nil {

@@ -109,8 +109,9 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
   row_reduce_warp<true, 16>(out, x, rows, cols, 1.0f);
 }
 
-// Column folds. fold<MAX> is one step of a column reduction (tree_op: sum +, max tl_maxf), also
-// applied lane by lane to float4s of 4 adjacent columns. fold_column folds n rows of one column (stride
+// Column folds. fold<MAX> is one step of a column reduction (tree_op: sum +, max tl_maxf) for
+// floats and, lane by lane, for float4s of 4 adjacent columns (an overload pair, so that the
+// column code is generic in T). fold_column folds n rows of one column (stride
 // ld elements of T) into acc in row order, acc = f(...f(f(acc, p[0]), p[ld])..., p[(n-1) ld]);
 // it issues the loads U rows at a time (the last batch predicated) before folding them, so that
 // U loads are in flight, and the order of the folds is the row order whatever U and T. The

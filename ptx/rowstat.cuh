@@ -21,8 +21,8 @@ __device__ __forceinline__ float tree_op(float a, float b) {
 // and the s = L/2, ..., 1 levels are shuffles (lane l combines lane l + s), so the result is the
 // tree's, bit for bit. For L < 32 the partials 8L and beyond must be the identity of f (a row
 // of at most 8L elements): the levels s >= 8L then combine values with the identity only, which
-// changes no bit (x + -0 = x; tl_maxf(x, -Inf) = x; a NaN partial is already the canonical NaN
-// of an earlier operation), and are left out.
+// changes no bit (x + -0 = x; tl_maxf(x, -Inf) = x; NaN payloads are not part of the contract),
+// and are left out.
 template <bool MAX, u32 L = 32>
 __device__ __forceinline__ float warp_tree_regs(const float (&p)[8]) {
   float a = tree_op<MAX>(tree_op<MAX>(p[0], p[4]), tree_op<MAX>(p[2], p[6]));
