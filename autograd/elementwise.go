@@ -155,17 +155,21 @@ func (t *Tape) Max(a, b Var) Var { return t.binary(maxOp, a, b) }
 // on ties.
 func (t *Tape) Min(a, b Var) Var { return t.binary(minOp, a, b) }
 
-// Dropout zeroes each element of x with probability p (0 <= p < 1) and scales the others by
+// Dropout zeroes each element of x with probability p (0 <= p <= 1) and scales the others by
 // 1/(1-p). The mask is ops.BernoulliMask(keep = 1-p, key): the same key gives the same mask on
-// every device. It is retained for the backward pass.
+// every device. It is retained for the backward pass. p = 1 gives x * 0 (as PyTorch does: zeros,
+// NaN where x is NaN), whose gradient is zero.
 func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
 	const op = "dropout"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
 	}
-	if !(p >= 0 && p < 1) {
-		return t.failf(op, "probability %v is outside [0, 1)", p)
+	if !(p >= 0 && p <= 1) {
+		return t.failf(op, "probability %v is outside [0, 1]", p)
+	}
+	if p == 1 {
+		return t.Scale(x, 0)
 	}
 	keep := 1 - p
 	mask, err := ops.BernoulliMask(t.dev, vx.len(), keep, key)

@@ -251,7 +251,7 @@ func TestStickyErrors(t *testing.T) {
 			{"label", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1, 3}) }, "cross_entropy: label 3 at position 1 is outside [0, 3)"},
 			{"labels", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1}) }, "cross_entropy: 1 labels for logits of shape [2 3]"},
 			{"gather", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Gather(x, []int{0, -1}) }, "gather: ops: indices: negative index -1 at position 1"},
-			{"dropout", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Dropout(x, 1, 7) }, "dropout: probability 1 is outside [0, 1)"},
+			{"dropout", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Dropout(x, 1.5, 7) }, "dropout: probability 1.5 is outside [0, 1]"},
 			{"permute", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Permute(x, 0, 0) }, "permute: [0 0] is not a permutation"},
 			{"broadcast", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.BroadcastTo(x, 4, 3) }, "broadcast_to: ops: broadcast_to: input axis 0 of size 2 cannot broadcast to 4"},
 			{"linear", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Linear(x, x, x) }, "linear: input [2 3], weight [2 3] and bias [2 3] do not fit"},
@@ -421,4 +421,25 @@ func TestNegativeAxesAndInferredDims(t *testing.T) {
 	if autograd.NewTape(nil).Device() != ops.Default() {
 		t.Error("NewTape(nil) is not on the default device")
 	}
+}
+
+// TestDropoutAll: p = 1 gives x * 0 (zeros, NaN stays NaN, as PyTorch) and a zero gradient.
+func TestDropoutAll(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, -2, 3, 4)
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{4}, true)
+		y := tp.Dropout(x, 1, 9)
+		if got := values(t, tp.Value(y)); !slices.Equal(got, []float64{0, 0, 0, 0}) {
+			t.Errorf("Dropout(x, 1) = %v", got)
+		}
+		if err := tp.Backward(tp.Sum(y)); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{0, 0, 0, 0}) {
+			t.Errorf("gradient %v, want zeros", got)
+		}
+	})
 }
