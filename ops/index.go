@@ -255,13 +255,7 @@ func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
 // row i. Like the other scatters it ignores a row i >= rows (the reference panicked there: a
 // flaw it lists); a negative i or one above math.MaxUint32 is an error.
 func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
-	if i < 0 {
-		return nil, fmt.Errorf("ops: scatter_add_row: negative row %d", i)
-	}
-	if uint64(i) > math.MaxUint32 {
-		return nil, fmt.Errorf("ops: scatter_add_row: row %d does not fit in uint32", i)
-	}
-	return ScatterAddRows(mat, rowVec, rows, cols, []int{i})
+	return scatterRows("scatter_add_row", mat, rowVec, rows, cols, []int{i})
 }
 
 // ScatterAddRows returns a copy of the (rows, cols) matrix mat with row j of values (a
@@ -274,11 +268,16 @@ func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
 // with atomics in an order that can vary from run to run where indices repeat, on the CPU in the
 // order of j.
 func ScatterAddRows(mat, values *Buffer, rows, cols int, idx []int) (*Buffer, error) {
+	return scatterRows("scatter_add_rows", mat, values, rows, cols, idx)
+}
+
+// scatterRows is ScatterAddRows for the entry point op (named in its errors).
+func scatterRows(op string, mat, values *Buffer, rows, cols int, idx []int) (*Buffer, error) {
 	if err := mat.live(); err != nil {
 		return nil, err
 	}
-	return withIndices("scatter_add_rows", mat.dev, idx, func(ix *Indices) (*Buffer, error) {
-		return scatter("scatter_add_rows", mat, values, rows, cols, ix)
+	return withIndices(op, mat.dev, idx, func(ix *Indices) (*Buffer, error) {
+		return scatter(op, mat, values, rows, cols, ix)
 	})
 }
 

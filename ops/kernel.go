@@ -158,10 +158,7 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 		if ix == nil {
 			return fmt.Errorf("ops: %s: nil indices", op.name)
 		}
-		if ix.dev != outs[0].dev {
-			return fmt.Errorf("ops: %s: indices on %s, operands on %s", op.name, ix.dev, outs[0].dev)
-		}
-		bufs = append(bufs, ix.buf)
+		bufs = append(bufs, ix.buf) // useAll checks its device too
 	}
 	if err := useAll(op.name, bufs...); err != nil {
 		return err

@@ -51,8 +51,10 @@ var (
 		}}
 )
 
-// rowWarpCols is the longest row the row reductions give one warp instead of one block.
-const rowWarpCols = 1024
+// rowWarpCols and rowHalfWarpCols are the longest rows the row reductions give one warp and 16
+// lanes (8 partials per lane: 128 columns, the bound reduce_*_by_row_warp16 checks), instead of
+// one block.
+const rowWarpCols, rowHalfWarpCols = 1024, 128
 
 // rowReduce is the geometry of a row reduction (sizes: rows, cols): one 256-thread block per row
 // (kernel perBlock), for rows of at most rowWarpCols columns one warp per row (perWarp), and for
@@ -62,7 +64,7 @@ func rowReduce(perBlock, perWarp, perHalfWarp *ptx.Kernel) geometry {
 	return chosenOn(func(s []int, d gpuFacts) launchShape {
 		rows, cols, k := s[0], s[1], perBlock
 		switch {
-		case cols <= 128:
+		case cols <= rowHalfWarpCols:
 			rows, k = (rows+15)/16, perHalfWarp
 		case cols <= rowWarpCols:
 			rows, k = (rows+7)/8, perWarp
