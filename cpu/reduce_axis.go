@@ -10,6 +10,12 @@ const rowThreads = 256
 // Maxf), then the halving tree p[t] = f(p[t], p[t+s]), s = 128, ..., 1 (rowStat's order, with
 // the loops specialized).
 func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
+	rowPartials(p, row, isMax)
+	return rowTree(p, isMax)
+}
+
+// rowPartials sets p to the partials of rowFold before its tree.
+func rowPartials(p *[rowThreads]float32, row []float32, isMax bool) {
 	id := negZero
 	if isMax {
 		id = negInf
@@ -39,6 +45,10 @@ func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
 			}
 		}
 	}
+}
+
+// rowTree is rowFold's halving tree over the partials p; it returns the root.
+func rowTree(p *[rowThreads]float32, isMax bool) float32 {
 	for s := rowThreads / 2; s >= 1; s /= 2 {
 		for t := 0; t < s; t++ {
 			if isMax {

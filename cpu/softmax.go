@@ -4,7 +4,8 @@ import "math"
 
 // Row softmax kernels: the twins of ptx/softmax.cu. Each processes rows r in [lo, hi) of a
 // row-major (rows, cols) buffer. A row statistic is folded as the GPU's 256-thread block does:
-// partial t takes the elements t, t+256, ... in order, then the halving tree combines them.
+// partial t takes the elements t, t+256, ... in order, then the halving tree combines them; the
+// log-softmax sums of long rows cut each partial's chain into parts (longRowPart).
 
 // rowStat folds f over val(c) for the columns c < cols where keep is nil or keep(c) holds, as a
 // 256-thread block does: partial t = c mod 256 folds its elements in order from id, then the
@@ -35,10 +36,10 @@ var negInf = float32(math.Inf(-1))
 // 0 softmax Expf(x - m) / s; 1 log-softmax (x - m) - Logf(s);
 // 2 masked softmax: mask != 0 && s != 0 ? Expf(x - m) / s : 0.
 func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
-	var p [rowThreads]float32
+	var p, q [rowThreads]float32
 	if kind != 2 {
 		for r := lo; r < hi; r++ {
-			softmaxRow(kind, &p, dst[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
+			softmaxRow(kind, &p, &q, dst[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols])
 		}
 		return
 	}
@@ -76,19 +77,56 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 }
 
 // softmaxRow is softmaxRows for one row of kinds 0 and 1 without closures: the row max, then
-// out = Expf(x - m), the sum of out in rowStat's order (rowFold), and the division (softmax) or
-// (x - m) - Logf(s) (log-softmax). The elementwise steps run on the vector kernels (ExpSub, Sub,
-// DivFwd: same bits), Sub and DivFwd against p filled with the row's scalar.
-func softmaxRow(kind int, p *[rowThreads]float32, out, xr []float32) {
+// out = Expf(x - m), the sum of out in rowStat's order (log-softmax: with each partial's chain cut
+// into parts of longRowPart elements, rowSumParts; q is its scratch), and the division (softmax)
+// or (x - m) - Logf(s) (log-softmax). The elementwise steps run on the vector kernels (ExpSub,
+// Sub, DivFwd: same bits), Sub and DivFwd against p filled with the row's scalar.
+func softmaxRow(kind int, p, q *[rowThreads]float32, out, xr []float32) {
 	m := rowFold(p, xr, true)
 	ExpSub(out, xr, m)
-	s := rowFold(p, out, false)
+	var s float32
+	if kind == 1 {
+		s = rowSumParts(p, q, out, longRowPart(len(xr)))
+	} else {
+		s = rowFold(p, out, false)
+	}
 	if kind == 1 {
 		chunks(p, m, Sub, out, xr)
 		chunks(p, Logf(s), Sub, out, out)
 		return
 	}
 	chunks(p, s, DivFwd, out, out)
+}
+
+// longRowCols is the longest row of the GPU's long-row engine (ptx/rowstat.cuh): 256 * SM_LONG *
+// SM_LONG_GROUPS elements.
+const longRowCols = rowThreads * 32 * 4
+
+// longRowPart returns the number of elements per partial in each part of a log-softmax row sum
+// of cols elements: jl = ceil(cols/256) elements per partial, and rows of
+// 256 * 32 < cols <= longRowCols, which the GPU holds in the registers of nq = ceil(jl/32) groups
+// of 256 threads, cut each partial's chain into the groups' parts of jq = ceil(jl/nq) elements
+// (the last one shorter). Other rows have one part of jl elements.
+func longRowPart(cols int) int {
+	jl := (cols + rowThreads - 1) / rowThreads
+	if cols > longRowCols {
+		return jl
+	}
+	nq := (jl + 31) / 32
+	return (jl + nq - 1) / max(nq, 1)
+}
+
+// rowSumParts is rowFold's sum with each partial's chain cut into parts of jq elements: the
+// row's segments of 256 jq elements are folded from -0.0 each (partials in q) and added to the
+// partials p in order (p = part 0; p = p + part i), then the halving tree.
+func rowSumParts(p, q *[rowThreads]float32, row []float32, jq int) float32 {
+	seg := rowThreads * max(jq, 1)
+	rowPartials(p, row[:min(len(row), seg)], false)
+	for base := seg; base < len(row); base += seg {
+		rowPartials(q, row[base:min(len(row), base+seg)], false)
+		Add(p[:], p[:], q[:])
+	}
+	return rowTree(p, false)
 }
 
 // ExpSub: dst = Expf(x - c) (the subtraction rounded, then Expf), the exponentials of a softmax

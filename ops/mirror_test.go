@@ -276,9 +276,10 @@ func shapeCases() []mirrorCase {
 	// *_long_async variants for rows of 3 or 4 groups whose length is a multiple of 4): blocks of
 	// 1 to 4 groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and rows of
 	// signed zeros and infinities without NaN (ties of the max across the groups). The "/long"
-	// cases take the *_long kernels where the device would pick the async ones.
+	// cases take the *_long kernels where the device would pick the async ones; 270 rows make each
+	// async block (one per multiprocessor) walk two or more rows.
 	for _, sh := range [][3]int{{5, 4097, 1}, {4, 8192, 1}, {3, 8195, 1}, {2, 16387, 1}, {3, 32768, 1}, {3, 12345, 0},
-		{3, 20000, 1}, {5, 24576, 1}, {3, 20000, 0}} {
+		{3, 20000, 1}, {5, 24576, 1}, {3, 20000, 0}, {270, 16388, 1}} {
 		r, c := sh[0], sh[1]
 		finite = sh[2] == 1
 		tag := fmt.Sprintf("%dx%d", r, c)
@@ -298,29 +299,45 @@ func shapeCases() []mirrorCase {
 			})
 		}
 	}
-	for _, sh := range [][2]int{{4, 9001}, {4, 32768}} {
-		r, c := sh[0], sh[1]
-		tag := fmt.Sprintf("%dx%d/zeros", r, c)
-		for _, log := range []bool{false, true} {
-			name := "softmax/" + tag
-			if log {
-				name = "log_" + name
+	// Rows of signed zeros and infinities (ties of the max), and rows whose sums show the order of
+	// their additions in the bits of the outputs: values in (-4, 4), exps of similar size
+	// (softmax); one partial's chain holding almost all of a sum near 1 (log-softmax).
+	inputs := []struct {
+		tag  string
+		rows func(rows, cols int) []float32
+	}{{"zeros", zeroTieRows}, {"narrow", narrowRows}, {"partial0", partial0Rows}}
+	for _, sh := range [][2]int{{4, 9001}, {3, 20000}, {4, 32768}} {
+		for _, in := range inputs {
+			r, c, make := sh[0], sh[1], in.rows
+			for _, name := range []string{"softmax", "log_softmax"} {
+				for _, long := range []bool{false, true} {
+					if long && (c%4 != 0 || c <= 16384) {
+						continue
+					}
+					tag := fmt.Sprintf("%s/%dx%d/%s", name, r, c, in.tag)
+					if long {
+						tag += "/long"
+					}
+					cases = append(cases, mirrorCase{name: tag, sizes: []int{r * c},
+						run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
+							x, err := FromFloat32(d, make(r, c))
+							if err != nil {
+								return nil, err
+							}
+							defer x.Release()
+							if long {
+								defer withoutSoftmaxAsync()()
+							}
+							var y *Buffer
+							if name == "log_softmax" {
+								y, err = LogSoftmax(x, r, c)
+							} else {
+								y, err = Softmax(x, r, c)
+							}
+							return []*Buffer{y}, err
+						}})
+				}
 			}
-			cases = append(cases, mirrorCase{name: name, sizes: []int{r * c},
-				run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
-					x, err := FromFloat32(d, zeroTieRows(r, c))
-					if err != nil {
-						return nil, err
-					}
-					defer x.Release()
-					var y *Buffer
-					if log {
-						y, err = LogSoftmax(x, r, c)
-					} else {
-						y, err = Softmax(x, r, c)
-					}
-					return []*Buffer{y}, err
-				}})
 		}
 	}
 	// The fused backward path (rows >= 4096, cols <= 4096), and NaN/Inf rows.
@@ -328,6 +345,36 @@ func shapeCases() []mirrorCase {
 		cases = append(cases, layerNormCases(sh[0], sh[1], true)...)
 	}
 	return append(cases, layerNormCases(17, 65, false)...)
+}
+
+// narrowRows is a (rows, cols) input of values in (-4, 4).
+func narrowRows(rows, cols int) []float32 {
+	x := make([]float32, rows*cols)
+	for i := range x {
+		z := cpu.SplitMix64(uint64(i) ^ 0xa11ce)
+		x[i] = float32(int32(z>>32)) * 0x1p-29
+	}
+	return x
+}
+
+// partial0Rows is a (rows, cols) input whose row sums of exp(x - max) are dominated by partial 0
+// (columns c = 0 mod 256) and near 1: x = 0 at column 0, about -7 at the other columns of
+// partial 0, -40 elsewhere. log(s) then changes with every last bit of s.
+func partial0Rows(rows, cols int) []float32 {
+	x := make([]float32, rows*cols)
+	for i := range x {
+		c := i % cols
+		switch {
+		case c == 0:
+			x[i] = 0
+		case c%256 == 0:
+			z := cpu.SplitMix64(uint64(i) ^ 0xd0)
+			x[i] = -7 + float32(int32(z>>32))*0x1p-31
+		default:
+			x[i] = -40
+		}
+	}
+	return x
 }
 
 // zeroTieRows is a (rows, cols) input without NaN whose row maxima are ties: row 0 holds +0 and

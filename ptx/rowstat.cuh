@@ -1,7 +1,9 @@
 // rowstat.cuh: the row statistics of the softmax family (softmax.cu, softmax_sm80.cu): the
 // 256-partial halving tree and the long-row engine. Every row statistic is a row reduction in
 // the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then the halving
-// tree), so the result depends on the shape only, never on the launch geometry or the code path.
+// tree), except that the log-softmax sums of rows of 256 * 32 < cols <= SM_LONG_COLS elements
+// cut each partial's chain into parts (see Long rows below); the result depends on the shape
+// only, never on the launch geometry or the code path.
 #pragma once
 #include "common.cuh"
 #include "f32math.cuh"
@@ -69,17 +71,20 @@ __device__ __forceinline__ float block_reduce(float* part, float v) {
 // once and written once. The block is nq groups of 256 threads; thread t of group q (threadIdx.x
 // = 256 q + t) stands for the part j in [q*jq, (q+1)*jq) of the chain of partial t (elements
 // t + 256 j, j ascending, as above), jq = ceil(ceil(cols/256) / nq) <= SM_LONG, and holds those
-// elements in registers. The statistics are the 256-thread block's, bit for bit:
+// elements in registers. The statistics:
 //   - max: each group folds its part from -Inf, and partial t is the fold of the groups' results
-//     in group order. This equals the one chain because the fold of tl_maxf over a sequence is the
-//     last element (in order) equal to its maximum, or -Inf for none, or NaN when it holds one
-//     (NaN + anything is NaN), and combining two such folds in order gives the fold of the
-//     concatenation.
-//   - sum: one chain, carried across the groups in order: group q continues from group q-1's
-//     running sum (through shared memory, one barrier per group), so every addition is the loop
-//     path's, in the same order.
-// Then the same warp_tree. Launch: blockDim.x = 256 * ceil(ceil(cols/256) / SM_LONG) threads (at
-// most 1024); a block of other shape that cannot hold the row traps.
+//     in group order. This is the 256-thread block's result, bit for bit: the fold of tl_maxf
+//     over a sequence is the last element (in order) equal to its maximum, or -Inf for none, or
+//     NaN when it holds one (NaN + anything is NaN), and combining two such folds in order gives
+//     the fold of the concatenation.
+//   - softmax's sum: one chain, carried across the groups in order (through shared memory, one
+//     barrier per group), so every addition is the 256-thread block's, in the same order.
+//   - log-softmax's sum, by rule a different one when nq > 1: each partial's chain is cut into
+//     the groups' parts, each folded from -0.0, and partial t is their sum in group order
+//     (longRowPart in cpu/softmax.go), so that all groups compute their exps at once.
+// Then the same warp_tree.
+// Launch: blockDim.x = 256 * ceil(ceil(cols/256) / SM_LONG) threads (at most 1024); a block of
+// other shape that cannot hold the row traps.
 #define SM_LONG 32
 #define SM_LONG_GROUPS 4
 #define SM_LONG_COLS (SM_THREADS * SM_LONG_GROUPS * SM_LONG)
@@ -134,11 +139,14 @@ __device__ __forceinline__ void long_row_load(float (&v)[SM_LONG], const LongRow
 
 // long_row_finish computes the row statistics from the thread's elements v[k] (k < nk; the others
 // 0) and writes its outputs outr[256 k] (outr = the output row + lr.first). KIND 0: softmax
-// exp(x - m) / s; KIND 1: log-softmax (x - m) - log(s). mq and chain are block-shared; the
-// function's barriers order their reuse by the next row.
+// exp(x - m) / s, whose sum is one chain carried across the groups in order (all exps first, in
+// place, then group q continues from group q-1's running sum, handed over in sq[q - 1]);
+// KIND 1: log-softmax (x - m) - log(s), which keeps x - m in the registers for its output and
+// computes the exps as each group folds its own part of the sum, all groups at once. mq and sq are
+// block-shared; the function's barriers order their reuse by the next row.
 template <int KIND>
 __device__ __forceinline__ void long_row_finish(float (&v)[SM_LONG], const LongRow& lr,
-                                                float (*mq)[SM_THREADS], float (*chain)[SM_THREADS],
+                                                float (*mq)[SM_THREADS], float (*sq)[SM_THREADS],
                                                 float* outr) {
   float m = NEG_INF;
 #pragma unroll
@@ -147,36 +155,37 @@ __device__ __forceinline__ void long_row_finish(float (&v)[SM_LONG], const LongR
   mq[lr.q][lr.t] = m;
   __syncthreads();
   m = warp_tree_groups<true>(mq, lr.nq);
-  // From here v holds x - m.
+  // From here v holds x - m (softmax: exp(x - m)).
 #pragma unroll
   for (int k = 0; k < SM_LONG; k++) v[k] = v[k] - m;
-  // Softmax: every exp first (all groups at once, in place), then the chain of additions;
-  // log-softmax keeps x - m and computes each exp when its group's turn in the chain comes.
   float s = -0.0f;
   if (KIND == 0) {
 #pragma unroll
     for (int k = 0; k < SM_LONG; k++)
       if (k < lr.nk) v[k] = tl_expf(v[k]);
-  }
-  for (u32 g = 0; g < lr.nq; g++) {
-    if (lr.q == g) {
-      if (g > 0) s = chain[g - 1][lr.t];
+    for (u32 g = 0; g < lr.nq; g++) {
+      if (lr.q == g) {
+        if (g > 0) s = sq[g - 1][lr.t];
 #pragma unroll
-      for (int k = 0; k < SM_LONG; k++)
-        if (k < lr.nk) s = s + (KIND == 0 ? v[k] : tl_expf(v[k]));
-      chain[g][lr.t] = s;
+        for (int k = 0; k < SM_LONG; k++)
+          if (k < lr.nk) s = s + v[k];
+        sq[g][lr.t] = s;
+      }
+      __syncthreads();
     }
-    __syncthreads();
-  }
-  s = warp_tree<false>(chain[lr.nq - 1]);
-  if (KIND == 1) {
-    float ls = tl_logf(s);
-#pragma unroll
-    for (int k = 0; k < SM_LONG; k++)
-      if (k < lr.nk) outr[k * SM_THREADS] = v[k] - ls;
-  } else {
+    s = warp_tree<false>(sq[lr.nq - 1]);
 #pragma unroll
     for (int k = 0; k < SM_LONG; k++)
       if (k < lr.nk) outr[k * SM_THREADS] = v[k] / s;
+  } else {
+#pragma unroll
+    for (int k = 0; k < SM_LONG; k++)
+      if (k < lr.nk) s = s + tl_expf(v[k]);
+    sq[lr.q][lr.t] = s;
+    __syncthreads();
+    float ls = tl_logf(warp_tree_groups<false>(sq, lr.nq));
+#pragma unroll
+    for (int k = 0; k < SM_LONG; k++)
+      if (k < lr.nk) outr[k * SM_THREADS] = v[k] - ls;
   }
 }

@@ -1,8 +1,9 @@
 // softmax.cu: row softmax and log-softmax of a row-major (rows, cols) buffer and their VJPs, and
 // the fused layer norm forward and backward, with 256-thread blocks. Every row statistic is a row
 // reduction in the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then
-// the halving tree), so the result depends on the shape only, never on the launch geometry or on
-// the code path below. Twins: cpu/softmax.go.
+// the halving tree), except the log-softmax sums of rows of 8192 < cols <= 32768
+// elements (rowstat.cuh, Long rows), so the result depends on the shape only, never on the launch
+// geometry or on the code path below. Twins: cpu/softmax.go.
 #include "common.cuh"
 #include "f32math.cuh"
 #include "rowstat.cuh"
@@ -215,12 +216,12 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 template <int KIND>
 __device__ __forceinline__ void softmax_long_rows(float* out, const float* x, u64 rows, u64 cols) {
   __shared__ float mq[SM_LONG_GROUPS][SM_THREADS];
-  __shared__ float chain[SM_LONG_GROUPS][SM_THREADS];
+  __shared__ float sq[SM_LONG_GROUPS][SM_THREADS];
   const LongRow lr = long_row_layout(cols);
   for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
     float v[SM_LONG];
     long_row_load(v, lr, x + r * cols + lr.first);
-    long_row_finish<KIND>(v, lr, mq, chain, out + r * cols + lr.first);
+    long_row_finish<KIND>(v, lr, mq, sq, out + r * cols + lr.first);
   }
 }
 

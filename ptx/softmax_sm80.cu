@@ -33,7 +33,7 @@ __device__ __forceinline__ void softmax_long_async(float* out, const float* x, u
                                                    u64 cols) {
   extern __shared__ __align__(16) float stage[];
   __shared__ float mq[SM_LONG_GROUPS][SM_THREADS];
-  __shared__ float chain[SM_LONG_GROUPS][SM_THREADS];
+  __shared__ float sq[SM_LONG_GROUPS][SM_THREADS];
   const LongRow lr = long_row_layout(cols);
   const bool vec = ((u64)x & 15u) == 0 && cols % 4 == 0;
   u64 r = blockIdx.x;
@@ -45,7 +45,7 @@ __device__ __forceinline__ void softmax_long_async(float* out, const float* x, u
     long_row_load(v, lr, stage + lr.first);
     __syncthreads();  // every thread has its part: stage is free for the next row
     if (r + gridDim.x < rows) long_row_copy(stage, x + (r + gridDim.x) * cols, cols, vec);
-    long_row_finish<KIND>(v, lr, mq, chain, out + r * cols + lr.first);
+    long_row_finish<KIND>(v, lr, mq, sq, out + r * cols + lr.first);
   }
 }
 
