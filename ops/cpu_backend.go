@@ -8,6 +8,10 @@ import (
 	"github.com/torchlean-go/torchlean/cpu"
 )
 
+// hostMemory is hostMemoryBytes, asked once (a system call per allocation cost the CPU ops a
+// third of their dispatch time).
+var hostMemory = sync.OnceValue(hostMemoryBytes)
+
 // cpuBackend runs the Go twins of package cpu on host memory, splitting large buffers across
 // GOMAXPROCS goroutines (every kernel is independent per element or per chunk, so the split
 // never changes a bit). Released slices are cached by size class, as on CUDA, so that an op
@@ -23,7 +27,7 @@ const grain = 1 << 15
 
 func (c *cpuBackend) alloc(n int) (storage, error) {
 	// A Go allocation larger than memory is a fatal error, not a panic: refuse it first.
-	if total := hostMemoryBytes(); total > 0 && uint64(n) > total/4 {
+	if total := hostMemory(); total > 0 && uint64(n) > total/4 {
 		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of RAM", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)
