@@ -18,7 +18,9 @@
 // Binary elementwise ops need equal shapes (broadcast explicitly with BroadcastTo or
 // BroadcastAxes). Softmax, LogSoftmax, LayerNorm and CrossEntropy work along the last axis with
 // the leading axes folded into rows; Concat, Slice, Gather and ScatterAdd work along dim 0.
-// Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar).
+// Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar). The axis ops
+// (ReduceSum, ReduceMean, Permute, SwapAdjacent, BroadcastTo, BroadcastAxes) take shapes of
+// rank at most ops.MaxRank; the others any rank.
 //
 // # Ownership
 //

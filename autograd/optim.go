@@ -58,7 +58,7 @@ type optimizer struct {
 	counted bool            // the state includes the step count (key "<parameter name>.step")
 	state   [][]*ops.Buffer // state[i][k]: buffer keys[k] of params[i]
 	steps   []int           // steps taken by params[i] since its state was created
-	err     error           // set by the constructor
+	err     error           // set by the constructor (or SetLR, when there is no session)
 	closed  bool
 }
 
@@ -356,15 +356,18 @@ func (o *Adam) SetLR(lr float64) {
 func (o *Adam) LR() float64 { return o.h.LR }
 
 // setHyper applies new hyperparameters (set) when check is nil, else records the error in the
-// session and keeps the old ones.
+// session (an optimizer of no parameters keeps it for Step) and keeps the old ones.
 func (o *optimizer) setHyper(check error, set func()) {
-	if check != nil {
-		if o.s != nil {
-			o.s.fail(fmt.Errorf("autograd: %s: %w", o.name, check))
-		}
+	if check == nil {
+		set()
 		return
 	}
-	set()
+	err := fmt.Errorf("autograd: %s: %w", o.name, check)
+	if o.s != nil {
+		o.s.fail(err)
+	} else if o.err == nil {
+		o.err = err
+	}
 }
 
 // Step updates every parameter that has a gradient with one fused ops.AdamStep, counting each

@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -139,7 +140,8 @@ func (s *Session) Reset() {
 // Close releases everything the session holds: the tape, the step's buffers, the parameters'
 // buffers and gradients, and the state of every optimizer of its parameters. Download what
 // you need first (Param.Host). It returns the device's pending error, if any; afterwards every
-// method reports that the session is closed. Close is idempotent.
+// method fails, with the session's first error (that the session is closed, unless an error
+// was recorded before). Close is idempotent.
 func (s *Session) Close() error {
 	if s.closed {
 		return nil
@@ -337,6 +339,11 @@ func (s *Session) Params() []*Param { return slices.Clone(s.params) }
 // session: it names the parameter's optimizer state. On an error the session records it and
 // the returned parameter is unusable (its ops are no-ops).
 func (s *Session) Param(name string, shape []int, values []float32) *Param {
+	return s.param(name, shape, values, false)
+}
+
+// param is Param; own: values is the caller's to keep as the host copy (no clone).
+func (s *Session) param(name string, shape []int, values []float32, own bool) *Param {
 	const op = "param"
 	p := &Param{s: s, name: name, shape: slices.Clone(shape), requiresGrad: true}
 	n, ok := s.numelFor(op, shape)
@@ -346,18 +353,30 @@ func (s *Session) Param(name string, shape []int, values []float32) *Param {
 	case name == "" || s.names[name]:
 		s.failf(op, "the name %q is empty or taken", name)
 		return p
-	case values == nil:
-		values = make([]float32, n)
-	case len(values) != n:
+	case values != nil && len(values) != n:
 		s.failf(op, "%s: %d values for shape %v", name, len(values), shape)
 		return p
 	}
-	b, err := ops.FromFloat32(s.Device(), values)
+	var b *ops.Buffer
+	var err error
+	if values == nil {
+		// Zeros on the device, no host copy until Host asks: a parameter too large for the
+		// machine is an error from the device's allocator, not a failed host allocation.
+		b, err = ops.Zeros(s.Device(), n)
+	} else {
+		b, err = ops.FromFloat32(s.Device(), values)
+	}
 	if err != nil {
 		s.fail(fmt.Errorf("autograd: %s: %s: %w", op, name, err))
 		return p
 	}
-	p.buf, p.host, p.hostOK = b, slices.Clone(values), true
+	p.buf = b
+	if values != nil {
+		if !own {
+			values = slices.Clone(values)
+		}
+		p.host, p.hostOK = values, true
+	}
 	s.names[name] = true
 	s.params = append(s.params, p)
 	return p
@@ -365,27 +384,31 @@ func (s *Session) Param(name string, shape []int, values []float32) *Param {
 
 // ParamUniform is Param with values drawn from U[lo, hi): lo + (hi-lo)*u in float64, rounded to
 // float32, for u the draws of ops.RandUniform with the session's next key. The values depend
-// only on the seed and the number of earlier draws, not on the device.
+// only on the seed and the number of earlier draws, not on the device. lo and hi must be finite
+// with lo <= hi and hi - lo finite (as PyTorch's uniform_ requires); lo == hi gives lo.
 func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param {
 	n, ok := s.numelFor("param", shape)
 	if !ok {
 		return &Param{s: s, name: name, shape: slices.Clone(shape)}
 	}
+	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi || math.IsInf(hi-lo, 0) {
+		s.failf("param", "%s: uniform bounds [%v, %v) are not an interval of finite numbers", name, lo, hi)
+		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+	}
 	u, err := ops.RandUniform(ops.CPU(), n, s.NextKey())
-	var f []float64
+	var values []float32
 	if err == nil {
-		f, err = u.Float64s()
+		values, err = u.Float32s()
 		u.Release()
 	}
 	if err != nil {
 		s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
 		return &Param{s: s, name: name, shape: slices.Clone(shape)}
 	}
-	values := make([]float32, n)
-	for i, v := range f {
-		values[i] = float32(lo + (hi-lo)*v)
+	for i, v := range values {
+		values[i] = float32(lo + (hi-lo)*float64(v))
 	}
-	return s.Param(name, shape, values)
+	return s.param(name, shape, values, true)
 }
 
 // Use records p's current value as a leaf of this step and returns it; backward passes reach
@@ -528,7 +551,11 @@ func (p *Param) Sync() error {
 }
 
 // Host returns a copy of the parameter's values (row-major), downloading them first if stale.
+// It fails once the session is closed.
 func (p *Param) Host() ([]float32, error) {
+	if p.s.closed {
+		return nil, p.s.Err()
+	}
 	if err := p.Sync(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -208,8 +209,6 @@ func TestSessionErrors(t *testing.T) {
 	}
 }
 
-// TestSessionParams: explicit host sync, Set, gradient accumulation across steps, ZeroGrad, and
-// skipped parameters without a gradient.
 // TestSessionShapeOverflow: a shape whose element count overflows (here wrapping to 0, the
 // length of the values given) is an error, not an empty tensor with huge dimensions.
 func TestSessionShapeOverflow(t *testing.T) {
@@ -230,6 +229,8 @@ func TestSessionShapeOverflow(t *testing.T) {
 	})
 }
 
+// TestSessionParams: explicit host sync, Set, gradient accumulation across steps, ZeroGrad, and
+// skipped parameters without a gradient.
 func TestSessionParams(t *testing.T) {
 	forDevices(t, func(t *testing.T, d *ops.Device) {
 		s := autograd.NewSession(autograd.Options{Device: d})
@@ -364,4 +365,55 @@ func TestSessionInputsAndRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestParamCreationLimits: a zero parameter too large for the device is the allocator's error
+// (nothing is allocated on the host first), zeros are downloaded on demand, ParamUniform refuses
+// bounds that are not a finite interval (as PyTorch's uniform_ does) and gives lo when lo == hi,
+// and Host fails once the session is closed.
+func TestParamCreationLimits(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		s.Param("huge", []int{1 << 20, 1 << 20}, nil)
+		if err := s.Err(); !errors.Is(err, ops.ErrOutOfMemory) {
+			t.Errorf("Param of 2^40 zeros: error %v, want ops.ErrOutOfMemory", err)
+		}
+		s.Close()
+
+		s = autograd.NewSession(autograd.Options{Device: d})
+		z := s.Param("z", []int{3}, nil)
+		c := s.ParamUniform("c", []int{4}, 0.5, 0.5)
+		if h, err := z.Host(); err != nil || !slices.Equal(h, []float32{0, 0, 0}) {
+			t.Errorf("zero parameter: %v, %v", h, err)
+		}
+		if h, err := c.Host(); err != nil || !slices.Equal(h, []float32{0.5, 0.5, 0.5, 0.5}) {
+			t.Errorf("ParamUniform(0.5, 0.5): %v, %v", h, err)
+		}
+		s.Close()
+		if h, err := c.Host(); err == nil {
+			t.Errorf("Host after Close: %v, no error", h)
+		}
+
+		for _, b := range [][2]float64{{1, -1}, {math.NaN(), 1}, {0, math.Inf(1)}, {-math.MaxFloat64, math.MaxFloat64}} {
+			s := autograd.NewSession(autograd.Options{Device: d})
+			s.ParamUniform("w", []int{2}, b[0], b[1])
+			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "uniform bounds") {
+				t.Errorf("ParamUniform(%v, %v): error %v", b[0], b[1], err)
+			}
+			s.Close()
+		}
+	})
+}
+
+// TestOptimizerWithoutParams: an optimizer of no parameters has no session to record a bad
+// learning rate in; it keeps the old rate and Step returns the error.
+func TestOptimizerWithoutParams(t *testing.T) {
+	o := autograd.NewSGD(nil, autograd.SGDOptions{LR: 1})
+	if err := o.Step(); err != nil {
+		t.Fatalf("Step with no parameters: %v", err)
+	}
+	o.SetLR(-5)
+	if err := o.Step(); o.LR() != 1 || err == nil {
+		t.Errorf("after SetLR(-5): LR %v, Step error %v; want 1 and an error", o.LR(), err)
+	}
 }

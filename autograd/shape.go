@@ -109,6 +109,9 @@ func (t *Tape) Permute(x Var, perm ...int) Var {
 	if len(perm) != len(vx.shape) {
 		return t.failf(op, "%v is not a permutation of the axes of shape %v", given, vx.shape)
 	}
+	if len(perm) > ops.MaxRank {
+		return t.failf(op, "rank %d of shape %v is above %d", len(perm), vx.shape, ops.MaxRank)
+	}
 	cur := make([]int, len(perm)) // cur[j]: the axis of x at position j
 	for j := range cur {
 		cur[j] = j

@@ -443,3 +443,19 @@ func TestDropoutAll(t *testing.T) {
 		}
 	})
 }
+
+// TestPermuteRankLimit: Permute names itself when the rank is above ops.MaxRank.
+func TestPermuteRankLimit(t *testing.T) {
+	shape := []int{1, 1, 1, 1, 1, 1, 1, 1, 1}
+	xb, err := ops.Zeros(ops.CPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xb.Release()
+	tp := autograd.NewTape(ops.CPU())
+	defer tp.Reset()
+	tp.Permute(tp.Leaf(xb, shape, true), 8, 7, 6, 5, 4, 3, 2, 1, 0)
+	if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "permute: rank 9") {
+		t.Errorf("Permute of rank 9: error %v", err)
+	}
+}

@@ -160,14 +160,14 @@ func Transpose2d(x *Buffer, rows, cols int) (*Buffer, error) {
 	return transposeOp.call1(rows*cols, []*Buffer{x}, nil, []int{1, rows, cols})
 }
 
-// maxRank is the largest rank of the N-D layout and reduction ops.
-const maxRank = 8
+// MaxRank is the largest rank of the N-D layout and reduction ops.
+const MaxRank = 8
 
-// shape checks that x holds a contiguous buffer of the given dims (rank <= maxRank) and returns
+// shape checks that x holds a contiguous buffer of the given dims (rank <= MaxRank) and returns
 // the element count.
 func shape(op string, x *Buffer, dims []int, what string) (int, error) {
-	if len(dims) > maxRank {
-		return 0, fmt.Errorf("ops: %s: rank %d of %s is above %d", op, len(dims), what, maxRank)
+	if len(dims) > MaxRank {
+		return 0, fmt.Errorf("ops: %s: rank %d of %s is above %d", op, len(dims), what, MaxRank)
 	}
 	for _, d := range dims {
 		if d < 0 {
@@ -281,7 +281,7 @@ func newBroadcast(op string, inDims, outDims, axisMap []int) (broadcast, error) 
 
 // sizes returns the kernel sizes (n, rank, kept, d0..d7) of the broadcast for n work items.
 func (b broadcast) sizes(n int) []int {
-	s := make([]int, 3+maxRank)
+	s := make([]int, 3+MaxRank)
 	s[0], s[1], s[2] = n, len(b.dims), int(b.kept)
 	copy(s[3:], b.dims)
 	return s
