@@ -157,18 +157,20 @@ func (t *Tape) Min(a, b Var) Var { return t.binary(minOp, a, b) }
 
 // Dropout zeroes each element of x with probability p (0 <= p <= 1) and scales the others by
 // 1/(1-p). The mask is ops.BernoulliMask(keep = 1-p, key): the same key gives the same mask on
-// every device. It is retained for the backward pass. p = 1 gives x * 0 (as PyTorch does: zeros,
-// NaN where x is NaN), whose gradient is zero.
+// every device. It is retained for the backward pass. As in PyTorch, p = 0 returns x itself and
+// p = 1 gives x * 0 (zeros, NaN where x is NaN; zero gradient), neither drawing a mask.
 func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
 	const op = "dropout"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
 	}
-	if !(p >= 0 && p <= 1) {
+	switch {
+	case !(p >= 0 && p <= 1):
 		return t.failf(op, "probability %v is outside [0, 1]", p)
-	}
-	if p == 1 {
+	case p == 0:
+		return x
+	case p == 1:
 		return t.Scale(x, 0)
 	}
 	keep := 1 - p

@@ -254,10 +254,14 @@ func (s *Session) Bernoulli(keep float64, shape ...int) Var {
 	return s.leaf("bernoulli", b, err, shape, false)
 }
 
-// Dropout is Tape.Dropout with the mask keyed by the session's next key.
+// Dropout is Tape.Dropout with the mask keyed by the session's next key; p = 0 and p = 1 draw
+// no mask and take no key (PyTorch's dropout draws no random numbers for them either).
 func (s *Session) Dropout(x Var, p float64) Var {
 	if s.Err() != nil {
 		return Var{}
+	}
+	if p == 0 || p == 1 {
+		return s.Tape.Dropout(x, p, 0)
 	}
 	return s.Tape.Dropout(x, p, s.NextKey())
 }

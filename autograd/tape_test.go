@@ -444,6 +444,26 @@ func TestDropoutAll(t *testing.T) {
 	})
 }
 
+// TestDropoutNone: p = 0 returns x itself, and the session takes no key for p = 0 or 1.
+func TestDropoutNone(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d, Seed: 3})
+		defer s.Close()
+		x := s.Input([]float32{1, -2, 3}, 3)
+		if y := s.Dropout(x, 0); y != x {
+			t.Errorf("Dropout(x, 0) is not x")
+		}
+		s.Dropout(x, 1)
+		if _, draws := s.RandomState(); draws != 0 || s.Err() != nil {
+			t.Errorf("after Dropout with p = 0 and 1: %d draws, error %v", draws, s.Err())
+		}
+		s.Dropout(x, 0.5)
+		if _, draws := s.RandomState(); draws != 1 {
+			t.Errorf("after Dropout(x, 0.5): %d draws, want 1", draws)
+		}
+	})
+}
+
 // TestPermuteRankLimit: Permute names itself when the rank is above ops.MaxRank.
 func TestPermuteRankLimit(t *testing.T) {
 	shape := []int{1, 1, 1, 1, 1, 1, 1, 1, 1}
