@@ -309,10 +309,14 @@ func gradCases() []gradCase {
 			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Bmm(x[0], x[1]) },
 			ref: func(x [][]float64) []float64 { return bmmRef(x[0], x[1], 3, m, n, p) }})
 	}
-	for _, dims := range [][3]int{{0, 1, 1}, {0, 3, 4}, {1, 3, 2}, {5, 4, 3}} { // (batch or 0 for a vector, in, out)
+	// (batch or 0 for a vector, in, out); batch 6 as (2, 3) leading axes
+	for _, dims := range [][3]int{{0, 1, 1}, {0, 3, 4}, {1, 3, 2}, {5, 4, 3}, {6, 4, 3}} {
 		batch, in, out := dims[0], dims[1], dims[2]
 		xs := []int{in}
-		if batch > 0 {
+		switch {
+		case batch == 6:
+			xs = []int{2, 3, in}
+		case batch > 0:
 			xs = []int{batch, in}
 		}
 		add(gradCase{name: "linear", in: [][]int{xs, {out, in}, {out}},

@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"slices"
+
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -44,7 +46,8 @@ func (t *Tape) bmm(op string, a, b Var, ab, bb *ops.Buffer, batch, m, n, p int, 
 }
 
 // Linear returns the affine map of x by the weight w (out, in) and the bias b (out): w·x + b for
-// a vector x (in), and x·wᵀ + b, row by row, for a batch x (batch, in).
+// a vector x (in), and x·wᵀ + b, row by row, for a batch x (..., in) of any number of leading
+// axes (PyTorch's nn.Linear), which give the result's leading axes: (..., out).
 func (t *Tape) Linear(x, w, b Var) Var {
 	const op = "linear"
 	vs, ok := t.args(op, x, w, b)
@@ -54,8 +57,8 @@ func (t *Tape) Linear(x, w, b Var) Var {
 	vx, vw, vb := vs[0], vs[1], vs[2]
 	sx, sw := vx.shape, vw.shape
 	if len(sw) != 2 || len(vb.shape) != 1 || vb.shape[0] != sw[0] ||
-		len(sx) < 1 || len(sx) > 2 || sx[len(sx)-1] != sw[1] {
-		return t.failf(op, "input %v, weight %v and bias %v do not fit (want (in) or (batch, in), (out, in), (out))",
+		len(sx) < 1 || sx[len(sx)-1] != sw[1] {
+		return t.failf(op, "input %v, weight %v and bias %v do not fit (want (in) or (..., in), (out, in), (out))",
 			sx, sw, vb.shape)
 	}
 	out, in := sw[0], sw[1]
@@ -70,7 +73,8 @@ func (t *Tape) Linear(x, w, b Var) Var {
 				func() (*ops.Buffer, error) { return ops.Copy(g) })
 		})
 	}
-	batch := sx[0]
+	batch := size(sx[:len(sx)-1])
+	shape := append(slices.Clone(sx[:len(sx)-1]), out)
 	bias, err := ops.BroadcastVecToRows(vb.buf, batch, out)
 	var y *ops.Buffer
 	if err == nil {
@@ -81,7 +85,7 @@ func (t *Tape) Linear(x, w, b Var) Var {
 			func(xw *ops.Buffer) (*ops.Buffer, error) { return ops.Add(xw, bias) })
 		bias.Release()
 	}
-	return t.record(op, []int{batch, out}, y, err, nil, []Var{x, w, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+	return t.record(op, shape, y, err, nil, []Var{x, w, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return grads(need,
 			func() (*ops.Buffer, error) { return ops.Matmul(g, vw.buf, batch, out, in) },
 			func() (*ops.Buffer, error) { return ops.BmmWithTranspose(g, vx.buf, 1, out, batch, in, true, false) },

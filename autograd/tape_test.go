@@ -479,3 +479,25 @@ func TestPermuteRankLimit(t *testing.T) {
 		t.Errorf("Permute of rank 9: error %v", err)
 	}
 }
+
+// TestLinearLeadingAxes: Linear keeps the leading axes of a (..., in) input: (..., out).
+func TestLinearLeadingAxes(t *testing.T) {
+	tp := autograd.NewTape(ops.CPU())
+	defer tp.Reset()
+	leaf := func(shape ...int) autograd.Var {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		b, err := ops.Zeros(ops.CPU(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Release() })
+		return tp.Leaf(b, shape, true)
+	}
+	y := tp.Linear(leaf(2, 3, 4), leaf(5, 4), leaf(5))
+	if got := tp.Shape(y); tp.Err() != nil || !slices.Equal(got, []int{2, 3, 5}) {
+		t.Errorf("Linear of (2, 3, 4) by (5, 4): shape %v, error %v", got, tp.Err())
+	}
+}
