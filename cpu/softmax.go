@@ -152,7 +152,8 @@ func chunks(p *[rowThreads]float32, v float32, f func(o, x, c []float32), out, x
 // SoftmaxFwd: rows r in [lo, hi) of y = Expf(x - m) / s (see softmaxRows).
 func SoftmaxFwd(dst, x []float32, cols, lo, hi int) { softmaxRows(0, dst, x, nil, cols, lo, hi) }
 
-// LogSoftmaxFwd: rows r in [lo, hi) of y = (x - m) - Logf(s).
+// LogSoftmaxFwd: rows r in [lo, hi) of y = (x - m) - Logf(s), s summed with each partial's chain
+// cut into parts of longRowPart(cols) elements (see softmaxRow).
 func LogSoftmaxFwd(dst, x []float32, cols, lo, hi int) { softmaxRows(1, dst, x, nil, cols, lo, hi) }
 
 // MaskedSoftmaxFwd: the hard-masked softmax (mask != 0 allowed; a fully blocked row is zeros).

@@ -94,7 +94,9 @@ func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	return softmaxFwdOp(softmaxOp, softmaxLongOp, cols).call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
 }
 
-// LogSoftmax returns (x - max) - log(sum(exp(x - max))) along each row.
+// LogSoftmax returns (x - max) - log(sum(exp(x - max))) along each row. The sum's order is
+// cpu.LogSoftmaxFwd's: for rows of 8192 < cols <= 32768 it differs from Softmax's (the long-row
+// kernel's thread groups each sum their part of the row), within rounding.
 func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("log_softmax", x, rows, cols); err != nil {
 		return nil, err
