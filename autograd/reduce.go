@@ -41,7 +41,8 @@ func spread(g *ops.Buffer, c float64, n int) (*ops.Buffer, error) {
 }
 
 // ReduceSum returns the sums of x along axis (the result has x's shape without that axis); a
-// negative axis counts from the end, as in PyTorch (-1 is the last).
+// negative axis counts from the end, as in PyTorch (-1 is the last). As in PyTorch, a scalar
+// (shape []) takes axis 0 or -1 and is its own sum.
 func (t *Tape) ReduceSum(x Var, axis int) Var { return t.reduceAxis("reduce_sum", x, axis, false) }
 
 // ReduceMean returns the means of x along axis (NaN for an empty axis); axis as for ReduceSum.
@@ -51,6 +52,9 @@ func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
+	}
+	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
+		return x
 	}
 	given := axis
 	axis, ok = axisOf(axis, len(vx.shape))

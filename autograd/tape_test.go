@@ -400,11 +400,18 @@ func TestNegativeAxesAndInferredDims(t *testing.T) {
 		if got := tp.Shape(tp.Permute(x, -1, 0)); !slices.Equal(got, []int{3, 2}) {
 			t.Errorf("Permute(x, -1, 0): shape %v", got)
 		}
+		total := tp.Sum(x) // a scalar: axis 0 or -1 gives itself, as in PyTorch
+		for _, axis := range []int{0, -1} {
+			if y := tp.ReduceSum(total, axis); y != total || tp.ReduceMean(total, axis) != total {
+				t.Errorf("ReduceSum/ReduceMean of a scalar along %d is not the scalar", axis)
+			}
+		}
 		if err := tp.Err(); err != nil {
 			t.Fatal(err)
 		}
 		for name, f := range map[string]func() autograd.Var{
 			"ReduceSum(x, -3)":   func() autograd.Var { return tp.ReduceSum(x, -3) },
+			"ReduceSum(s, 1)":    func() autograd.Var { return tp.ReduceSum(tp.Sum(x), 1) },
 			"Reshape(x, -1, -1)": func() autograd.Var { return tp.Reshape(x, -1, -1) },
 			"Reshape(x, 4, -1)":  func() autograd.Var { return tp.Reshape(x, 4, -1) },
 			"Reshape(x, 0, -1)":  func() autograd.Var { return tp.Reshape(x, 0, -1) },
