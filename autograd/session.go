@@ -140,7 +140,7 @@ func (s *Session) Reset() {
 // Close releases everything the session holds: the tape, the step's buffers, the parameters'
 // buffers and gradients, and the state of every optimizer of its parameters. Download what
 // you need first (Param.Host). It returns the device's pending error, if any; afterwards every
-// method fails, with the session's first error (that the session is closed, unless an error
+// operation fails, with the session's first error (that the session is closed, unless an error
 // was recorded before). Close is idempotent.
 func (s *Session) Close() error {
 	if s.closed {
@@ -388,14 +388,14 @@ func (s *Session) param(name string, shape []int, values []float32, own bool) *P
 
 // ParamUniform is Param with values drawn from U[lo, hi): lo + (hi-lo)*u in float64, rounded to
 // float32, for u the draws of ops.RandUniform with the session's next key. The values depend
-// only on the seed and the number of earlier draws, not on the device. lo and hi must be finite
-// with lo <= hi and hi - lo finite (as PyTorch's uniform_ requires); lo == hi gives lo.
+// only on the seed and the number of earlier draws, not on the device. lo <= hi, both and hi - lo
+// within float32's range, as PyTorch's uniform_ requires; lo == hi gives lo.
 func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param {
 	n, ok := s.numelFor("param", shape)
 	if !ok {
 		return &Param{s: s, name: name, shape: slices.Clone(shape)}
 	}
-	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi || math.IsInf(hi-lo, 0) {
+	if d := hi - lo; !(d >= 0 && d <= math.MaxFloat32) || math.Abs(lo) > math.MaxFloat32 || math.Abs(hi) > math.MaxFloat32 {
 		s.failf("param", "%s: uniform bounds [%v, %v) are not an interval of finite numbers", name, lo, hi)
 		return &Param{s: s, name: name, shape: slices.Clone(shape)}
 	}

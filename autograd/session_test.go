@@ -394,7 +394,9 @@ func TestParamCreationLimits(t *testing.T) {
 			t.Errorf("Host after Close: %v, no error", h)
 		}
 
-		for _, b := range [][2]float64{{1, -1}, {math.NaN(), 1}, {0, math.Inf(1)}, {-math.MaxFloat64, math.MaxFloat64}} {
+		inf := math.Inf(1)
+		for _, b := range [][2]float64{{1, -1}, {math.NaN(), 1}, {0, inf}, {inf, inf}, {-inf, -inf},
+			{1e39, 1e39}, {-math.MaxFloat32, math.MaxFloat32}} {
 			s := autograd.NewSession(autograd.Options{Device: d})
 			s.ParamUniform("w", []int{2}, b[0], b[1])
 			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "uniform bounds") {

@@ -112,8 +112,8 @@ func longRowPart(cols int) int {
 	if cols > longRowCols {
 		return jl
 	}
-	nq := (jl + 31) / 32
-	return (jl + nq - 1) / max(nq, 1)
+	nq := max(1, (jl+31)/32)
+	return (jl + nq - 1) / nq
 }
 
 // rowSumParts is rowFold's sum with each partial's chain cut into parts of jq elements: the

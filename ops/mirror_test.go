@@ -308,7 +308,7 @@ func shapeCases() []mirrorCase {
 	}{{"zeros", zeroTieRows}, {"narrow", narrowRows}, {"partial0", partial0Rows}}
 	for _, sh := range [][2]int{{4, 9001}, {3, 20000}, {4, 32768}} {
 		for _, in := range inputs {
-			r, c, make := sh[0], sh[1], in.rows
+			r, c, gen := sh[0], sh[1], in.rows
 			for _, name := range []string{"softmax", "log_softmax"} {
 				for _, long := range []bool{false, true} {
 					if long && (c%4 != 0 || c <= 16384) {
@@ -320,7 +320,7 @@ func shapeCases() []mirrorCase {
 					}
 					cases = append(cases, mirrorCase{name: tag, sizes: []int{r * c},
 						run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
-							x, err := FromFloat32(d, make(r, c))
+							x, err := FromFloat32(d, gen(r, c))
 							if err != nil {
 								return nil, err
 							}

@@ -17,8 +17,10 @@ var (
 		geometry: perRow(size(0)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
 	// Rows longer than softmax_fwd's register path (4096 elements), up to softmaxLongCols: the
-	// *_long kernels, which hold the whole row in registers across a block of up to 1024 threads
-	// (same values as the 256-thread kernels, see softmax.cu), or their *_long_async variants.
+	// *_long kernels, which hold the whole row in registers across a block of up to 1024 threads,
+	// or their *_long_async variants. Softmax: the same values as the 256-thread kernel; log-
+	// softmax: the sum's parts rule of cpu.LogSoftmaxFwd for rows of more than 8192 elements,
+	// which log_softmax_fwd does not follow, so softmaxFwdOp must route these rows here.
 	softmaxLongOp = &kernelOp{name: "softmax", outs: 1, ins: 1,
 		geometry: chosenOn(softmaxLongLaunch(ptx.SoftmaxFwdLong, ptx.SoftmaxFwdLongAsync)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.SoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}

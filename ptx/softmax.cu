@@ -1,9 +1,12 @@
 // softmax.cu: row softmax and log-softmax of a row-major (rows, cols) buffer and their VJPs, and
 // the fused layer norm forward and backward, with 256-thread blocks. Every row statistic is a row
 // reduction in the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then
-// the halving tree), except the log-softmax sums of rows of 8192 < cols <= 32768
-// elements (rowstat.cuh, Long rows), so the result depends on the shape only, never on the launch
-// geometry or on the code path below. Twins: cpu/softmax.go.
+// the halving tree), except the log-softmax sums of rows of 8192 < cols <= 32768 elements
+// (rowstat.cuh, Long rows), so the result depends on the shape only, never on the launch geometry
+// or on the code path below, with one exception: log_softmax_fwd sums such rows in one chain, so
+// they must take log_softmax_fwd_long (the host routes every row of 4096 < cols <= 32768 there,
+// with the block of ceil(ceil(cols/256)/SM_LONG) groups the parts rule assumes). Twins:
+// cpu/softmax.go.
 #include "common.cuh"
 #include "f32math.cuh"
 #include "rowstat.cuh"
