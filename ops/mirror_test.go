@@ -274,10 +274,9 @@ func shapeCases() []mirrorCase {
 	}
 	// The long-row forward kernels (softmax_fwd_long, log_softmax_fwd_long, and on sm_80+ their
 	// *_long_async variants for rows of 3 or 4 groups whose length is a multiple of 4): blocks of
-	// 1 to 4 groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and rows of
-	// signed zeros and infinities without NaN (ties of the max across the groups). The "/long"
-	// cases take the *_long kernels where the device would pick the async ones; 270 rows make each
-	// async block (one per multiprocessor) walk two or more rows.
+	// 1 to 4 groups of 256 threads, ragged and full register tiles, NaN/Inf rows, and each row also
+	// through the other kernels that could compute it (softmaxRoutes); 270 rows make each async
+	// block (one per multiprocessor) walk two or more rows.
 	for _, sh := range [][3]int{{5, 4097, 1}, {4, 8192, 1}, {3, 8195, 1}, {2, 16387, 1}, {3, 32768, 1}, {3, 12345, 0},
 		{3, 20000, 1}, {5, 24576, 1}, {3, 20000, 0}, {270, 16388, 1}} {
 		r, c := sh[0], sh[1]
@@ -286,15 +285,13 @@ func shapeCases() []mirrorCase {
 		if !finite {
 			tag += "/special"
 		}
-		add("softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
-		add("log_softmax/"+tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) { return LogSoftmax(in[0], r, c) })
-		if c%4 == 0 && c > 16384 {
-			add("softmax/"+tag+"/long", []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
-				defer withoutSoftmaxAsync()()
+		for _, route := range softmaxRoutes(c) {
+			add("softmax/"+tag+route.tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
+				defer route.set()()
 				return Softmax(in[0], r, c)
 			})
-			add("log_softmax/"+tag+"/long", []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
-				defer withoutSoftmaxAsync()()
+			add("log_softmax/"+tag+route.tag, []int{r * c}, r*c, func(in []*Buffer) (*Buffer, error) {
+				defer route.set()()
 				return LogSoftmax(in[0], r, c)
 			})
 		}
@@ -310,24 +307,16 @@ func shapeCases() []mirrorCase {
 		for _, in := range inputs {
 			r, c, gen := sh[0], sh[1], in.rows
 			for _, name := range []string{"softmax", "log_softmax"} {
-				for _, long := range []bool{false, true} {
-					if long && (c%4 != 0 || c <= 16384) {
-						continue
-					}
-					tag := fmt.Sprintf("%s/%dx%d/%s", name, r, c, in.tag)
-					if long {
-						tag += "/long"
-					}
-					cases = append(cases, mirrorCase{name: tag, sizes: []int{r * c},
+				for _, route := range softmaxRoutes(c) {
+					cases = append(cases, mirrorCase{name: fmt.Sprintf("%s/%dx%d/%s%s", name, r, c, in.tag, route.tag),
+						sizes: []int{r * c},
 						run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
 							x, err := FromFloat32(d, gen(r, c))
 							if err != nil {
 								return nil, err
 							}
 							defer x.Release()
-							if long {
-								defer withoutSoftmaxAsync()()
-							}
+							defer route.set()()
 							var y *Buffer
 							if name == "log_softmax" {
 								y, err = LogSoftmax(x, r, c)
@@ -602,11 +591,32 @@ func mirrorInputs(c mirrorCase, n int) [][]float32 {
 	return host
 }
 
-// withoutSoftmaxAsync makes softmaxLongLaunch pick the *_long kernels until the returned function
-// runs.
-func withoutSoftmaxAsync() func() {
-	softmaxAsync = false
-	return func() { softmaxAsync = true }
+// softmaxRoute is a way for a softmax row to reach its kernel: set switches the choice and
+// returns the function that restores it.
+type softmaxRoute struct {
+	tag string
+	set func() (restore func())
+}
+
+// softmaxRoutes returns the routes of a row of cols elements: the default one (tag ""), and for
+// rows the default gives a *_long kernel also "/short" (the 256-thread kernel) and, where the
+// device would pick *_long_async (3 or 4 groups, cols % 4 == 0), "/long" (*_long).
+func softmaxRoutes(cols int) []softmaxRoute {
+	routes := []softmaxRoute{{"", func() func() { return func() {} }}}
+	if cols <= softmaxShortCols || cols > softmaxLongCols {
+		return routes
+	}
+	routes = append(routes, softmaxRoute{"/short", func() func() {
+		softmaxLong = false
+		return func() { softmaxLong = true }
+	}})
+	if cols%4 == 0 && cols > 2*256*softmaxLongPerThread {
+		routes = append(routes, softmaxRoute{"/long", func() func() {
+			softmaxAsync = false
+			return func() { softmaxAsync = true }
+		}})
+	}
+	return routes
 }
 
 // guardedCUDA opens a second handle on CUDA device 0 whose allocations carry guard bands.

@@ -17,10 +17,8 @@ var (
 		geometry: perRow(size(0)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.LogSoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
 	// Rows longer than softmax_fwd's register path (4096 elements), up to softmaxLongCols: the
-	// *_long kernels, which hold the whole row in registers across a block of up to 1024 threads,
-	// or their *_long_async variants. Softmax: the same values as the 256-thread kernel; log-
-	// softmax: the sum's parts rule of cpu.LogSoftmaxFwd for rows of more than 8192 elements,
-	// which log_softmax_fwd does not follow, so softmaxFwdOp must route these rows here.
+	// *_long kernels, which hold the whole row in registers across a block of up to 1024 threads
+	// (same values as the 256-thread kernels, see softmax.cu), or their *_long_async variants.
 	softmaxLongOp = &kernelOp{name: "softmax", outs: 1, ins: 1,
 		geometry: chosenOn(softmaxLongLaunch(ptx.SoftmaxFwdLong, ptx.SoftmaxFwdLongAsync)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.SoftmaxFwd(h.b[0], h.b[1], h.s[1], lo, hi) }}
@@ -75,6 +73,10 @@ func softmaxLongLaunch(long, async *ptx.Kernel) func(s []int, d gpuFacts) launch
 // softmaxLongStatic is the static shared memory of the *_long kernels (two 4 x 256 float arrays).
 const softmaxLongStatic = 2 * 4 * 256 * 4
 
+// softmaxLong lets softmaxFwdOp pick the *_long kernels (tests turn it off to run the 256-thread
+// kernels on long rows).
+var softmaxLong = true
+
 // softmaxAsync lets softmaxLongLaunch pick the *_long_async kernels (tests turn it off to run
 // *_long on devices that have both).
 var softmaxAsync = true
@@ -82,7 +84,7 @@ var softmaxAsync = true
 // softmaxFwdOp returns the op computing rows of cols elements: short and very long rows take the
 // 256-thread kernel, the others the *_long one.
 func softmaxFwdOp(short, long *kernelOp, cols int) *kernelOp {
-	if cols > softmaxShortCols && cols <= softmaxLongCols {
+	if softmaxLong && cols > softmaxShortCols && cols <= softmaxLongCols {
 		return long
 	}
 	return short

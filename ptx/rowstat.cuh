@@ -84,7 +84,7 @@ __device__ __forceinline__ float block_reduce(float* part, float v) {
 //     (longRowPart in cpu/softmax.go), so that all groups compute their exps at once.
 // Then the same warp_tree.
 // Launch: blockDim.x = 256 * ceil(ceil(cols/256) / SM_LONG) threads (at most 1024); a block of
-// other shape that cannot hold the row traps.
+// other shape traps.
 #define SM_LONG 32
 #define SM_LONG_GROUPS 4
 #define SM_LONG_COLS (SM_THREADS * SM_LONG_GROUPS * SM_LONG)
@@ -105,6 +105,17 @@ __device__ __forceinline__ float warp_tree_groups(const float (*g)[SM_THREADS], 
   return warp_tree_regs<MAX>(p);
 }
 
+// long_row_part is the number of elements per partial in each part of a log-softmax row sum of
+// cols elements (twin: longRowPart in cpu/softmax.go): the long-row engine's jq for rows of
+// 256 * SM_LONG < cols <= SM_LONG_COLS (nq = ceil(jl / SM_LONG) groups, jl = ceil(cols / 256)),
+// else jl (one part).
+__device__ __forceinline__ u64 long_row_part(u64 cols) {
+  const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
+  if (cols > SM_LONG_COLS) return jl;
+  const u64 nq = max((jl + SM_LONG - 1) / SM_LONG, (u64)1);
+  return (jl + nq - 1) / nq;
+}
+
 // LongRow is this thread's place in a long row: its group q of nq, its partial t, the offset
 // first = t + 256 j0 of its first element, and its element count nk (elements first + 256 k,
 // k < nk).
@@ -114,7 +125,7 @@ struct LongRow {
 };
 
 // long_row_layout returns the thread's LongRow for rows of cols elements, trapping when the block
-// cannot hold such a row.
+// is not the one the Launch rule below gives (the log-softmax sum's parts depend on it).
 __device__ __forceinline__ LongRow long_row_layout(u64 cols) {
   LongRow lr;
   lr.t = threadIdx.x & (SM_THREADS - 1);
@@ -122,7 +133,9 @@ __device__ __forceinline__ LongRow long_row_layout(u64 cols) {
   lr.nq = blockDim.x / SM_THREADS;
   const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
   const u64 jq = lr.nq == 0 ? 0 : (jl + lr.nq - 1) / lr.nq;
-  if (blockDim.x % SM_THREADS != 0 || lr.nq == 0 || lr.nq > SM_LONG_GROUPS || jq > SM_LONG) __trap();
+  if (blockDim.x % SM_THREADS != 0 || lr.nq != max((jl + SM_LONG - 1) / SM_LONG, (u64)1) ||
+      lr.nq > SM_LONG_GROUPS)
+    __trap();
   const u64 j0 = lr.q * jq, cnt = (cols + SM_THREADS - 1 - lr.t) / SM_THREADS;
   lr.nk = (u32)(cnt > j0 ? min(cnt - j0, jq) : 0);
   lr.first = lr.t + j0 * SM_THREADS;

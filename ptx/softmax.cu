@@ -1,11 +1,9 @@
 // softmax.cu: row softmax and log-softmax of a row-major (rows, cols) buffer and their VJPs, and
 // the fused layer norm forward and backward, with 256-thread blocks. Every row statistic is a row
 // reduction in the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then
-// the halving tree), except the log-softmax sums of rows of 8192 < cols <= 32768 elements
-// (rowstat.cuh, Long rows), so the result depends on the shape only, never on the launch geometry
-// or on the code path below, with one exception: log_softmax_fwd sums such rows in one chain, so
-// they must take log_softmax_fwd_long (the host routes every row of 4096 < cols <= 32768 there,
-// with the block of ceil(ceil(cols/256)/SM_LONG) groups the parts rule assumes). Twins:
+// the halving tree), except the log-softmax sums of rows of 8192 < cols <= 32768 elements, which
+// add each partial's chain in parts (rowstat.cuh: Long rows, long_row_part), so the result
+// depends on the shape only, never on the launch geometry or on the code path below. Twins:
 // cpu/softmax.go.
 #include "common.cuh"
 #include "f32math.cuh"
@@ -167,14 +165,24 @@ __device__ __forceinline__ void softmax_rows(float* out, const float* x, const f
         if (keep & (1u << j)) m = tl_maxf(m, v[j]);
     }
     m = block_reduce<true>(part[0], m);
-    float s = -0.0f;
+    // The sum of the partial's chain (elements c0 + t + 256 j), for log-softmax in parts of jq
+    // elements (long_row_part), each folded from -0.0 into sp and added to s in order.
+    const u64 jq = KIND == 1 ? long_row_part(cols) : 0;
+    u64 left = jq;  // elements of the current part still to come
+    float s = -0.0f, sp = -0.0f;
     for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
       rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
 #pragma unroll
-      for (int j = 0; j < SM_REG; j++)
-        if (keep & (1u << j)) s = s + tl_expf(v[j] - m);
+      for (int j = 0; j < SM_REG; j++) {
+        if (KIND == 1 && left-- == 0) {
+          s = s + sp;
+          sp = -0.0f;
+          left = jq - 1;
+        }
+        if (keep & (1u << j)) sp = sp + tl_expf(v[j] - m);
+      }
     }
-    s = block_reduce<false>(part[1], s);
+    s = block_reduce<false>(part[1], s + sp);
     float ls = KIND == 1 ? tl_logf(s) : 0.0f;
     for (u64 c0 = 0; c0 < cols; c0 += SM_THREADS * SM_REG) {
       rows_load<SM_REG, 1, KIND == 2>(v, in, keep, xr + c0, KIND == 2 ? mr + c0 : 0, 0, 1, cols - c0);
