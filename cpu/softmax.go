@@ -43,35 +43,18 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 		}
 		return
 	}
-	for r := lo; r < hi; r++ {
-		xr := x[r*cols : (r+1)*cols]
-		var keep func(c int) bool
-		var mr []float32
-		if kind == 2 {
-			mr = mask[r*cols : (r+1)*cols]
-			keep = func(c int) bool { return mr[c] != 0 }
-		}
+	for r := lo; r < hi; r++ { // masked softmax
+		xr, mr := x[r*cols:(r+1)*cols], mask[r*cols:(r+1)*cols]
+		keep := func(c int) bool { return mr[c] != 0 }
 		m := rowStat(&p, cols, negInf, keep, func(c int) float32 { return xr[c] }, Maxf)
 		s := rowStat(&p, cols, negZero, keep, func(c int) float32 { return Expf(xr[c] - m) }, add)
 		out := dst[r*cols : (r+1)*cols]
-		switch kind {
-		case 1:
-			ls := Logf(s)
-			for c := range out {
-				out[c] = (xr[c] - m) - ls
+		for c := range out {
+			var y float32
+			if mr[c] != 0 && s != 0 {
+				y = Expf(xr[c]-m) / s
 			}
-		case 2:
-			for c := range out {
-				var y float32
-				if mr[c] != 0 && s != 0 {
-					y = Expf(xr[c]-m) / s
-				}
-				out[c] = y
-			}
-		default:
-			for c := range out {
-				out[c] = Expf(xr[c]-m) / s
-			}
+			out[c] = y
 		}
 	}
 }
@@ -84,18 +67,13 @@ func softmaxRows(kind int, dst, x, mask []float32, cols, lo, hi int) {
 func softmaxRow(kind int, p, q *[rowThreads]float32, out, xr []float32) {
 	m := rowFold(p, xr, true)
 	ExpSub(out, xr, m)
-	var s float32
 	if kind == 1 {
-		s = rowSumParts(p, q, out, longRowPart(len(xr)))
-	} else {
-		s = rowFold(p, out, false)
-	}
-	if kind == 1 {
+		s := rowSumParts(p, q, out, longRowPart(len(xr)))
 		chunks(p, m, Sub, out, xr)
 		chunks(p, Logf(s), Sub, out, out)
 		return
 	}
-	chunks(p, s, DivFwd, out, out)
+	chunks(p, rowFold(p, out, false), DivFwd, out, out)
 }
 
 // longRowCols is the longest row of the GPU's long-row engine (ptx/rowstat.cuh): 256 * SM_LONG *
