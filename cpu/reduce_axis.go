@@ -47,9 +47,19 @@ func rowPartials(p *[rowThreads]float32, row []float32, isMax bool) {
 	}
 }
 
-// rowTree is rowFold's halving tree over the partials p; it returns the root.
+// rowTree is rowFold's halving tree over the partials p; it returns the root. The levels of 16
+// or more pairs run on vector lanes (MaxFwd, Add: the same operations, so the same bits).
 func rowTree(p *[rowThreads]float32, isMax bool) float32 {
-	for s := rowThreads / 2; s >= 1; s /= 2 {
+	s := rowThreads / 2
+	for ; s >= 16; s /= 2 {
+		lo, hi := p[:s], p[s:2*s]
+		if isMax {
+			MaxFwd(lo, lo, hi)
+		} else {
+			Add(lo, lo, hi)
+		}
+	}
+	for ; s >= 1; s /= 2 {
 		for t := 0; t < s; t++ {
 			if isMax {
 				p[t] = Maxf(p[t], p[t+s])
