@@ -187,15 +187,13 @@ func ExpScaleSub(dx, y, g []float32, d float32) {
 //	s    = Sqrtf(v + eps);  sd[r] = s
 //	xhat = (x - m) / s;  out = float32(xhat * gamma[c]) + beta[c]
 //
-// The elementwise steps run on the fused vector kernels SubSq and NormAffine (same bits).
+// The elementwise steps run on the fused vector kernels SubSqAdd and NormAffine (same bits).
 func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
 	var p [rowThreads]float32
-	sq := make([]float32, cols)
 	for r := lo; r < hi; r++ {
 		xr, o := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		m := float32(rowFold(&p, xr, false) * invCols)
-		SubSq(o, sq, xr, m) // o = x - m, sq = o*o
-		v := float32(rowFold(&p, sq, false) * invCols)
+		v := float32(rowSubSq(&p, o, xr, m) * invCols) // o = x - m
 		s := Sqrtf(v + eps)
 		mean[r], sd[r] = m, s
 		NormAffine(o, o, gamma[:cols], beta[:cols], s)
@@ -243,13 +241,27 @@ func AddMul(dst, a, b, c []float32) {
 	}
 }
 
-// SubSq: d = x - c, sq = float32(d * d) (a layer norm row's centring and squares in one pass).
-func SubSq(d, sq, x []float32, c float32) {
-	x, sq = x[:len(d)], sq[:len(d)]
-	for i := vecRun(vkSubSq, d, sq, x, nil, nil, c, 0); i < len(d); i++ {
+// SubSqAdd: d = x - c, acc = a + float32(d * d) (a layer norm row's centring and the partials of
+// its sum of squares in one pass; acc may be a).
+func SubSqAdd(d, acc, x, a []float32, c float32) {
+	x, acc, a = x[:len(d)], acc[:len(d)], a[:len(d)]
+	for i := vecRun(vkSubSqAdd, d, acc, x, a, nil, c, 0); i < len(d); i++ {
 		v := x[i] - c
-		d[i], sq[i] = v, float32(v*v)
+		d[i], acc[i] = v, a[i]+float32(v*v)
 	}
+}
+
+// rowSubSq sets d = x - c and returns rowFold of the squares float32(d * d) without storing them:
+// SubSqAdd folds each 256-element chunk into the partials p.
+func rowSubSq(p *[rowThreads]float32, d, x []float32, c float32) float32 {
+	for t := range p {
+		p[t] = negZero
+	}
+	for base := 0; base < len(x); base += rowThreads {
+		e := min(len(x), base+rowThreads)
+		SubSqAdd(d[base:e], p[:e-base], x[base:e], p[:e-base], c)
+	}
+	return rowTree(p, false)
 }
 
 // NormAffine: dst = float32(float32(x / s) * gamma) + beta (a layer norm row's xhat and affine

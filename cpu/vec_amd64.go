@@ -95,7 +95,7 @@ func vkMulBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkDivBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
-func vkSubSqAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+func vkSubSqAddAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
 func vkNormAffineAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
@@ -209,7 +209,7 @@ func vkMulBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkDivBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
-func vkSubSqAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+func vkSubSqAddAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
 func vkNormAffineAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
@@ -264,7 +264,7 @@ var vecAVX2 = [vkCount]vecFunc{
 	vkMinBwd:       vkMinBwdAVX2,
 	vkMulBwd:       vkMulBwdAVX2,
 	vkDivBwd:       vkDivBwdAVX2,
-	vkSubSq:        vkSubSqAVX2,
+	vkSubSqAdd:     vkSubSqAddAVX2,
 	vkNormAffine:   vkNormAffineAVX2,
 	vkSubMul:       vkSubMulAVX2,
 	vkSubDiv:       vkSubDivAVX2,
@@ -306,7 +306,7 @@ var vecAVX512 = [vkCount]vecFunc{
 	vkMinBwd:       vkMinBwdAVX512,
 	vkMulBwd:       vkMulBwdAVX512,
 	vkDivBwd:       vkDivBwdAVX512,
-	vkSubSq:        vkSubSqAVX512,
+	vkSubSqAdd:     vkSubSqAddAVX512,
 	vkNormAffine:   vkNormAffineAVX512,
 	vkSubMul:       vkSubMulAVX512,
 	vkSubDiv:       vkSubDivAVX512,

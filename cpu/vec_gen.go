@@ -1070,12 +1070,12 @@ func init() {
 		b.Out(0, b.Div(g, y))
 		b.Out(1, neg(b, b.Mul(g, b.Div(x, b.Mul(y, y)))))
 	})
-	// Layer norm rows: the centred row and its squares in one pass, then the normalization and
-	// the affine map in one pass.
-	one("SubSq", "d = x - c, sq = d * d", 1, 2, 1, func(b *block) {
+	// Layer norm rows: the centred row and the partials of its sum of squares in one pass, then
+	// the normalization and the affine map in one pass.
+	one("SubSqAdd", "d = x - c, acc = a + d * d", 2, 2, 1, func(b *block) {
 		d := b.Sub(b.In(0), b.Param(1))
 		b.Out(0, d)
-		b.Out(1, b.Mul(d, d))
+		b.Out(1, b.Add(b.In(1), b.Mul(d, d)))
 	})
 	one("NormAffine", "dst = ((x / s) * gamma) + beta", 3, 1, 1, func(b *block) {
 		b.Out(0, b.Add(b.Mul(b.Div(b.In(0), b.Param(1)), b.In(1)), b.In(2)))

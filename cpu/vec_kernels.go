@@ -34,7 +34,7 @@ const (
 	vkMinBwd                        // (da, db) = MinBwdf(a, b, g)
 	vkMulBwd                        // da = g * b, db = g * a
 	vkDivBwd                        // da = g / b, db = -(g * (a / (b * b)))
-	vkSubSq                         // d = x - c, sq = d * d
+	vkSubSqAdd                      // d = x - c, acc = a + d * d
 	vkNormAffine                    // dst = ((x / s) * gamma) + beta
 	vkSubMul                        // dst = b * (a - c)
 	vkSubDiv                        // dst = (x - c) / s

@@ -45,7 +45,9 @@ func vecCases() []vecCase {
 	}
 	for _, c := range []float32{0, 3.5, -100, float32(math.Inf(1)), nan} {
 		cs = append(cs, u(fmt.Sprintf("ExpSub/c=%g", c), func(dst, x []float32) { ExpSub(dst, x, c) }),
-			vecCase{fmt.Sprintf("SubSq/c=%g", c), 1, 2, func(o [2][]float32, in [3][]float32) { SubSq(o[0], o[1], in[0], c) }},
+			vecCase{fmt.Sprintf("SubSqAdd/c=%g", c), 2, 2, func(o [2][]float32, in [3][]float32) {
+				SubSqAdd(o[0], o[1], in[0], in[1], c)
+			}},
 			vecCase{fmt.Sprintf("NormAffine/s=%g", c), 3, 1, func(o [2][]float32, in [3][]float32) {
 				NormAffine(o[0], in[0], in[1], in[2], c)
 			}},
