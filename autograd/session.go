@@ -391,13 +391,14 @@ func (s *Session) param(name string, shape []int, values []float32, own bool) *P
 // only on the seed and the number of earlier draws, not on the device. lo <= hi, both and hi - lo
 // within float32's range, as PyTorch's uniform_ requires; lo == hi gives lo.
 func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param {
+	unusable := &Param{s: s, name: name, shape: slices.Clone(shape)} // returned on an error
 	n, ok := s.numelFor("param", shape)
 	if !ok {
-		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+		return unusable
 	}
 	if d := hi - lo; !(d >= 0 && d <= math.MaxFloat32) || math.Abs(lo) > math.MaxFloat32 || math.Abs(hi) > math.MaxFloat32 {
 		s.failf("param", "%s: uniform bounds [%v, %v) are not an interval of finite numbers", name, lo, hi)
-		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+		return unusable
 	}
 	u, err := ops.RandUniform(ops.CPU(), n, s.NextKey())
 	var values []float32
@@ -407,7 +408,7 @@ func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param 
 	}
 	if err != nil {
 		s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
-		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+		return unusable
 	}
 	for i, v := range values {
 		values[i] = float32(lo + (hi-lo)*float64(v))
