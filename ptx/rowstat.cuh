@@ -105,14 +105,20 @@ __device__ __forceinline__ float warp_tree_groups(const float (*g)[SM_THREADS], 
   return warp_tree_regs<MAX>(p);
 }
 
+// long_row_groups is the number nq of 256-thread groups that hold a row of cols elements in the
+// long-row engine: ceil(jl / SM_LONG), at least 1, for jl = ceil(cols / 256) elements per partial.
+__device__ __forceinline__ u64 long_row_groups(u64 cols) {
+  const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
+  return max((jl + SM_LONG - 1) / SM_LONG, (u64)1);
+}
+
 // long_row_part is the number of elements per partial in each part of a log-softmax row sum of
-// cols elements (twin: longRowPart in cpu/softmax.go): the long-row engine's jq for rows of
-// 256 * SM_LONG < cols <= SM_LONG_COLS (nq = ceil(jl / SM_LONG) groups, jl = ceil(cols / 256)),
-// else jl (one part).
+// cols elements (twin: longRowPart in cpu/softmax.go): the long-row engine's jq = ceil(jl / nq)
+// (nq = long_row_groups) for rows of 256 * SM_LONG < cols <= SM_LONG_COLS, else jl (one part).
 __device__ __forceinline__ u64 long_row_part(u64 cols) {
   const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
   if (cols > SM_LONG_COLS) return jl;
-  const u64 nq = max((jl + SM_LONG - 1) / SM_LONG, (u64)1);
+  const u64 nq = long_row_groups(cols);
   return (jl + nq - 1) / nq;
 }
 
@@ -125,17 +131,16 @@ struct LongRow {
 };
 
 // long_row_layout returns the thread's LongRow for rows of cols elements, trapping when the block
-// is not the one the Launch rule below gives (the log-softmax sum's parts depend on it).
+// is not the one the Launch rule of Long rows (above) gives: the log-softmax sum's parts depend
+// on it.
 __device__ __forceinline__ LongRow long_row_layout(u64 cols) {
   LongRow lr;
   lr.t = threadIdx.x & (SM_THREADS - 1);
   lr.q = threadIdx.x / SM_THREADS;
   lr.nq = blockDim.x / SM_THREADS;
-  const u64 jl = (cols + SM_THREADS - 1) / SM_THREADS;
-  const u64 jq = lr.nq == 0 ? 0 : (jl + lr.nq - 1) / lr.nq;
-  if (blockDim.x % SM_THREADS != 0 || lr.nq != max((jl + SM_LONG - 1) / SM_LONG, (u64)1) ||
-      lr.nq > SM_LONG_GROUPS)
+  if (blockDim.x % SM_THREADS != 0 || lr.nq != long_row_groups(cols) || lr.nq > SM_LONG_GROUPS)
     __trap();
+  const u64 jq = long_row_part(cols);
   const u64 j0 = lr.q * jq, cnt = (cols + SM_THREADS - 1 - lr.t) / SM_THREADS;
   lr.nk = (u32)(cnt > j0 ? min(cnt - j0, jq) : 0);
   lr.first = lr.t + j0 * SM_THREADS;
