@@ -81,11 +81,11 @@ type cudaBackend struct {
 	facts     gpuFacts
 	maxBlocks uint32 // cap of grid-stride grids: 32 blocks per multiprocessor
 
-	mu      sync.Mutex // guards cache, cached, modules and raising kernelFn.shared
-	cache   map[uint64][]driver.DevicePtr
-	cached  int64
-	modules map[ptx.Module]driver.Module
-	fns     []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
+	mu     sync.Mutex // guards cache, cached and raising kernelFn.shared
+	cache  map[uint64][]driver.DevicePtr
+	cached int64
+	load   sync.Mutex                 // serializes the loading of kernels
+	fns    []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
 
 	guard int // floats of NaN guard band on each side of every allocation (tests only)
 
@@ -169,7 +169,6 @@ func newCUDABackendOn(ctx *driver.Context, name string, facts gpuFacts, guard in
 		maxBlocks: uint32(max(facts.sms, 1)) * 32,
 		guard:     guard,
 		cache:     map[uint64][]driver.DevicePtr{},
-		modules:   map[ptx.Module]driver.Module{},
 		fns:       make([]atomic.Pointer[kernelFn], len(ptx.All)),
 	}
 }
@@ -385,31 +384,35 @@ func (g *cudaBackend) copy(dst, src storage, n int) error {
 	return g.ctx.CopyDtoDAsync(dst.ptr, src.ptr, 4*uint64(n), 0)
 }
 
-// function returns the kernel's driver handle and PTX parameter list, loading its module on
-// first use. The caller holds the context.
+// function returns the kernel's driver handle and PTX parameter list, loading the kernel on
+// first use from its own PTX (ptx.Kernel.Source): the driver JIT-compiles a module as a whole,
+// so a module per kernel makes a first launch wait for its own kernel's compilation only (with
+// an empty JIT cache on an H100: an entry of matmul.ptx 1.5-1.7 s, the whole module 16 s).
+// Loaded kernels stay loaded for the life of the context. The caller holds the context.
 func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 	if f := g.fns[k.ID()].Load(); f != nil {
 		return f, nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	mod, ok := g.modules[k.Module]
-	if !ok {
-		src, err := k.Module.Source()
-		if err != nil {
-			return nil, err
-		}
-		if mod, err = g.ctx.LoadModule(src); err != nil {
-			return nil, fmt.Errorf("ops: loading PTX module %s: %w", k.Module, err)
-		}
-		g.modules[k.Module] = mod
+	g.load.Lock()
+	defer g.load.Unlock()
+	if f := g.fns[k.ID()].Load(); f != nil { // loaded while this call waited
+		return f, nil
 	}
-	params, err := k.Params()
+	src, err := k.Source()
 	if err != nil {
 		return nil, err
 	}
-	fn, err := mod.Function(k.Name)
+	mod, err := g.ctx.LoadModule(src)
 	if err != nil {
+		return nil, fmt.Errorf("ops: loading PTX kernel %s: %w", k, err)
+	}
+	params, err := k.Params()
+	var fn driver.Function
+	if err == nil {
+		fn, err = mod.Function(k.Name)
+	}
+	if err != nil {
+		g.ctx.UnloadModule(mod)
 		return nil, fmt.Errorf("ops: kernel %s: %w", k, err)
 	}
 	f := &kernelFn{fn: fn, params: params}

@@ -142,6 +142,13 @@ func BenchmarkKernels(b *testing.B) {
 					}
 				}
 				defer ReleaseThen(nil, ins...)
+				// One untimed run: a kernel's first launch includes its JIT compilation (up to
+				// seconds with an empty cache), which would end the benchmark at b.N = 1.
+				y, err := k.run(ins)
+				if err != nil {
+					b.Fatal(err)
+				}
+				y.Release()
 				if err := dn.d.Sync(); err != nil {
 					b.Fatal(err)
 				}

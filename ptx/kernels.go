@@ -3,8 +3,7 @@ package ptx
 // The kernel families.
 const (
 	Elementwise Module = "elementwise"
-	// ElementwiseMath holds the pointwise kernels built on exp, log and tanh: a module of its
-	// own, since the driver JIT-compiles a whole module on its first use.
+	// ElementwiseMath holds the pointwise kernels built on exp, log and tanh (f32math.cuh).
 	ElementwiseMath Module = "elementwise_math"
 	RNG             Module = "rng"
 	Reduce          Module = "reduce"

@@ -2,18 +2,20 @@
 // (gen.sh), the generated PTX (embedded), the typed kernel names, and the parser of each
 // kernel's .param list that the launch helper checks arguments against.
 //
-// A module is one .cu file (elementwise.cu, rng.cu, reduce.cu, ...), compiled to one .ptx that
-// the driver JIT-compiles as a whole on first use; a kernel family spans one module or a few
-// (elementwise.cu and elementwise_math.cu; softmax.cu and softmax_sm80.cu). Kernels are exported
-// with C linkage, so a kernel's PTX .entry name is its CUDA name. Kernel names are typed Go
-// values (see kernels.go), never strings assembled at run time; a CPU test checks that every
-// Go name has an .entry and every .entry a Go owner, and that the committed PTX matches its
-// sources.
+// A module is one .cu file (elementwise.cu, rng.cu, reduce.cu, ...), compiled to one .ptx; the
+// runtime loads each kernel on its first use from the module's text cut down to that kernel
+// (Kernel.Source), so that the driver JIT-compiles only what runs. A kernel family spans one
+// module or a few (elementwise.cu and elementwise_math.cu; softmax.cu and softmax_sm80.cu).
+// Kernels are exported with C linkage, so a kernel's PTX .entry name is its CUDA name. Kernel
+// names are typed Go values (see kernels.go), never strings assembled at run time; a CPU test
+// checks that every Go name has an .entry and every .entry a Go owner, and that the committed
+// PTX matches its sources.
 //
 // Nothing here touches a GPU: package driver loads the text.
 package ptx
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"regexp"
@@ -152,4 +154,96 @@ func (k *Kernel) Params() ([]Param, error) {
 		return nil, fmt.Errorf("ptx: module %s has no .entry %s", k.Module, k.Name)
 	}
 	return ps, nil
+}
+
+// Source returns PTX that defines the kernel alone: its module's text without the module's
+// other .entry definitions (the module-scope directives, declarations and .func definitions
+// stay). The driver JIT-compiles a whole module when it loads one, so a kernel loaded from its
+// own text costs the first launch that kernel's compilation only (one matmul entry, not all
+// eight of its module).
+func (k *Kernel) Source() ([]byte, error) {
+	src, err := k.Module.Source()
+	if err != nil {
+		return nil, err
+	}
+	out, err := entrySource(src, k.Name)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: module %s: %w", k.Module, err)
+	}
+	return out, nil
+}
+
+// entrySource returns src with every .entry definition other than name's removed. A definition
+// runs from its ".entry" line (at the start of a line, after an optional linkage directive) to
+// the line whose closing brace balances the braces counted since, comments excluded: PTX puts
+// braces only around blocks and vector operands, which balance within their line.
+func entrySource(src []byte, name string) ([]byte, error) {
+	out := make([]byte, 0, len(src))
+	found := 0
+	for rest := src; len(rest) > 0; {
+		line, next := cutLine(rest)
+		entry, ok := entryName(line)
+		if !ok {
+			out = append(out, line...)
+			rest = next
+			continue
+		}
+		// The definition: up to the line where the brace depth, once opened, is back to 0.
+		end, depth, opened := 0, 0, false
+		for body := rest; len(body) > 0; {
+			l, after := cutLine(body)
+			c := code(l)
+			depth += bytes.Count(c, []byte("{")) - bytes.Count(c, []byte("}"))
+			opened = opened || bytes.IndexByte(c, '{') >= 0
+			end += len(l)
+			body = after
+			if opened && depth == 0 {
+				break
+			}
+		}
+		if !opened || depth != 0 {
+			return nil, fmt.Errorf("entry %s: unbalanced braces", entry)
+		}
+		if entry == name {
+			out = append(out, rest[:end]...)
+			found++
+		}
+		rest = rest[end:]
+	}
+	if found != 1 {
+		return nil, fmt.Errorf("%d definitions of .entry %s", found, name)
+	}
+	return out, nil
+}
+
+// cutLine splits b after its first newline (or at its end).
+func cutLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i+1], b[i+1:]
+	}
+	return b, nil
+}
+
+// entryName reports whether the line begins an .entry definition, and its name.
+func entryName(line []byte) (string, bool) {
+	for _, linkage := range [][]byte{[]byte(".visible "), []byte(".weak ")} {
+		line = bytes.TrimPrefix(line, linkage)
+	}
+	rest, ok := bytes.CutPrefix(line, []byte(".entry "))
+	if !ok {
+		return "", false
+	}
+	rest = bytes.TrimSpace(rest)
+	if i := bytes.IndexAny(rest, "( \t"); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest), len(rest) > 0
+}
+
+// code is the line without its comment.
+func code(line []byte) []byte {
+	if i := bytes.Index(line, []byte("//")); i >= 0 {
+		return line[:i]
+	}
+	return line
 }

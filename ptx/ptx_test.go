@@ -156,3 +156,83 @@ func TestModuleArch(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelSource checks that every kernel's own PTX defines that kernel alone, with the
+// parameters of its module's entry, and that the kernels' texts together hold every line of their
+// modules (nothing of a definition is lost to a neighbour).
+func TestKernelSource(t *testing.T) {
+	bytesOf := map[Module]int{}
+	for _, k := range All {
+		src, err := k.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := parseEntries(string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := k.Params()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || !slices.Equal(entries[k.Name], want) {
+			t.Errorf("%s: own source has entries %v, want only %s%v", k, entries, k.Name, want)
+		}
+		bytesOf[k.Module] += len(src)
+	}
+	for _, m := range Modules {
+		full, err := m.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := m.Entries()
+		// Each kernel's text is the module's shared lines plus its definition.
+		head := removeEntries(full)
+		if got, want := bytesOf[m], len(full)+(len(entries)-1)*len(head); got != want {
+			t.Errorf("%s: kernel texts hold %d bytes, want %d (module %d, shared %d, %d entries)",
+				m, got, want, len(full), len(head), len(entries))
+		}
+	}
+}
+
+// removeEntries is src without any .entry definition (the lines every kernel text shares).
+func removeEntries(src []byte) []byte {
+	var out []byte
+	inside, depth := false, 0
+	for _, line := range bytes.SplitAfter(src, []byte("\n")) {
+		if _, ok := entryName(line); ok {
+			inside = true
+		}
+		if !inside {
+			out = append(out, line...)
+			continue
+		}
+		c := code(line)
+		depth += bytes.Count(c, []byte("{")) - bytes.Count(c, []byte("}"))
+		if depth == 0 && bytes.Contains(c, []byte("}")) {
+			inside = false
+		}
+	}
+	return out
+}
+
+func TestEntrySource(t *testing.T) {
+	src := ".version 7.8\n.target sm_70\n\n.func (.param .b32 r) f(\n\t.param .b32 x\n)\n{\n\tret;\n}\n" +
+		"\t// .globl\ta\n.visible .entry a(\n\t.param .u64 a_param_0\n)\n.maxntid 256, 1, 1\n{\n\t{\n\tld.v2.f32 {%f1, %f2}, [%rd1]; // }\n\t}\n\tret;\n}\n" +
+		"\t// .globl\tb\n.visible .entry b(\n\t.param .u32 b_param_0\n)\n{\n\tret;\n}\n"
+	got, err := entrySource([]byte(src), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ".version 7.8\n.target sm_70\n\n.func (.param .b32 r) f(\n\t.param .b32 x\n)\n{\n\tret;\n}\n" +
+		"\t// .globl\ta\n\t// .globl\tb\n.visible .entry b(\n\t.param .u32 b_param_0\n)\n{\n\tret;\n}\n"
+	if string(got) != want {
+		t.Errorf("entrySource(b) =\n%s\nwant\n%s", got, want)
+	}
+	if _, err := entrySource([]byte(src), "c"); err == nil {
+		t.Error("a missing entry came back without error")
+	}
+	if _, err := entrySource([]byte(src[:len(src)-3]), "b"); err == nil {
+		t.Error("an unterminated entry came back without error")
+	}
+}
