@@ -23,7 +23,9 @@ func rowPartials(p *[rowThreads]float32, row []float32, isMax bool) {
 	for t := range p {
 		p[t] = id
 	}
-	for base := 0; base < len(row); base += rowThreads {
+	// The whole chunks at once with the partials in vector registers where the machine can
+	// (rowFoldFast), else chunk by chunk; then the last, partial chunk.
+	for base := rowFoldFast(p, row, isMax); base < len(row); base += rowThreads {
 		seg := row[base:min(len(row), base+rowThreads)]
 		part := p[:len(seg)]
 		// The same per-partial operations on vector lanes (MaxFwd, Add: same bits).

@@ -205,3 +205,42 @@ func transposeStrip8(dst []float32, dw int, src []float32, sw, kc8 int) bool {
 	}
 	return true
 }
+
+// rowFoldFast folds the whole 256-element chunks of x into the partials, p[t] = p[t] + x[c*256+t]
+// (or Maxf(p[t], x[c*256+t]) when isMax) for c ascending (Add or MaxFwd over each chunk in turn:
+// the same operations, so the same bits), with the partials held in registers, and returns the
+// number of elements done (0 without AVX-512).
+func rowFoldFast(p *[rowThreads]float32, x []float32, isMax bool) int {
+	chunks := len(x) / rowThreads
+	if vecLevel != levelAVX512 || chunks == 0 {
+		return 0
+	}
+	if isMax {
+		rowMaxAVX512(p, &x[0], chunks)
+	} else {
+		rowAddAVX512(p, &x[0], chunks)
+	}
+	return chunks * rowThreads
+}
+
+// rowSubSqFast runs SubSqAdd(d, p, x, p, c) over each whole 256-element chunk of x in turn (d =
+// x - c, p[t] = p[t] + (x-c)^2) with the partials held in registers, and returns the number of
+// elements done (0 without AVX-512). d must be as long as x.
+func rowSubSqFast(p *[rowThreads]float32, d, x []float32, c float32) int {
+	chunks := len(x) / rowThreads
+	if vecLevel != levelAVX512 || chunks == 0 {
+		return 0
+	}
+	d = d[:len(x)]
+	rowSubSqAVX512(p, &d[0], &x[0], chunks, c)
+	return chunks * rowThreads
+}
+
+//go:noescape
+func rowAddAVX512(p *[rowThreads]float32, x *float32, chunks int)
+
+//go:noescape
+func rowMaxAVX512(p *[rowThreads]float32, x *float32, chunks int)
+
+//go:noescape
+func rowSubSqAVX512(p *[rowThreads]float32, d, x *float32, chunks int, c float32)

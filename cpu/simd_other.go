@@ -25,3 +25,6 @@ func transposeBlocks8(dst, x []float32, rows, cols, r0, r1, c0, c1 int) (rEnd, c
 }
 
 func transposeStrip8(dst []float32, dw int, src []float32, sw, kc8 int) bool { return false }
+
+func rowFoldFast(p *[rowThreads]float32, x []float32, isMax bool) int    { return 0 }
+func rowSubSqFast(p *[rowThreads]float32, d, x []float32, c float32) int { return 0 }

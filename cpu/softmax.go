@@ -252,12 +252,13 @@ func SubSqAdd(d, acc, x, a []float32, c float32) {
 }
 
 // rowSubSq sets d = x - c and returns rowFold of the squares float32(d * d) without storing them:
-// SubSqAdd folds each 256-element chunk into the partials p.
+// SubSqAdd folds each 256-element chunk into the partials p (rowSubSqFast all whole chunks at
+// once, where the machine can).
 func rowSubSq(p *[rowThreads]float32, d, x []float32, c float32) float32 {
 	for t := range p {
 		p[t] = negZero
 	}
-	for base := 0; base < len(x); base += rowThreads {
+	for base := rowSubSqFast(p, d, x, c); base < len(x); base += rowThreads {
 		e := min(len(x), base+rowThreads)
 		SubSqAdd(d[base:e], p[:e-base], x[base:e], p[:e-base], c)
 	}

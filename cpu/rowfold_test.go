@@ -1,0 +1,63 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+)
+
+// TestRowFoldLevels checks that every kernel set folds rows as the pure-Go loops do (rowFold's
+// sums and maxima, rowSubSq's centred row and sum of squares), partials included, on rows of
+// whole and partial 256-element chunks holding signed zeros, infinities and NaNs.
+func TestRowFoldLevels(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, -3.3e38}
+	rowOf := func(n, kind int) []float32 {
+		row := make([]float32, n)
+		for i := range row {
+			r := float32(SplitMix64(uint64(kind)<<32+uint64(i))>>40) / (1 << 24)
+			switch kind {
+			case 0: // ordinary values
+				row[i] = 8*r - 4
+			case 1: // signed zeros only: max and sum depend on the order of +0 and -0
+				row[i] = specials[i*7%2]
+			default: // ordinary values with specials sprinkled (one in 97)
+				row[i] = 8*r - 4
+				if i%97 == kind {
+					row[i] = specials[(i/97)%len(specials)]
+				}
+			}
+		}
+		return row
+	}
+	type result struct {
+		sum, max, sq float32
+		ps, pm, pq   [rowThreads]float32
+		d            []float32
+	}
+	fold := func(row []float32) (r result) {
+		r.sum = rowFold(&r.ps, row, false)
+		r.max = rowFold(&r.pm, row, true)
+		r.d = make([]float32, len(row))
+		r.sq = rowSubSq(&r.pq, r.d, row, 0.75)
+		return r
+	}
+	for _, n := range []int{1, 255, 256, 257, 4096, 4099, 8192 + 13} {
+		for kind := 0; kind < 6; kind++ {
+			row := rowOf(n, kind)
+			want := func() result { prev := useVecLevel("go"); defer useVecLevel(prev); return fold(row) }()
+			for _, l := range vecLevels() {
+				got := func() result { prev := useVecLevel(l); defer useVecLevel(prev); return fold(row) }()
+				same := sameVec(got.sum, want.sum) && sameVec(got.max, want.max) && sameVec(got.sq, want.sq)
+				for i := range rowThreads {
+					same = same && sameVec(got.ps[i], want.ps[i]) && sameVec(got.pm[i], want.pm[i]) && sameVec(got.pq[i], want.pq[i])
+				}
+				for i := range row {
+					same = same && sameVec(got.d[i], want.d[i])
+				}
+				if !same {
+					t.Errorf("%s, n=%d, rows of kind %d: sum %v max %v squares %v, want %v %v %v (or partials differ)",
+						l, n, kind, got.sum, got.max, got.sq, want.sum, want.max, want.sq)
+				}
+			}
+		}
+	}
+}
