@@ -2,6 +2,11 @@
 
 #include "textflag.h"
 
+// The elementwise loops store an output of 1 MiB or more whose start is 32-byte aligned with
+// non-temporal stores (VMOVNTPS, then SFENCE): such an output is not read back from the cache
+// soon, and ordinary stores would first read every line of it from memory. The values stored are
+// the same either way.
+
 // func addAVX(dst, a, b []float32): dst[i] = a[i] add b[i]
 TEXT ·addAVX(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
@@ -11,6 +16,21 @@ TEXT ·addAVX(SB), NOSPLIT, $0-72
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  addAVX_loop
+	TESTQ $31, DI
+	JNZ  addAVX_loop
+addAVX_ntloop:
+	CMPQ AX, BX
+	JGE  addAVX_ntdone
+	VMOVUPS (SI)(AX*4), Y1
+	VADDPS (DX)(AX*4), Y1, Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  addAVX_ntloop
+addAVX_ntdone:
+	SFENCE
+	JMP  addAVX_tail
 addAVX_loop:
 	CMPQ AX, BX
 	JGE  addAVX_tail
@@ -40,6 +60,21 @@ TEXT ·subAVX(SB), NOSPLIT, $0-72
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  subAVX_loop
+	TESTQ $31, DI
+	JNZ  subAVX_loop
+subAVX_ntloop:
+	CMPQ AX, BX
+	JGE  subAVX_ntdone
+	VMOVUPS (SI)(AX*4), Y1
+	VSUBPS (DX)(AX*4), Y1, Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  subAVX_ntloop
+subAVX_ntdone:
+	SFENCE
+	JMP  subAVX_tail
 subAVX_loop:
 	CMPQ AX, BX
 	JGE  subAVX_tail
@@ -69,6 +104,21 @@ TEXT ·mulAVX(SB), NOSPLIT, $0-72
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  mulAVX_loop
+	TESTQ $31, DI
+	JNZ  mulAVX_loop
+mulAVX_ntloop:
+	CMPQ AX, BX
+	JGE  mulAVX_ntdone
+	VMOVUPS (SI)(AX*4), Y1
+	VMULPS (DX)(AX*4), Y1, Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  mulAVX_ntloop
+mulAVX_ntdone:
+	SFENCE
+	JMP  mulAVX_tail
 mulAVX_loop:
 	CMPQ AX, BX
 	JGE  mulAVX_tail
@@ -98,6 +148,20 @@ TEXT ·scaleAVX(SB), NOSPLIT, $0-52
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  scaleAVX_loop
+	TESTQ $31, DI
+	JNZ  scaleAVX_loop
+scaleAVX_ntloop:
+	CMPQ AX, BX
+	JGE  scaleAVX_ntdone
+	VMULPS (SI)(AX*4), Y0, Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  scaleAVX_ntloop
+scaleAVX_ntdone:
+	SFENCE
+	JMP  scaleAVX_tail
 scaleAVX_loop:
 	CMPQ AX, BX
 	JGE  scaleAVX_tail
@@ -126,6 +190,21 @@ TEXT ·reluAVX(SB), NOSPLIT, $0-48
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  reluAVX_loop
+	TESTQ $31, DI
+	JNZ  reluAVX_loop
+reluAVX_ntloop:
+	CMPQ AX, BX
+	JGE  reluAVX_ntdone
+	VMOVUPS (SI)(AX*4), Y1
+	VMAXPS Y0, Y1, Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  reluAVX_ntloop
+reluAVX_ntdone:
+	SFENCE
+	JMP  reluAVX_tail
 reluAVX_loop:
 	CMPQ AX, BX
 	JGE  reluAVX_tail
@@ -158,6 +237,21 @@ TEXT ·axpyFMA(SB), NOSPLIT, $0-76
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  axpyFMA_loop
+	TESTQ $31, DI
+	JNZ  axpyFMA_loop
+axpyFMA_ntloop:
+	CMPQ AX, BX
+	JGE  axpyFMA_ntdone
+	VMOVUPS     (SI)(AX*4), Y1
+	VFMADD231PS (DX)(AX*4), Y0, Y1
+	VMOVNTPS     Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  axpyFMA_ntloop
+axpyFMA_ntdone:
+	SFENCE
+	JMP  axpyFMA_tail
 
 axpyFMA_loop:
 	CMPQ AX, BX
@@ -189,6 +283,20 @@ TEXT ·sqrtAVX(SB), NOSPLIT, $0-48
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  sqrtAVX_loop
+	TESTQ $31, DI
+	JNZ  sqrtAVX_loop
+sqrtAVX_ntloop:
+	CMPQ AX, BX
+	JGE  sqrtAVX_ntdone
+	VSQRTPS (SI)(AX*4), Y1
+	VMOVNTPS Y1, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  sqrtAVX_ntloop
+sqrtAVX_ntdone:
+	SFENCE
+	JMP  sqrtAVX_tail
 sqrtAVX_loop:
 	CMPQ AX, BX
 	JGE  sqrtAVX_tail
@@ -218,6 +326,22 @@ TEXT ·reluBwdAVX(SB), NOSPLIT, $0-72
 	XORQ AX, AX
 	MOVQ CX, BX
 	ANDQ $-8, BX
+	CMPQ CX, $262144 // outputs of 1 MiB or more, 32-byte aligned: non-temporal stores
+	JLT  reluBwdAVX_loop
+	TESTQ $31, DI
+	JNZ  reluBwdAVX_loop
+reluBwdAVX_ntloop:
+	CMPQ AX, BX
+	JGE  reluBwdAVX_ntdone
+	VMOVUPS (SI)(AX*4), Y1
+	VCMPPS $0x1e, Y0, Y1, Y2
+	VANDPS (DX)(AX*4), Y2, Y2
+	VMOVNTPS Y2, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  reluBwdAVX_ntloop
+reluBwdAVX_ntdone:
+	SFENCE
+	JMP  reluBwdAVX_tail
 reluBwdAVX_loop:
 	CMPQ AX, BX
 	JGE  reluBwdAVX_tail

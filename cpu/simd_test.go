@@ -28,11 +28,12 @@ func sameBitsOrNaN(x, y float32) bool {
 
 // TestSIMDMatchesScalar checks the assembly kernels (when the CPU has them) against the scalar
 // definitions on random bit patterns and special values, at lengths that exercise the vector
-// loop and the tail.
+// loop and the tail, and on outputs of more than 1 MiB, aligned (non-temporal stores) and not.
 func TestSIMDMatchesScalar(t *testing.T) {
-	for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
+	for _, tc := range []struct{ n, off int }{{0, 0}, {1, 0}, {7, 0}, {8, 0}, {9, 0}, {31, 0}, {1000, 0}, {1<<18 + 9, 0}, {1<<18 + 9, 1}} {
+		n := tc.n
 		a, b := simdInputs(n)
-		dst := make([]float32, n)
+		dst := make([]float32, n+tc.off)[tc.off:]
 		check := func(name string, want func(i int) float32) {
 			t.Helper()
 			for i := range dst {
