@@ -439,6 +439,7 @@ type emitter struct {
 	t   *target
 	fn  string
 	pre bool // the register holding each param: paramReg(k)
+	nt  bool // stores are non-temporal (VMOVNTPS)
 }
 
 func (e *emitter) paramReg(k int) string { return fmt.Sprintf("%s%d", e.t.vreg, e.t.nregs-k) }
@@ -484,7 +485,11 @@ func (e *emitter) ins(in *inst, general string) {
 	case "load":
 		e.line("VMOVUPS %s(%s), %s", offs(in.off*4*t.lanes), inPtr[in.imm], d)
 	case "store":
-		e.line("VMOVUPS %s, %s(%s)", o(a[0]), offs(in.off*4*t.lanes), outPtr[in.imm])
+		mov := "VMOVUPS"
+		if e.nt {
+			mov = "VMOVNTPS"
+		}
+		e.line("%s %s, %s(%s)", mov, o(a[0]), offs(in.off*4*t.lanes), outPtr[in.imm])
 	case "spill":
 		e.line("VMOVUPS %s, %s(SP)", o(a[0]), offs((in.imm-1)*64))
 	case "bcast":
@@ -1224,6 +1229,12 @@ func maxUnroll(k *kernel) int {
 	return 12
 }
 
+// ntBytes: outputs of at least this many bytes whose starts are vector-aligned take non-temporal
+// stores (VMOVNTPS, an SFENCE at the end) in the main loop: such an output is not read back from
+// the cache soon, and ordinary stores would first read each of its lines from memory. The same
+// values are stored either way. Go's copy makes the same choice from 1 MiB.
+const ntBytes = 1 << 20
+
 // prefetchDist is how far ahead (bytes) the main loop prefetches its inputs (measured on the
 // development machine at 2^24 elements: 2048 and 4096 beat 512 and 1024 and no prefetch by far).
 const prefetchDist = 2048
@@ -1257,6 +1268,18 @@ func genFunc(out *bytes.Buffer, k *kernel, t *target) {
 	}
 	shift := map[int]int{8: 3, 16: 4}[t.lanes]
 	e.line("SHRQ $%d, CX", shift)
+	// R11 = 1: the outputs take non-temporal stores in the main loop (see ntBytes).
+	e.line("XORQ R11, R11")
+	e.line("CMPQ CX, $%d", ntBytes/(4*t.lanes))
+	e.line("JLT  ntoff")
+	e.line("MOVQ DI, R9")
+	if k.outs > 1 {
+		e.line("ORQ  R8, R9")
+	}
+	e.line("TESTQ $%d, R9", 4*t.lanes-1)
+	e.line("JNZ  ntoff")
+	e.line("MOVQ $1, R11")
+	fmt.Fprintf(w, "ntoff:\n")
 	fast, general := k.fast, k.general
 	if fast == nil {
 		fast = general
@@ -1272,10 +1295,31 @@ func genFunc(out *bytes.Buffer, k *kernel, t *target) {
 			break
 		}
 	}
+	// emit writes b's instructions; in the main loop (prefetch), the group's stores, which come
+	// last, twice: ordinary, or non-temporal when R11 is set, falling through to next<u>.
 	emit := func(b *block, general string, prefetch bool) {
 		slots = max(slots, b.nslot)
 		loads := 0
-		for _, in := range b.ins {
+		first := len(b.ins)
+		for first > 0 && b.ins[first-1].op == "store" {
+			first--
+		}
+		for i, in := range b.ins {
+			if prefetch && i == first {
+				e.line("TESTQ R11, R11")
+				e.line("JNZ  ntstore%d", u)
+				for _, st := range b.ins[first:] {
+					e.ins(st, general)
+				}
+				e.line("JMP  next%d", u)
+				fmt.Fprintf(w, "ntstore%d:\n", u)
+				e.nt = true
+				for _, st := range b.ins[first:] {
+					e.ins(st, general)
+				}
+				e.nt = false
+				break
+			}
 			e.ins(in, general)
 			if in.op != "load" {
 				continue
@@ -1303,7 +1347,8 @@ func genFunc(out *bytes.Buffer, k *kernel, t *target) {
 		e.line("SUBQ $%d, CX", n)
 	}
 	if u > 1 {
-		fmt.Fprintf(w, "\tPCALIGN $32\n")
+		// No PCALIGN: with it and the branches around the stores, Go's assembler (1.26) never
+		// settles the sizes of its jumps and does not terminate.
 		fmt.Fprintf(w, "loop%d:\n", u)
 		e.line("CMPQ CX, $%d", u)
 		e.line("JLT  loop1")
@@ -1322,6 +1367,10 @@ func genFunc(out *bytes.Buffer, k *kernel, t *target) {
 	step(1, "next1")
 	e.line("JMP  loop1")
 	fmt.Fprintf(w, "done:\n")
+	e.line("TESTQ R11, R11")
+	e.line("JZ   fenced")
+	e.line("SFENCE")
+	fmt.Fprintf(w, "fenced:\n")
 	e.line("VZEROUPPER")
 	e.line("RET")
 	if k.fast != nil {
