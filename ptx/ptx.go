@@ -173,13 +173,27 @@ func (k *Kernel) Source() ([]byte, error) {
 	return out, nil
 }
 
-// entrySource returns src with every .entry definition other than name's removed. A definition
-// runs from its ".entry" line (at the start of a line, after an optional linkage directive) to
-// the line whose closing brace balances the braces counted since, comments excluded: PTX puts
-// braces only around blocks and vector operands, which balance within their line.
+// entrySource returns src with every .entry definition other than name's removed; name must be
+// defined exactly once.
 func entrySource(src []byte, name string) ([]byte, error) {
+	out, found, err := keepEntries(src, func(entry string) bool { return entry == name })
+	if err != nil {
+		return nil, err
+	}
+	if found != 1 {
+		return nil, fmt.Errorf("%d definitions of .entry %s", found, name)
+	}
+	return out, nil
+}
+
+// keepEntries returns src without the .entry definitions that keep refuses, and how many it
+// kept. A definition runs from its ".entry" line (at the start of a line, after an optional
+// linkage directive) to the line whose closing brace balances the braces counted since, comments
+// excluded: PTX puts braces only around blocks and vector operands, which balance within their
+// line.
+func keepEntries(src []byte, keep func(entry string) bool) ([]byte, int, error) {
 	out := make([]byte, 0, len(src))
-	found := 0
+	kept := 0
 	for rest := src; len(rest) > 0; {
 		line, next := cutLine(rest)
 		entry, ok := entryName(line)
@@ -202,18 +216,15 @@ func entrySource(src []byte, name string) ([]byte, error) {
 			}
 		}
 		if !opened || depth != 0 {
-			return nil, fmt.Errorf("entry %s: unbalanced braces", entry)
+			return nil, 0, fmt.Errorf("entry %s: unbalanced braces", entry)
 		}
-		if entry == name {
+		if keep(entry) {
 			out = append(out, rest[:end]...)
-			found++
+			kept++
 		}
 		rest = rest[end:]
 	}
-	if found != 1 {
-		return nil, fmt.Errorf("%d definitions of .entry %s", found, name)
-	}
-	return out, nil
+	return out, kept, nil
 }
 
 // cutLine splits b after its first newline (or at its end).

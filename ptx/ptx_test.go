@@ -187,33 +187,15 @@ func TestKernelSource(t *testing.T) {
 		}
 		entries, _ := m.Entries()
 		// Each kernel's text is the module's shared lines plus its definition.
-		head := removeEntries(full)
+		head, kept, err := keepEntries(full, func(string) bool { return false })
+		if err != nil || kept != 0 {
+			t.Fatalf("%s: shared lines: kept %d, %v", m, kept, err)
+		}
 		if got, want := bytesOf[m], len(full)+(len(entries)-1)*len(head); got != want {
 			t.Errorf("%s: kernel texts hold %d bytes, want %d (module %d, shared %d, %d entries)",
 				m, got, want, len(full), len(head), len(entries))
 		}
 	}
-}
-
-// removeEntries is src without any .entry definition (the lines every kernel text shares).
-func removeEntries(src []byte) []byte {
-	var out []byte
-	inside, depth := false, 0
-	for _, line := range bytes.SplitAfter(src, []byte("\n")) {
-		if _, ok := entryName(line); ok {
-			inside = true
-		}
-		if !inside {
-			out = append(out, line...)
-			continue
-		}
-		c := code(line)
-		depth += bytes.Count(c, []byte("{")) - bytes.Count(c, []byte("}"))
-		if depth == 0 && bytes.Contains(c, []byte("}")) {
-			inside = false
-		}
-	}
-	return out
 }
 
 func TestEntrySource(t *testing.T) {
