@@ -66,13 +66,65 @@ func MinBwdf(a, b, g float32) (da, db float32) {
 	return h, h
 }
 
-// Softplusf is max(x, 0) + Log1pf(Expf(-|x|)).
+// log1pUnit: w = t*l1pScale + l1pBias picks the table row, and log1p(r) ~= r + r^2 (Q2 +
+// Q3 r + Q4 r^2 + Q5 r^3) for |r| < 0.0334 (the Taylor coefficients rounded; the first term
+// left out, r^6/6, is under 2^-27 of r).
+const (
+	l1pScale float32 = 0x1.ep-01  // 15/16
+	l1pBias  float32 = 0x1.08p+00 // 33/32
+	l1pQ2    float32 = -0x1p-01
+	l1pQ3    float32 = 0x1.555556p-02
+	l1pQ4    float32 = -0x1p-02
+	l1pQ5    float32 = 0x1.99999ap-03
+)
+
+// The table of log1pUnit (float32 bits), row i for c_i = 1 + i/15: invc = 1/c_i exactly in
+// rows 0 and 15 (logc = +0 and ln 2 rounded, so that Softplusf(0) is ln 2 rounded); in the
+// others a float32 within 2^-12 of 1/c_i, chosen among its neighbours so that -log(invc) rounds
+// to logc with an error below 0.001 ulp. The CUDA twin (ptx/elementwise_math.cu) holds the same
+// bits; TestLog1pUnitTable checks both.
+var (
+	l1pInvc = [16]uint32{
+		0x3f800000, 0x3f6ffa3b, 0x3f61e6fd, 0x3f55573e, 0x3f4a206b, 0x3f3ffbb1, 0x3f36d9f7, 0x3f2e86fc,
+		0x3f26f439, 0x3f1ff9d0, 0x3f1993f9, 0x3f13adf9, 0x3f0e4071, 0x3f091cd9, 0x3f046f6d, 0x3f000000,
+	}
+	l1pLogc = [16]uint32{
+		0x00000000, 0x3d845e02, 0x3e00139f, 0x3e3aa957, 0x3e71f42f, 0x3e93568e, 0x3eac4a30, 0x3ec42535,
+		0x3edadbed, 0x3ef0b81e, 0x3f02ced9, 0x3f0cd57c, 0x3f166b98, 0x3f1fd6ff, 0x3f28b9b3, 0x3f317218,
+	}
+)
+
+// log1pUnit returns log(1 + t) for t in [0, 1] (NaN for NaN), Softplusf's logarithm, with no
+// division: a 16-row table brings 1 + t near 1, a polynomial does the rest.
+//
+//	w = Fmaf(t, l1pScale, l1pBias)       // in [1.03125, 1.96875] (NaN: row 15, a NaN result)
+//	i = (bits(w) >> 19) & 15             // the row whose c_i = 1 + i/15 is nearest 1 + t
+//	c = invc[i]
+//	r = Fmaf(t, c, c - 1)                // (1 + t)*c - 1 rounded once (c - 1 is exact); |r| < 0.0334
+//	q = Fmaf(Fmaf(Fmaf(r, Q5, Q4), r, Q3), r, Q2)
+//	return logc[i] + Fmaf(r*r, q, r)     // log(1/c) + log1p(r)
+//
+// Row 0 has c = 1 and logc = 0, so r = t exactly for t < 1/30. Max error 1.052 ulp over all t
+// in [0, 1] (TestLog1pUnitAccuracy).
+func log1pUnit(t float32) float32 {
+	w := Fmaf(t, l1pScale, l1pBias)
+	i := (f32bits(w) >> 19) & 15
+	c := f32frombits(l1pInvc[i])
+	r := Fmaf(t, c, c-1)
+	q := Fmaf(r, l1pQ5, l1pQ4)
+	q = Fmaf(r, q, l1pQ3)
+	q = Fmaf(r, q, l1pQ2)
+	return f32frombits(l1pLogc[i]) + Fmaf(float32(r*r), q, r)
+}
+
+// Softplusf is max(x, 0) + log1p(Expf(-|x|)), the logarithm computed by log1pUnit (its
+// argument is in [0, 1]; no division).
 func Softplusf(x float32) float32 {
 	var m float32
 	if x > 0 {
 		m = x
 	}
-	return m + Log1pf(Expf(-Absf(x)))
+	return m + log1pUnit(Expf(-Absf(x)))
 }
 
 // SigmoidBwdf is g * (s * (1 - s)) with s = Sigmoidf(x).

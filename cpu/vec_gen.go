@@ -16,9 +16,10 @@
 // same bits for every input the blocks see, each one argued where it is used (exact products
 // fused with their addition on AVX-512, VSCALEFPS for the multiplication by 2^k, VGETEXPPS and
 // VRNDSCALEPS for exponent and rounding tricks, an integer addition for the mantissa split of
-// the logarithm, Log1pf's error term simplified where its input is in [0, 1]). None of them
-// changes a rounding: the kernels still call no Fmaf, and TestVecExhaustive checks every kernel
-// against its scalar loop over all 2^32 inputs.
+// the logarithm). None of them changes a rounding. Where the scalar code calls Fmaf
+// (log1pUnit), the kernels use VFMADD, on both targets (the AVX2 set requires FMA3), and its
+// table lookups are VPERMPS. TestVecExhaustive checks every kernel against its scalar loop over
+// all 2^32 inputs.
 //
 // Most kernels have two bodies. The fast body assumes the common case in every lane (e.g.
 // |x| < 87.5 for Expf, which skips expRare) and starts with a check of that assumption; when
@@ -98,6 +99,12 @@ func init() {
 		"minNrm":    0x1p-126,
 		"inf":       float32(math.Inf(1)),
 		"negInf":    float32(math.Inf(-1)),
+		"l1pScale":  0x1.ep-01,
+		"l1pBias":   0x1.08p+00,
+		"l1pQ2":     -0x1p-01,
+		"l1pQ3":     0x1.555556p-02,
+		"l1pQ4":     -0x1p-02,
+		"l1pQ5":     0x1.99999ap-03,
 	} {
 		consts[name] = f32(v)
 	}
@@ -120,6 +127,20 @@ func init() {
 	} {
 		consts[name] = v
 	}
+}
+
+// The tables of Lookup: 16 float32 bit patterns each (the names and values of rules.go;
+// TestVecConstants checks them).
+var tables = []struct {
+	name string
+	bits [16]uint32
+}{
+	{"l1pInvc", [16]uint32{
+		0x3f800000, 0x3f6ffa3b, 0x3f61e6fd, 0x3f55573e, 0x3f4a206b, 0x3f3ffbb1, 0x3f36d9f7, 0x3f2e86fc,
+		0x3f26f439, 0x3f1ff9d0, 0x3f1993f9, 0x3f13adf9, 0x3f0e4071, 0x3f091cd9, 0x3f046f6d, 0x3f000000}},
+	{"l1pLogc", [16]uint32{
+		0x00000000, 0x3d845e02, 0x3e00139f, 0x3e3aa957, 0x3e71f42f, 0x3e93568e, 0x3eac4a30, 0x3ec42535,
+		0x3edadbed, 0x3ef0b81e, 0x3f02ced9, 0x3f0cd57c, 0x3f166b98, 0x3f1fd6ff, 0x3f28b9b3, 0x3f317218}},
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,19 +248,32 @@ func (b *block) Mul(x, y *val) *val { return b.emit("mul", false, 0, x, y) }
 func (b *block) Div(x, y *val) *val { return b.emit("div", false, 0, x, y) }
 func (b *block) Sqrt(x *val) *val   { return b.emit("sqrt", false, 0, x) }
 
+// FMA(x, y, z) = x*y + z and FNMA(x, y, z) = z - x*y, rounded once (VFMADD/VFNMADD): the
+// scalar code's Fmaf, and the same as its product-then-add wherever the product x*y is exact.
+func (b *block) FMA(x, y, z *val) *val  { return b.emit("fma", false, 0, x, y, z) }
+func (b *block) FNMA(x, y, z *val) *val { return b.emit("fnma", false, 0, x, y, z) }
+
+// Lookup returns tables[table].bits[i & 15] in each lane for an int32 index vector i (only its
+// low 4 bits count): one VPERMPS on AVX-512; on AVX2, whose VPERMPS reads 8 entries, one per
+// half of the table and a select on bit 3 of i.
+func (b *block) Lookup(table int, i *val) *val {
+	if b.avx512() {
+		return b.emit("perm", false, 2*table, i)
+	}
+	lo := b.emit("perm", false, 2*table, i)
+	hi := b.emit("perm", false, 2*table+1, i)
+	return b.Sel(b.emit("shl", true, 28, i), hi, lo) // bit 3 of i in the sign bit
+}
+
 // AVX-512 only, each used only where it gives the bits of the scalar code's operations (the
 // building blocks below say why):
 //
-//	FMA(x, y, z) = x*y + z and FNMA(x, y, z) = z - x*y, rounded once (VFMADD/VFNMADD): the
-//	same as the scalar product-then-add wherever the product x*y is exact;
 //	ScaleF(x, k) = x * 2^floor(k) rounded once (VSCALEFPS): x * 2^k for an integer-valued k;
 //	GetExp(x) = floor(log2|x|) as a float (VGETEXPPS): the unbiased exponent of a normal x;
 //	RoundEven(x) = x rounded to an integer, ties to even (VRNDSCALEPS $0).
-func (b *block) FMA(x, y, z *val) *val  { return b.emit("fma", false, 0, x, y, z) }
-func (b *block) FNMA(x, y, z *val) *val { return b.emit("fnma", false, 0, x, y, z) }
-func (b *block) ScaleF(x, k *val) *val  { return b.emit("scalef", false, 0, x, k) }
-func (b *block) GetExp(x *val) *val     { return b.emit("getexp", false, 0, x) }
-func (b *block) RoundEven(x *val) *val  { return b.emit("roundeven", false, 0, x) }
+func (b *block) ScaleF(x, k *val) *val { return b.emit("scalef", false, 0, x, k) }
+func (b *block) GetExp(x *val) *val    { return b.emit("getexp", false, 0, x) }
+func (b *block) RoundEven(x *val) *val { return b.emit("roundeven", false, 0, x) }
 
 // MaxPS is x > y ? x : y (y when either is NaN): VMAXPS with x as first source.
 func (b *block) MaxPS(x, y *val) *val { return b.emit("max", false, 0, x, y) }
@@ -532,6 +566,12 @@ func (e *emitter) ins(in *inst, general string) {
 			e.line("VMOVAPS %s, %s", o(a[2]), d)
 			e.line("%s231PS%s %s, %s, %s", op, bc, o(a[1]), o(a[0]), d)
 		}
+	case "perm": // imm = 2*table + half (the upper 8 entries for AVX2)
+		mem := "c_" + tables[in.imm/2].name + "<>(SB)"
+		if in.imm%2 == 1 {
+			mem = "c_" + tables[in.imm/2].name + "<>+32(SB)"
+		}
+		e.line("VPERMPS %s, %s, %s", mem, o(a[0]), d)
 	case "scalef":
 		e.line("VSCALEFPS%s %s, %s, %s", bc, o(a[1]), o(a[0]), d)
 	case "getexp":
@@ -831,32 +871,26 @@ func logGeneral(b *block, x *val) *val {
 	return b.Sel(b.Cmp(NGE, x, b.K("zero")), b.K("nan"), r)
 }
 
-// log1pOf mirrors Log1pf for x = Expf(-|y|), which is +0, NaN or in (0, 1] (so u = 1 + x is in
-// [1, 2] and normal, and the branches for x < -1, x == -1, +Inf cannot be taken):
+// log1pUnit mirrors log1pUnit (rules.go) for t in [0, 1] or NaN (a NaN result):
 //
-//	u = 1 + x; bb = u - 1; err = (1 - (u - bb)) + (x - bb); return logCore(u, err/u)
-//
-// For u in [1, 2], bb = u - 1 is exact (Sterbenz) and so is u - bb = 1; then 1 - 1 = +0 and
-// +0 + (x - bb) = x - bb, since x - bb is never -0 (x >= +0 and bb >= +0 give +0 when equal):
-// err = x - bb, two instructions fewer. general adds the x == ±0 -> x and NaN -> NaN branches
-// (x > 0 in the fast path).
-func log1pOf(b *block, x *val, general bool) *val {
-	u := b.Add(x, b.K("one"))
-	bb := b.Sub(u, b.K("one"))
-	err := b.Sub(x, bb)
-	r := logNormal(b, u, b.Spill(b.Div(err, u)))
-	if general {
-		r = b.Sel(b.Cmp(EQ, x, b.K("zero")), x, r)
-		r = b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), r)
-	}
-	return r
+//	w = Fmaf(t, l1pScale, l1pBias); i = bits(w) >> 19 (row i & 15); c = invc[i]
+//	r = Fmaf(t, c, c - 1); q = Fmaf(Fmaf(Fmaf(r, Q5, Q4), r, Q3), r, Q2)
+//	return logc[i] + Fmaf(r*r, q, r)
+func log1pUnit(b *block, t *val) *val {
+	i := b.Srl(b.FMA(t, b.K("l1pScale"), b.K("l1pBias")), 19)
+	c := b.Lookup(0, i)
+	r := b.FMA(t, c, b.Sub(c, b.K("one")))
+	q := b.FMA(r, b.K("l1pQ5"), b.K("l1pQ4"))
+	q = b.FMA(r, q, b.K("l1pQ3"))
+	q = b.FMA(r, q, b.K("l1pQ2"))
+	return b.Add(b.Lookup(1, i), b.FMA(b.Mul(r, r), q, r))
 }
 
-// softplus mirrors Softplusf: (x > 0 ? x : 0) + Log1pf(Expf(-|x|)); VMAXPS(x, +0) is
+// softplus mirrors Softplusf: (x > 0 ? x : 0) + log1pUnit(Expf(-|x|)); VMAXPS(x, +0) is
 // x > 0 ? x : +0 (also for NaN and -0). For every x: the general body.
 func softplus(b *block, x *val) *val {
 	e := expGeneral(b, b.Or(x, b.K("signMask"))) // Expf(-|x|)
-	return b.Add(b.MaxPS(x, b.K("zero")), log1pOf(b, e, true))
+	return b.Add(b.MaxPS(x, b.K("zero")), log1pUnit(b, e))
 }
 
 // softplusFast is softplus of input 0 where every lane has |x| < 87.5, checked here when check
@@ -866,7 +900,7 @@ func softplusFast(b *block, check bool) *val {
 	if check {
 		b.RequireAll(b.Cmp(GT, n, b.K("negExpMid")))
 	}
-	l := log1pOf(b, expCommon(b, n), false)
+	l := log1pUnit(b, expCommon(b, n))
 	return b.Add(b.MaxPS(b.Again(0), b.K("zero")), l)
 }
 
@@ -1410,6 +1444,9 @@ func main() {
 	for _, m := range strings.Split(asm.String(), "c_")[1:] {
 		used[m[:strings.Index(m, "<>")]] = true
 	}
+	for _, tab := range tables {
+		delete(used, tab.name)
+	}
 	var names []string
 	for n := range used {
 		names = append(names, n)
@@ -1426,6 +1463,12 @@ func main() {
 			fmt.Fprintf(&s, "DATA c_%s<>+%d(SB)/4, $0x%08x\n", n, 4*i, consts[n])
 		}
 		fmt.Fprintf(&s, "GLOBL c_%s<>(SB), RODATA|NOPTR, $32\n\n", n)
+	}
+	for _, tab := range tables {
+		for i, v := range tab.bits {
+			fmt.Fprintf(&s, "DATA c_%s<>+%d(SB)/4, $0x%08x\n", tab.name, 4*i, v)
+		}
+		fmt.Fprintf(&s, "GLOBL c_%s<>(SB), RODATA|NOPTR, $64\n\n", tab.name)
 	}
 	s.Write(asm.Bytes())
 	write("vec_amd64.s", s.Bytes())

@@ -298,7 +298,10 @@ func TestVecConstants(t *testing.T) {
 		t.Skip(err)
 	}
 	defer f.Close()
-	want := map[string]float32{"geluC": geluC, "gelu3C": gelu3C, "geluK2": geluK2}
+	want := map[string]float32{"geluC": geluC, "gelu3C": gelu3C, "geluK2": geluK2, "l1pScale": l1pScale,
+		"l1pBias": l1pBias, "l1pQ2": l1pQ2, "l1pQ3": l1pQ3, "l1pQ4": l1pQ4, "l1pQ5": l1pQ5}
+	tables := map[string][16]uint32{"l1pInvc": l1pInvc, "l1pLogc": l1pLogc}
+	tableWords := 0
 	for k, v := range goConstants {
 		want[k] = v
 	}
@@ -311,6 +314,14 @@ func TestVecConstants(t *testing.T) {
 			continue
 		}
 		bits, _ := strconv.ParseUint(m[3], 16, 32)
+		if tab, ok := tables[m[1]]; ok {
+			off, _ := strconv.Atoi(m[2])
+			tableWords++
+			if off%4 != 0 || off/4 >= 16 || tab[off/4] != uint32(bits) {
+				t.Errorf("vec_amd64.s: c_%s+%d = %#08x, not the Go table's", m[1], off, bits)
+			}
+			continue
+		}
 		if v, ok := want[m[1]]; ok {
 			checked[m[1]] = true
 			if uint32(bits) != math.Float32bits(v) {
@@ -320,6 +331,9 @@ func TestVecConstants(t *testing.T) {
 	}
 	if len(checked) < 20 {
 		t.Errorf("only %d constants checked", len(checked))
+	}
+	if tableWords != 16*len(tables) {
+		t.Errorf("%d table words checked, want %d", tableWords, 16*len(tables))
 	}
 }
 

@@ -7,9 +7,34 @@
 
 // ---- scalar rules (twins in cpu/rules.go) ----
 
-// tl_softplusf: max(x, 0) + log1p(exp(-|x|)).
+// tl_log1p_unitf: log(1 + t) for t in [0, 1], no division (twin: cpu.log1pUnit, which states
+// the algorithm); the constants and the table hold the bits of the Go ones (TestLog1pUnitTable).
+#define TL_L1P_SCALE __uint_as_float(0x3f700000u)
+#define TL_L1P_BIAS __uint_as_float(0x3f840000u)
+#define TL_L1P_Q2 __uint_as_float(0xbf000000u)
+#define TL_L1P_Q3 __uint_as_float(0x3eaaaaabu)
+#define TL_L1P_Q4 __uint_as_float(0xbe800000u)
+#define TL_L1P_Q5 __uint_as_float(0x3e4ccccdu)
+static __device__ const unsigned int tl_l1p_invc[16] = {
+    0x3f800000u, 0x3f6ffa3bu, 0x3f61e6fdu, 0x3f55573eu, 0x3f4a206bu, 0x3f3ffbb1u, 0x3f36d9f7u, 0x3f2e86fcu,
+    0x3f26f439u, 0x3f1ff9d0u, 0x3f1993f9u, 0x3f13adf9u, 0x3f0e4071u, 0x3f091cd9u, 0x3f046f6du, 0x3f000000u};
+static __device__ const unsigned int tl_l1p_logc[16] = {
+    0x00000000u, 0x3d845e02u, 0x3e00139fu, 0x3e3aa957u, 0x3e71f42fu, 0x3e93568eu, 0x3eac4a30u, 0x3ec42535u,
+    0x3edadbedu, 0x3ef0b81eu, 0x3f02ced9u, 0x3f0cd57cu, 0x3f166b98u, 0x3f1fd6ffu, 0x3f28b9b3u, 0x3f317218u};
+__device__ __forceinline__ float tl_log1p_unitf(float t) {
+  float w = tl_fmaf(t, TL_L1P_SCALE, TL_L1P_BIAS);
+  unsigned int i = (__float_as_uint(w) >> 19) & 15u;
+  float c = __uint_as_float(tl_l1p_invc[i]);
+  float r = tl_fmaf(t, c, c - 1.0f);
+  float q = tl_fmaf(r, TL_L1P_Q5, TL_L1P_Q4);
+  q = tl_fmaf(r, q, TL_L1P_Q3);
+  q = tl_fmaf(r, q, TL_L1P_Q2);
+  return __uint_as_float(tl_l1p_logc[i]) + tl_fmaf(r * r, q, r);
+}
+
+// tl_softplusf: max(x, 0) + log1p(exp(-|x|)), the logarithm by tl_log1p_unitf.
 __device__ __forceinline__ float tl_softplusf(float x) {
-  return (x > 0.0f ? x : 0.0f) + tl_log1pf(tl_expf(-fabsf(x)));
+  return (x > 0.0f ? x : 0.0f) + tl_log1p_unitf(tl_expf(-fabsf(x)));
 }
 __device__ __forceinline__ float tl_sigmoid_bwdf(float x, float g) {
   float s = tl_sigmoidf(x);
