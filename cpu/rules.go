@@ -127,6 +127,25 @@ func Softplusf(x float32) float32 {
 	return m + log1pUnit(Expf(-Absf(x)))
 }
 
+// SafeLogBwdf is g * sigmoid(x) / (Softplusf(x) + eps), with the sigmoid from Softplusf's own
+// exponential t = Expf(-|x|) (one exponential, one division fewer than Sigmoidf beside it):
+//
+//	s = (x >= 0 ? 1 : t) / (1 + t)      // for x >= 0 the bits of Sigmoidf(x)
+//	return (g * s) / ((max(x, 0) + log1pUnit(t)) + eps)
+func SafeLogBwdf(x, g, eps float32) float32 {
+	t := Expf(-Absf(x))
+	n := t
+	var m float32
+	if x >= 0 {
+		n = 1
+	}
+	if x > 0 {
+		m = x
+	}
+	s := n / (1 + t)
+	return float32(g*s) / ((m + log1pUnit(t)) + eps)
+}
+
 // SigmoidBwdf is g * (s * (1 - s)) with s = Sigmoidf(x).
 func SigmoidBwdf(x, g float32) float32 {
 	s := Sigmoidf(x)

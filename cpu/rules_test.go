@@ -154,3 +154,27 @@ func TestLog1pUnitAccuracy(t *testing.T) {
 		t.Errorf("Softplusf(NaN) bits 0x%08x, want the canonical NaN", got)
 	}
 }
+
+// TestSafeLogBwdfAccuracy compares SafeLogBwdf (g = 1) with a float64 reference on a dense grid
+// of [-80, 80] for the seeds' eps = 1e-6, and checks that for x >= 0 its sigmoid is Sigmoidf's.
+func TestSafeLogBwdfAccuracy(t *testing.T) {
+	const eps = 1e-6
+	worst, at := 0.0, float32(0)
+	for x := float32(-80); x <= 80; x += 1.0 / 1024 {
+		xd := float64(x)
+		sp := math.Max(xd, 0) + math.Log1p(math.Exp(-math.Abs(xd)))
+		want := 1 / (1 + math.Exp(-xd)) / (sp + float64(float32(eps)))
+		if e := ulpErr(SafeLogBwdf(x, 1, eps), want); e > worst {
+			worst, at = e, x
+		}
+		if x >= 0 {
+			if got, want := SafeLogBwdf(x, 1, 0), Sigmoidf(x)/Softplusf(x); got != want {
+				t.Fatalf("SafeLogBwdf(%g, 1, 0) = %g, Sigmoidf/Softplusf = %g", x, got, want)
+			}
+		}
+	}
+	t.Logf("SafeLogBwdf: max %.3f ulp at %g", worst, at)
+	if worst > 4 {
+		t.Errorf("SafeLogBwdf: max error %.3f ulp at %g", worst, at)
+	}
+}

@@ -4,13 +4,6 @@ package cpu
 
 // No assembly on this platform (or with -tags noasm): the kernels run their pure-Go loops.
 
-func binaryFast(op byte, dst, a, b []float32) bool { return false }
-func scaleFast(dst, x []float32, c float32) bool   { return false }
-func reluFast(dst, x []float32) bool               { return false }
-func axpyFast(dst, a, b []float32, c float32) bool { return false }
-func sqrtFast(dst, x []float32) bool               { return false }
-func reluBwdFast(dx, x, g []float32) bool          { return false }
-
 func vecRun(k vecKernel, o0, o1, i0, i1, i2 []float32, s0, s1 float32) int { return 0 }
 func vecLevels() []string                                                  { return []string{"go"} }
 func useVecLevel(name string) string {

@@ -50,6 +50,30 @@ func vkTanhBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkSafeLogBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkAddAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSubAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkMulAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkScaleAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkAxpyAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkReluAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkReluBwdAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSqrtAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkAbsAVX2(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -164,6 +188,30 @@ func vkTanhBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 func vkSafeLogBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
+func vkAddAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSubAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkMulAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkScaleAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkAxpyAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkReluAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkReluBwdAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
+func vkSqrtAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
+//go:noescape
 func vkAbsAVX512(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
 
 //go:noescape
@@ -249,6 +297,14 @@ var vecAVX2 = [vkCount]vecFunc{
 	vkSigmoidBwd:   vkSigmoidBwdAVX2,
 	vkTanhBwd:      vkTanhBwdAVX2,
 	vkSafeLogBwd:   vkSafeLogBwdAVX2,
+	vkAdd:          vkAddAVX2,
+	vkSub:          vkSubAVX2,
+	vkMul:          vkMulAVX2,
+	vkScale:        vkScaleAVX2,
+	vkAxpy:         vkAxpyAVX2,
+	vkRelu:         vkReluAVX2,
+	vkReluBwd:      vkReluBwdAVX2,
+	vkSqrt:         vkSqrtAVX2,
 	vkAbs:          vkAbsAVX2,
 	vkInv:          vkInvAVX2,
 	vkDiv:          vkDivAVX2,
@@ -291,6 +347,14 @@ var vecAVX512 = [vkCount]vecFunc{
 	vkSigmoidBwd:   vkSigmoidBwdAVX512,
 	vkTanhBwd:      vkTanhBwdAVX512,
 	vkSafeLogBwd:   vkSafeLogBwdAVX512,
+	vkAdd:          vkAddAVX512,
+	vkSub:          vkSubAVX512,
+	vkMul:          vkMulAVX512,
+	vkScale:        vkScaleAVX512,
+	vkAxpy:         vkAxpyAVX512,
+	vkRelu:         vkReluAVX512,
+	vkReluBwd:      vkReluBwdAVX512,
+	vkSqrt:         vkSqrtAVX512,
 	vkAbs:          vkAbsAVX512,
 	vkInv:          vkInvAVX512,
 	vkDiv:          vkDivAVX512,

@@ -1029,24 +1029,40 @@ func init() {
 		func(b *block) { t := tanhFast(b); b.Out(0, tanhBwd(b, t, b.In(1))) },
 		func(b *block) { t := tanhGeneral(b, b.In(0)); b.Out(0, tanhBwd(b, t, b.In(1))) })
 
-	// SafeLogBwd: (g*Sigmoidf(x)) / (Softplusf(x) + eps).
-	def("SafeLogBwd", "dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)", 2, 1, 1,
+	// SafeLogBwdf: t = Expf(-|x|); s = (x >= 0 ? 1 : t) / (1 + t);
+	// (g*s) / ((max(x, 0) + log1pUnit(t)) + eps).
+	safeLogBwd := func(b *block, x, g, t *val) *val {
+		s := b.Div(b.Sel(b.Cmp(GE, x, b.K("zero")), b.K("one"), t), b.Add(t, b.K("one")))
+		sp := b.Add(b.MaxPS(x, b.K("zero")), log1pUnit(b, t))
+		return b.Div(b.Mul(g, s), b.Add(sp, b.Param(1)))
+	}
+	def("SafeLogBwd", "dx = SafeLogBwdf(x, g, eps)", 2, 1, 1,
 		func(b *block) {
-			x := b.In(0)
-			b.RequireAll(expFastOK(b, x))
-			num := b.Mul(b.In(1), sigmoidOf(b, expCommon(b, neg(b, x))))
-			b.Out(0, b.Div(num, b.Add(softplusFast(b, false), b.Param(1))))
+			n := b.Or(b.In(0), b.K("signMask")) // -|x|
+			b.RequireAll(b.Cmp(GT, n, b.K("negExpMid")))
+			t := expCommon(b, n)
+			b.Out(0, safeLogBwd(b, b.Again(0), b.In(1), t))
 		},
 		func(b *block) {
 			x := b.In(0)
-			num := b.Mul(b.In(1), sigmoidOf(b, expGeneral(b, neg(b, x))))
-			b.Out(0, b.Div(num, b.Add(softplus(b, x), b.Param(1))))
+			b.Out(0, safeLogBwd(b, x, b.In(1), expGeneral(b, b.Or(x, b.K("signMask")))))
 		})
 
 	// The plain kernels: one body each.
 	one := func(name, doc string, ins, outs, params int, body func(b *block)) {
 		def(name, doc, ins, outs, params, nil, body)
 	}
+	one("Add", "dst = a + b", 2, 1, 0, func(b *block) { b.Out(0, b.Add(b.In(0), b.In(1))) })
+	one("Sub", "dst = a - b", 2, 1, 0, func(b *block) { b.Out(0, b.Sub(b.In(0), b.In(1))) })
+	one("Mul", "dst = a * b", 2, 1, 0, func(b *block) { b.Out(0, b.Mul(b.In(0), b.In(1))) })
+	one("Scale", "dst = x * c", 1, 1, 1, func(b *block) { b.Out(0, b.Mul(b.In(0), b.Param(1))) })
+	one("Axpy", "dst = Fmaf(c, b, a)", 2, 1, 1, func(b *block) { b.Out(0, b.FMA(b.In(1), b.Param(1), b.In(0))) })
+	// x > 0 ? x : 0 is VMAXPS(x, +0) (+0 for NaN and -0 too).
+	one("Relu", "dst = x > 0 ? x : 0", 1, 1, 0, func(b *block) { b.Out(0, b.MaxPS(b.In(0), b.K("zero"))) })
+	one("ReluBwd", "dx = x > 0 ? g : 0", 2, 1, 0, func(b *block) {
+		b.Out(0, b.Sel(b.Cmp(GT, b.In(0), b.K("zero")), b.In(1), b.K("zero")))
+	})
+	one("Sqrt", "dst = Sqrtf(x)", 1, 1, 0, func(b *block) { b.Out(0, b.Sqrt(b.In(0))) })
 	one("Abs", "dst = |x|", 1, 1, 0, func(b *block) { b.Out(0, abs(b, b.In(0))) })
 	one("Inv", "dst = 1 / x", 1, 1, 0, func(b *block) { b.Out(0, b.Div(b.K("one"), b.In(0))) })
 	one("Div", "dst = a / b", 2, 1, 0, func(b *block) { b.Out(0, b.Div(b.In(0), b.In(1))) })

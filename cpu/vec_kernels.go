@@ -18,7 +18,15 @@ const (
 	vkSoftplusBwd                   // dx = g * Sigmoidf(x)
 	vkSigmoidBwd                    // dx = SigmoidBwdf(x, g)
 	vkTanhBwd                       // dx = TanhBwdf(x, g)
-	vkSafeLogBwd                    // dx = (g * Sigmoidf(x)) / (Softplusf(x) + eps)
+	vkSafeLogBwd                    // dx = SafeLogBwdf(x, g, eps)
+	vkAdd                           // dst = a + b
+	vkSub                           // dst = a - b
+	vkMul                           // dst = a * b
+	vkScale                         // dst = x * c
+	vkAxpy                          // dst = Fmaf(c, b, a)
+	vkRelu                          // dst = x > 0 ? x : 0
+	vkReluBwd                       // dx = x > 0 ? g : 0
+	vkSqrt                          // dst = Sqrtf(x)
 	vkAbs                           // dst = |x|
 	vkInv                           // dst = 1 / x
 	vkDiv                           // dst = a / b

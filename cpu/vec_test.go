@@ -41,6 +41,9 @@ func vecCases() []vecCase {
 		b("SoftplusBwd", SoftplusBwd), b("GeluBwd", GeluBwd), b("AbsBwd", AbsBwd),
 		b("SqrtBwd", SqrtBwd), b("LogBwd", LogBwd), b("InvBwd", InvBwd),
 		b("DivFwd", DivFwd), b("MaxFwd", MaxFwd), b("MinFwd", MinFwd),
+		b("Add", Add), b("Sub", Sub), b("MulFwd", MulFwd), u("ReluFwd", ReluFwd), u("SqrtFwd", SqrtFwd),
+		b("ReluBwd", ReluBwd), u("Scale", func(dst, x []float32) { Scale(dst, x, -1.7) }),
+		b("Axpy", func(dst, a, b []float32) { Axpy(dst, a, b, 0.3) }),
 		t("MaxBwd", MaxBwd), t("MinBwd", MinBwd), t("MulBwd", MulBwd), t("DivBwd", DivBwd),
 	}
 	for _, c := range []float32{0, 3.5, -100, float32(math.Inf(1)), nan} {

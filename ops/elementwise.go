@@ -214,7 +214,7 @@ func SoftplusBwd(x, g *Buffer) (*Buffer, error) { return softplusBwdOp.one([]*Bu
 // GeluBwd returns g * GELU'(x) (cpu.GeluBwdf).
 func GeluBwd(x, g *Buffer) (*Buffer, error) { return geluBwdOp.one([]*Buffer{x, g}) }
 
-// SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps).
+// SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps) (cpu.SafeLogBwdf).
 func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
 	return safeLogBwdOp.one([]*Buffer{x, g}, eps)
 }

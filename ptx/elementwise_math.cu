@@ -36,6 +36,13 @@ __device__ __forceinline__ float tl_log1p_unitf(float t) {
 __device__ __forceinline__ float tl_softplusf(float x) {
   return (x > 0.0f ? x : 0.0f) + tl_log1p_unitf(tl_expf(-fabsf(x)));
 }
+// tl_safe_log_bwdf: g * sigmoid(x) / (softplus(x) + eps), one exponential for both (twin:
+// cpu.SafeLogBwdf).
+__device__ __forceinline__ float tl_safe_log_bwdf(float x, float g, float eps) {
+  float t = tl_expf(-fabsf(x));
+  float s = (x >= 0.0f ? 1.0f : t) / (1.0f + t);
+  return (g * s) / (((x > 0.0f ? x : 0.0f) + tl_log1p_unitf(t)) + eps);
+}
 __device__ __forceinline__ float tl_sigmoid_bwdf(float x, float g) {
   float s = tl_sigmoidf(x);
   return g * (s * (1.0f - s));
@@ -75,4 +82,4 @@ BINARY(sigmoid_bwd, tl_sigmoid_bwdf(a, b))
 BINARY(tanh_bwd, tl_tanh_bwdf(a, b))
 BINARY(softplus_bwd, b * tl_sigmoidf(a))
 BINARY(gelu_bwd, tl_gelu_bwdf(a, b))
-BINARY1(safe_log_bwd, eps, (b * tl_sigmoidf(a)) / (tl_softplusf(a) + eps))
+BINARY1(safe_log_bwd, eps, tl_safe_log_bwdf(a, b, eps))
