@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // testPTX is hand-written PTX for the GPU tests.
@@ -561,6 +562,22 @@ func TestGPULockBindsThread(t *testing.T) {
 		done <- err
 	}()
 	must(t, <-done)
+}
+
+// BenchmarkDriverCall times a trivial driver call (cuDriverGetVersion) through purego: the cost
+// of one Go -> C call, against launch.c's c_call_ns for the same call from C.
+func BenchmarkDriverCall(b *testing.B) {
+	x := needGPU(b)
+	v := new([2]uintptr) // v[0]: the int result; v[1]: the argument block (heap memory)
+	v[1] = uintptr(unsafe.Pointer(&v[0]))
+	args := v[1:]
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := sysCallSlice(x.c.fn.driverGetVersion, args); r != 0 {
+			b.Fatal(Result(int32(r)))
+		}
+	}
+	runtime.KeepAlive(v)
 }
 
 func BenchmarkLockUnlock(b *testing.B) {
