@@ -104,6 +104,23 @@ def load_json(path):
     return {}
 
 
+def load_json_lines(path):
+    """Every line of path that parses as a JSON object (none when path is empty or missing)."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(v, dict):
+                    out.append(v)
+    except OSError:
+        pass
+    return out
+
+
 def fmt(v, spec="%.1f"):
     return "n/a" if v is None else spec % v
 
@@ -161,6 +178,8 @@ def main():
     ap.add_argument("--torch", default="")
     ap.add_argument("--c", action="append", default=[])
     ap.add_argument("--coldstart", default="")
+    ap.add_argument("--dispatch-c", default="", help="JSON lines of launch.c, interleaved with --dispatch-go")
+    ap.add_argument("--dispatch-go", default="", help="BenchmarkDispatch/cuda runs interleaved with --dispatch-c")
     args = ap.parse_args()
 
     go = parse_go(args.go)
@@ -206,14 +225,21 @@ def main():
     if mismatch:
         p("note: Go GPU rows at n=%s, torch at n=%d" % (",".join(map(str, sorted(mismatch))), n))
 
-    # dispatch
+    # dispatch: the interleaved rounds when there are some (medians of each side), else the
+    # single passes of the test run and of launch.c
     go_ns = (go.get("BenchmarkDispatch/cuda") or {}).get("ns")
     c_ns = c_warm.get("c_launch_ns")
+    rounds = ""
+    il_go = (parse_go(args.dispatch_go) if args.dispatch_go else {}).get("BenchmarkDispatch/cuda")
+    il_c = [c["c_launch_ns"] for c in load_json_lines(args.dispatch_c) if "c_launch_ns" in c]
+    if il_go and il_c:
+        go_ns, c_ns = il_go["ns"], statistics.median(il_c)
+        rounds = " (median of %d interleaved rounds each)" % min(il_go["count"], len(il_c))
     t_ns = (torch.get("dispatch") or {}).get("ns")
     go_c = ratio(go_ns, c_ns)
-    p("dispatch: Go %s ns/op, C %s ns/launch, C/Go %s, Go/C %s (target <= %.2f) %s"
+    p("dispatch: Go %s ns/op, C %s ns/launch, C/Go %s, Go/C %s (target <= %.2f) %s%s"
       % (fmt(go_ns), fmt(c_ns), fmt(ratio(c_ns, go_ns), "%.3f"), fmt(go_c, "%.3f"),
-         DISPATCH_TARGET, verdict(go_c, DISPATCH_TARGET, higher_better=False)))
+         DISPATCH_TARGET, verdict(go_c, DISPATCH_TARGET, higher_better=False), rounds))
     extra = []
     if c_warm.get("c_launch_stream_ns") is not None:
         extra.append("C on own stream %.1f ns" % c_warm["c_launch_stream_ns"])
