@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/torchlean-go/torchlean/driver"
 )
 
 // benchDevices returns the CPU (at 2^24 floats) and, when usable, CUDA device 0 (at 2^26);
@@ -144,34 +146,49 @@ func BenchmarkMemcpy(b *testing.B) {
 }
 
 // BenchmarkDispatch is the host cost of one op through the Go API: Scale of a 1-element buffer
-// and the release of its result, with no synchronization per op.
+// and the release of its result, timed with the Sync that ends the loop (as launch.c times its
+// launches with the synchronization that ends each sample, so that commands still queued
+// count). "cuda" is the device as opened (with its launch queue unless TORCHLEAN_LAUNCH=sync),
+// "cuda-sync" a handle on it without the queue, each op calling the driver itself.
 func BenchmarkDispatch(b *testing.B) {
 	for _, dn := range benchDevices(b) {
-		b.Run(dn.d.Kind().String(), func(b *testing.B) {
-			x := benchInputs(b, dn.d, 1, 1)[0]
-			defer x.Release()
-			dn.d.Sync()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				y, err := Scale(x, 2)
-				if err != nil {
+		run := func(d *Device) func(b *testing.B) {
+			return func(b *testing.B) {
+				x := benchInputs(b, d, 1, 1)[0]
+				defer x.Release()
+				d.Sync()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					y, err := Scale(x, 2)
+					if err != nil {
+						b.Fatal(err)
+					}
+					y.Release()
+				}
+				if err := d.Sync(); err != nil {
 					b.Fatal(err)
 				}
-				y.Release()
 			}
-			b.StopTimer()
-			if err := dn.d.Sync(); err != nil {
-				b.Fatal(err)
-			}
-		})
+		}
+		b.Run(dn.d.Kind().String(), run(dn.d))
+		if g, ok := dn.d.be.(*cudaBackend); ok && g.queue != nil {
+			b.Run("cuda-sync", run(syncHandle(dn.d)))
+		}
 	}
 }
 
+// syncHandle returns a second handle on CUDA device d without a launch queue.
+func syncHandle(d *Device) *Device {
+	g := d.be.(*cudaBackend)
+	return &Device{kind: KindCUDA, name: d.name + " (sync)", be: newCUDABackendOn(g.ctx, g.name, g.facts, 0, false)}
+}
+
 // BenchmarkLaunchVariants splits the host cost of one op on CUDA into its parts: the bare
-// launch of the scale kernel with the context locked once for all launches, with the context
-// locked per launch, the op's launch path (mapKernel: lock, argument pack, checks, launch) into
-// a reused result, the result buffer's allocation and release alone, and the whole op.
+// launch of the scale kernel with the context locked once for all launches (what launch.c
+// times), with the context locked per launch, the op's launch path (mapKernel: argument pack,
+// checks, launch, through the queue or not) into a reused result, the result buffer's
+// allocation and release alone, and the whole op. Each ends with a Sync inside the timing.
 func BenchmarkLaunchVariants(b *testing.B) {
 	d, err := Open("cuda")
 	if err != nil {
@@ -182,21 +199,20 @@ func BenchmarkLaunchVariants(b *testing.B) {
 	defer x.Release()
 	y, _ := Zeros(d, 1)
 	defer y.Release()
-	pack := func() *argPack {
-		var p argPack
-		p.ptr(y.mem)
-		p.ptr(x.mem)
-		p.u64(1)
-		p.f32(2)
-		return &p
+	f, err := g.function(scaleOp.kernel)
+	if err != nil {
+		b.Fatal(err)
 	}
+	args := new(driver.Args)
+	args.Ptr(y.mem.ptr).Ptr(x.mem.ptr).U64(1).F32(2)
+	one := [3]uint32{1, 1, 1}
+	block := [3]uint32{256, 1, 1}
 	b.Run("lock-once", func(b *testing.B) {
-		p := pack()
 		if err := g.ctx.Lock(); err != nil {
 			b.Fatal(err)
 		}
 		for i := 0; i < b.N; i++ {
-			if err := g.launch(scaleOp.kernel, 1, 256, p); err != nil {
+			if err := g.ctx.Launch(f.fn, one, block, 0, 0, args); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -204,26 +220,36 @@ func BenchmarkLaunchVariants(b *testing.B) {
 		d.Sync()
 	})
 	b.Run("lock-each", func(b *testing.B) {
-		p := pack()
 		for i := 0; i < b.N; i++ {
 			if err := g.ctx.Lock(); err != nil {
 				b.Fatal(err)
 			}
-			if err := g.launch(scaleOp.kernel, 1, 256, p); err != nil {
+			if err := g.ctx.Launch(f.fn, one, block, 0, 0, args); err != nil {
 				b.Fatal(err)
 			}
 			g.ctx.Unlock()
 		}
 		d.Sync()
 	})
-	b.Run("map-kernel", func(b *testing.B) { // the op's launch path, result buffer reused
-		for i := 0; i < b.N; i++ {
-			if err := g.mapKernel(scaleOp, [3]storage{y.mem}, [3]storage{x.mem}, 1, [2]float32{2}); err != nil {
-				b.Fatal(err)
-			}
+	handles := []*Device{d}
+	if g.queue != nil {
+		handles = append(handles, syncHandle(d))
+	}
+	for _, h := range handles {
+		hg := h.be.(*cudaBackend)
+		mode := "queued"
+		if hg.queue == nil {
+			mode = "sync"
 		}
-		d.Sync()
-	})
+		b.Run("map-kernel/"+mode, func(b *testing.B) { // the op's launch path, result buffer reused
+			for i := 0; i < b.N; i++ {
+				if err := hg.mapKernel(scaleOp, [3]storage{y.mem}, [3]storage{x.mem}, 1, [2]float32{2}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			h.Sync()
+		})
+	}
 	b.Run("buffer", func(b *testing.B) { // the op's result buffer: allocation and release only
 		for i := 0; i < b.N; i++ {
 			r, err := newBuffer(d, 1)

@@ -73,13 +73,16 @@ func cudaReason(err error) string {
 // cudaBackend runs kernels on one device. All work goes to the legacy default stream, so it
 // runs in issue order: a block returned to the cache can be handed to the next allocation at
 // once (any kernel still reading it was queued earlier), and synchronous copies see all earlier
-// work. Every entry into the driver locks the calling goroutine's OS thread and makes the
-// device's primary context current (driver.Context.Lock).
+// work. Kernel launches, fills and device copies go through the device's launch queue
+// (launcher.go), issued in order by a goroutine of their own; every other entry into the driver
+// first waits for the queue to be issued (enter), then locks the calling goroutine's OS thread
+// and makes the device's primary context current (driver.Context.Lock).
 type cudaBackend struct {
 	ctx       *driver.Context
 	name      string
 	facts     gpuFacts
-	maxBlocks uint32 // cap of grid-stride grids: 32 blocks per multiprocessor
+	maxBlocks uint32       // cap of grid-stride grids: 32 blocks per multiprocessor
+	queue     *launchQueue // nil: commands are issued by the calling goroutine (TORCHLEAN_LAUNCH=sync)
 
 	mu     sync.Mutex // guards cache, cached and raising kernelFn.shared
 	cache  map[uint64][]driver.DevicePtr
@@ -149,7 +152,7 @@ func newCUDABackend(lib *driver.CUDA, ordinal int) (*cudaBackend, error) {
 		return nil, err
 	}
 	return newCUDABackendOn(ctx, fmt.Sprintf("cuda:%d (%s, sm_%d%d, %d SMs)", ordinal, name, major, minor, sms),
-		gpuFacts{arch: 10*major + minor, sms: sms, sharedOptin: shared}, 0), nil
+		gpuFacts{arch: 10*major + minor, sms: sms, sharedOptin: shared}, 0, useQueue()), nil
 }
 
 // gpuFacts are the device properties that launch choices depend on.
@@ -160,9 +163,9 @@ type gpuFacts struct {
 }
 
 // newCUDABackendOn returns a backend on ctx; guard > 0 (tests) surrounds allocations with guard
-// bands of that many floats.
-func newCUDABackendOn(ctx *driver.Context, name string, facts gpuFacts, guard int) *cudaBackend {
-	return &cudaBackend{
+// bands of that many floats; queued gives it a launch queue.
+func newCUDABackendOn(ctx *driver.Context, name string, facts gpuFacts, guard int, queued bool) *cudaBackend {
+	g := &cudaBackend{
 		ctx:       ctx,
 		name:      name,
 		facts:     facts,
@@ -171,6 +174,54 @@ func newCUDABackendOn(ctx *driver.Context, name string, facts gpuFacts, guard in
 		cache:     map[uint64][]driver.DevicePtr{},
 		fns:       make([]atomic.Pointer[kernelFn], len(ptx.All)),
 	}
+	if queued {
+		g.queue = newLaunchQueue(g.issue, ctx.Lock, ctx.Unlock)
+	}
+	return g
+}
+
+// enter prepares a driver call that is not a queued command: it waits until the commands queued
+// before it have been issued, so that the call is ordered after them on the stream (and sees the
+// queue's failure, if any), then locks the context. On success the caller must call
+// g.ctx.Unlock.
+func (g *cudaBackend) enter() error {
+	if g.queue != nil {
+		if err := g.queue.drain(); err != nil {
+			return err
+		}
+	}
+	return g.ctx.Lock()
+}
+
+// submit makes the driver call of c: through the launch queue when the device has one (c is
+// copied; the call's errors then surface from later calls), else at once from the calling
+// goroutine. c must be on the heap (its arguments' addresses go to the driver).
+func (g *cudaBackend) submit(c *command) error {
+	if g.queue == nil {
+		if err := g.ctx.Lock(); err != nil {
+			return err
+		}
+		defer g.ctx.Unlock()
+		return g.issue(c)
+	}
+	s, err := g.queue.slot()
+	if err != nil {
+		return err
+	}
+	*s = *c
+	g.queue.publish()
+	return nil
+}
+
+// issue makes the driver call of c. The caller holds the context.
+func (g *cudaBackend) issue(c *command) error {
+	switch c.kind {
+	case cmdFill:
+		return g.ctx.MemsetD32Async(c.dst, c.value, c.count, 0)
+	case cmdCopy:
+		return g.ctx.CopyDtoDAsync(c.dst, c.src, c.count, 0)
+	}
+	return g.ctx.Launch(c.fn, c.grid, c.block, c.shared, 0, &c.args)
 }
 
 // roundBytes is the allocation size class: multiples of 512 bytes up to 1 MiB, then multiples of
@@ -194,12 +245,14 @@ func (g *cudaBackend) alloc(n int) (storage, error) {
 	if p, ok := g.cached1(size); ok && g.guard == 0 {
 		return storage{ptr: p}, nil
 	} else if ok {
-		if err := g.ctx.Lock(); err != nil {
+		if err := g.enter(); err != nil { // queued commands may still use the block
 			return storage{}, err
 		}
 		defer g.ctx.Unlock()
 		return g.guarded(p, n)
 	}
+	// Fresh memory: no queued command can use it (cached blocks are freed only by flush, after
+	// the queue has been issued and the device synchronized).
 	if err := g.ctx.Lock(); err != nil {
 		return storage{}, err
 	}
@@ -255,7 +308,7 @@ func (g *cudaBackend) checkGuards(s storage, n int) error {
 	if g.guard == 0 {
 		return nil
 	}
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -290,8 +343,14 @@ func (g *cudaBackend) cachedBytes() int64 {
 	return g.cached
 }
 
-// flush waits for the device and frees every cached block. The caller holds the context.
+// flush waits for the launch queue and the device and frees every cached block. The caller
+// holds the context.
 func (g *cudaBackend) flush() error {
+	if g.queue != nil {
+		if err := g.queue.drain(); err != nil {
+			return err
+		}
+	}
 	if err := g.ctx.Synchronize(); err != nil {
 		return err
 	}
@@ -311,7 +370,7 @@ func (g *cudaBackend) flush() error {
 }
 
 func (g *cudaBackend) collect() error {
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -319,7 +378,7 @@ func (g *cudaBackend) collect() error {
 }
 
 func (g *cudaBackend) sync() error {
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -339,7 +398,7 @@ func (g *cudaBackend) memInfo() (free, total uint64) {
 }
 
 func (g *cudaBackend) upload(dst storage, src []float32) error {
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -350,7 +409,7 @@ func (g *cudaBackend) upload(dst storage, src []float32) error {
 }
 
 func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -361,7 +420,7 @@ func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
 }
 
 func (g *cudaBackend) download(dst []float32, src storage) error {
-	if err := g.ctx.Lock(); err != nil {
+	if err := g.enter(); err != nil {
 		return err
 	}
 	defer g.ctx.Unlock()
@@ -369,26 +428,24 @@ func (g *cudaBackend) download(dst []float32, src storage) error {
 }
 
 func (g *cudaBackend) fill(dst storage, n int, v float32) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	return g.ctx.MemsetD32Async(dst.ptr, math.Float32bits(v), uint64(n), 0)
+	return g.packed(func(p *argPack) error {
+		p.cmd.kind, p.cmd.dst, p.cmd.value, p.cmd.count = cmdFill, dst.ptr, math.Float32bits(v), uint64(n)
+		return g.submit(&p.cmd)
+	})
 }
 
 func (g *cudaBackend) copy(dst, src storage, n int) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
-	return g.ctx.CopyDtoDAsync(dst.ptr, src.ptr, 4*uint64(n), 0)
+	return g.packed(func(p *argPack) error {
+		p.cmd.kind, p.cmd.dst, p.cmd.src, p.cmd.count = cmdCopy, dst.ptr, src.ptr, 4*uint64(n)
+		return g.submit(&p.cmd)
+	})
 }
 
 // function returns the kernel's driver handle and PTX parameter list, loading the kernel on
 // first use from its own PTX (ptx.Kernel.Source): the driver JIT-compiles a module as a whole,
 // so a module per kernel makes a first launch wait for its own kernel's compilation only (with
 // an empty JIT cache on an H100: an entry of matmul.ptx 1.5-1.7 s, the whole module 16 s).
-// Loaded kernels stay loaded for the life of the context. The caller holds the context.
+// Loaded kernels stay loaded for the life of the context. It locks the context to load.
 func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 	if f := g.fns[k.ID()].Load(); f != nil {
 		return f, nil
@@ -398,6 +455,10 @@ func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 	if f := g.fns[k.ID()].Load(); f != nil { // loaded while this call waited
 		return f, nil
 	}
+	if err := g.ctx.Lock(); err != nil {
+		return nil, err
+	}
+	defer g.ctx.Unlock()
 	src, err := k.Source()
 	if err != nil {
 		return nil, err
@@ -424,30 +485,27 @@ func (g *cudaBackend) function(k *ptx.Kernel) (*kernelFn, error) {
 // would move to the heap (some 600 bytes per launch).
 var argPacks = sync.Pool{New: func() any { return new(argPack) }}
 
-// packed runs fill with the context held and an empty argument pack from argPacks, which it
-// takes back afterwards: the prologue of every kernel launch.
+// packed runs fill with an empty argument pack from argPacks, which it takes back afterwards:
+// the prologue of every command.
 func (g *cudaBackend) packed(fill func(p *argPack) error) error {
-	if err := g.ctx.Lock(); err != nil {
-		return err
-	}
-	defer g.ctx.Unlock()
 	p := argPacks.Get().(*argPack)
 	defer argPacks.Put(p)
-	p.a.Reset()
+	p.cmd.args.Reset()
 	p.n = 0
 	return fill(p)
 }
 
-// argPack is a kernel's arguments with their PTX types, checked against the .param list.
+// argPack is a command with a kernel's arguments (cmd.args) and their PTX types, checked
+// against the .param list.
 type argPack struct {
-	a     driver.Args
+	cmd   command
 	kinds [driver.MaxArgs]ptx.Param
 	n     int
 }
 
-func (p *argPack) ptr(v storage) { p.a.Ptr(v.ptr); p.push(ptx.U64) }
-func (p *argPack) u64(v uint64)  { p.a.U64(v); p.push(ptx.U64) }
-func (p *argPack) f32(v float32) { p.a.F32(v); p.push(ptx.F32) }
+func (p *argPack) ptr(v storage) { p.cmd.args.Ptr(v.ptr); p.push(ptx.U64) }
+func (p *argPack) u64(v uint64)  { p.cmd.args.U64(v); p.push(ptx.U64) }
+func (p *argPack) f32(v float32) { p.cmd.args.F32(v); p.push(ptx.F32) }
 func (p *argPack) push(k ptx.Param) {
 	if p.n < len(p.kinds) {
 		p.kinds[p.n] = k
@@ -455,7 +513,7 @@ func (p *argPack) push(k ptx.Param) {
 	p.n++
 }
 
-// launch runs kernel k on a 1-D grid. The caller holds the context.
+// launch runs kernel k on a 1-D grid.
 func (g *cudaBackend) launch(k *ptx.Kernel, blocks, threads uint32, p *argPack) error {
 	return g.launchGrid(k, [3]uint32{blocks, 1, 1}, [3]uint32{threads, 1, 1}, p)
 }
@@ -488,18 +546,24 @@ func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared 
 			return err
 		}
 	}
-	return g.ctx.Launch(f.fn, grid, block, shared, 0, &p.a)
+	c := &p.cmd
+	c.kind, c.fn, c.grid, c.block, c.shared = cmdLaunch, f.fn, grid, block, shared
+	return g.submit(c)
 }
 
-// allowShared raises f's dynamic shared memory limit to at least shared bytes. Under g.mu, so
-// that the limit only ever grows when goroutines launch f with different sizes at once. The
-// caller holds the context.
+// allowShared raises f's dynamic shared memory limit to at least shared bytes (before any launch
+// that needs it is queued). Under g.mu, so that the limit only ever grows when goroutines launch
+// f with different sizes at once.
 func (g *cudaBackend) allowShared(k *ptx.Kernel, f *kernelFn, shared uint32) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if shared <= f.shared.Load() {
 		return nil
 	}
+	if err := g.ctx.Lock(); err != nil {
+		return err
+	}
+	defer g.ctx.Unlock()
 	if err := f.fn.SetMaxDynamicSharedBytes(int(shared)); err != nil {
 		return fmt.Errorf("ops: kernel %s: %d bytes of shared memory: %w", k, shared, err)
 	}

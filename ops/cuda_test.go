@@ -107,3 +107,67 @@ func sumOn(d *Device, x []float32) (float32, error) {
 	}
 	return v[0], nil
 }
+
+// TestLaunchModes (GPU) runs the same chain of ops through the device's launch queue and through
+// a handle that calls the driver from each op's goroutine: identical bits, both equal to the CPU.
+func TestLaunchModes(t *testing.T) {
+	d := openCUDAForTest(t)
+	if d.be.(*cudaBackend).queue == nil {
+		t.Skip("the device has no launch queue (TORCHLEAN_LAUNCH=sync or GOMAXPROCS < 2)")
+	}
+	host := mirrorInput(100003, 0, true, nil)
+	want, err := sumOn(CPU(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*Device{d, syncHandle(d)} {
+		for range 3 {
+			got, err := sumOn(h, host)
+			if err != nil {
+				t.Fatalf("%s: %v", h, err)
+			}
+			if math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("%s: %v, cpu %v", h, got, want)
+			}
+		}
+	}
+}
+
+// TestLaunchQueueRefused (GPU) queues a launch the driver refuses (a block of 2048 threads) on a
+// queued handle of its own: Sync and every later op of that handle report it (later commands
+// are dropped), while the device's other handles keep working.
+func TestLaunchQueueRefused(t *testing.T) {
+	d := openCUDAForTest(t)
+	g := d.be.(*cudaBackend)
+	h := &Device{kind: KindCUDA, name: d.name + " (refused)", be: newCUDABackendOn(g.ctx, g.name, g.facts, 0, true)}
+	hg := h.be.(*cudaBackend)
+	x, err := Full(h, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	f, err := hg.function(scaleOp.kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &command{kind: cmdLaunch, fn: f.fn, grid: [3]uint32{1, 1, 1}, block: [3]uint32{2048, 1, 1}}
+	c.args.Ptr(x.mem.ptr).Ptr(x.mem.ptr).U64(4).F32(2)
+	if err := hg.submit(c); err != nil {
+		t.Fatalf("queueing: %v (the driver's answer comes later)", err)
+	}
+	err = h.Sync()
+	if !errors.Is(err, driver.ErrInvalidValue) {
+		t.Fatalf("Sync after a refused launch: %v, want invalid value", err)
+	}
+	t.Logf("error: %v", err)
+	if _, err := Scale(x, 2); err == nil {
+		t.Error("an op after the refused launch succeeded")
+	}
+	if _, err := x.Float32s(); err == nil {
+		t.Error("a download after the refused launch succeeded")
+	}
+	y, err := Full(d, 3, 2)
+	if got := download(t, y, err); got[2] != 2 {
+		t.Errorf("the device's own handle is unusable: %v", got)
+	}
+}

@@ -619,13 +619,14 @@ func softmaxRoutes(cols int) []softmaxRoute {
 	return routes
 }
 
-// guardedCUDA opens a second handle on CUDA device 0 whose allocations carry guard bands.
+// guardedCUDA opens a second handle on CUDA device 0 whose allocations carry guard bands; its
+// commands go through a launch queue when the device's do.
 func guardedCUDA(t *testing.T) *Device {
 	t.Helper()
 	d, err := Open("cuda")
 	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
 	g := d.be.(*cudaBackend)
-	guarded := newCUDABackendOn(g.ctx, g.name, g.facts, 64)
+	guarded := newCUDABackendOn(g.ctx, g.name, g.facts, 64, g.queue != nil)
 	return &Device{kind: KindCUDA, name: d.name + " (guarded)", be: guarded}
 }
 

@@ -230,7 +230,9 @@ def main():
     go_ns = (go.get("BenchmarkDispatch/cuda") or {}).get("ns")
     c_ns = c_warm.get("c_launch_ns")
     rounds = ""
-    il_go = (parse_go(args.dispatch_go) if args.dispatch_go else {}).get("BenchmarkDispatch/cuda")
+    il = parse_go(args.dispatch_go) if args.dispatch_go else {}
+    il_go = il.get("BenchmarkDispatch/cuda")
+    il_sync = il.get("BenchmarkDispatch/cuda-sync")
     il_c = [c["c_launch_ns"] for c in load_json_lines(args.dispatch_c) if "c_launch_ns" in c]
     if il_go and il_c:
         go_ns, c_ns = il_go["ns"], statistics.median(il_c)
@@ -240,6 +242,9 @@ def main():
     p("dispatch: Go %s ns/op, C %s ns/launch, C/Go %s, Go/C %s (target <= %.2f) %s%s"
       % (fmt(go_ns), fmt(c_ns), fmt(ratio(c_ns, go_ns), "%.3f"), fmt(go_c, "%.3f"),
          DISPATCH_TARGET, verdict(go_c, DISPATCH_TARGET, higher_better=False), rounds))
+    if il_sync and il_c:
+        p("dispatch without the launch queue (cuda-sync): Go %s ns/op, Go/C %s"
+          % (fmt(il_sync["ns"]), fmt(ratio(il_sync["ns"], c_ns), "%.3f")))
     extra = []
     if c_warm.get("c_launch_stream_ns") is not None:
         extra.append("C on own stream %.1f ns" % c_warm["c_launch_stream_ns"])

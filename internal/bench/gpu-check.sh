@@ -13,7 +13,8 @@
 #   c. compute-sanitizer memcheck on TestMirror (racecheck too with GPU_CHECK_RACECHECK=1)
 #   d. cold start: TestFirstKernelLatency with CUDA_CACHE_DISABLE=1
 #   e. launch.c: C host cost of cuLaunchKernel on ptx/elementwise.ptx (cold and warm runs), then
-#      three rounds of the C launch and Go's BenchmarkDispatch/cuda interleaved
+#      three rounds of the C launch and Go's BenchmarkDispatch/cuda (launch queue) and
+#      /cuda-sync (each op calling the driver itself) interleaved
 #   f. torch_bench.py: the PyTorch baseline
 #   g. compare.py: the table, written to $OUT/bench-table.txt and printed last
 #
@@ -199,7 +200,7 @@ if ! skipped launch; then
       gunzip -kf .gpu/bin/ops.test.gz && chmod +x .gpu/bin/ops.test
       for round in 1 2 3; do
         "$work/launch" "$root/ptx/elementwise.ptx" --launches 100000 >> "$work/dispatch_c.jsonl" 2>> "$LOG"
-        (cd ops && TORCHLEAN_REQUIRE_CUDA=1 ../.gpu/bin/ops.test -test.run XXX -test.bench 'Dispatch/cuda$' \
+        (cd ops && TORCHLEAN_REQUIRE_CUDA=1 ../.gpu/bin/ops.test -test.run XXX -test.bench 'Dispatch/cuda' \
           -test.benchtime 100000x) >> "$work/dispatch_go.log" 2>&1
       done
       { echo "--- dispatch interleaved"; cat "$work/dispatch_c.jsonl" "$work/dispatch_go.log"; } >> "$LOG"
