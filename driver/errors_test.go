@@ -125,6 +125,11 @@ func TestArgsPacking(t *testing.T) {
 			t.Errorf("slot %d = %#x, want %#x", i, a.slots[i], w)
 		}
 	}
+	var b Args
+	b.U64(^uint64(0)).SetValues(a.Values()) // SetValues replaces what b held
+	if b.Len() != 6 || b.slots != a.slots {
+		t.Errorf("SetValues(Values()): len %d slots %#x, want %#x", b.Len(), b.slots[:6], a.slots[:6])
+	}
 	a.Reset()
 	a.U64(^uint64(0)).Reset().U32(5) // a 4-byte value clears its slot's upper half
 	if a.Len() != 1 || a.slots[0] != 5 {

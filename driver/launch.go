@@ -29,6 +29,20 @@ type Args struct {
 	call     [11]uintptr      // cuLaunchKernel's argument block, set by Launch
 }
 
+// Values returns the values added since the last Reset, one 8-byte slot each as Launch passes
+// them (a 4-byte value in the low half of a zeroed slot); at most MaxArgs of them.
+func (a *Args) Values() []uint64 { return a.slots[:min(a.n, MaxArgs)] }
+
+// SetValues makes the pack hold vals, slots as Values returns them, and nothing else; more
+// than MaxArgs values make the next Launch fail.
+func (a *Args) SetValues(vals []uint64) *Args {
+	a.Reset()
+	for _, v := range vals {
+		a.U64(v)
+	}
+	return a
+}
+
 // Reset empties the pack.
 func (a *Args) Reset() *Args {
 	a.n = 0

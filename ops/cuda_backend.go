@@ -193,35 +193,36 @@ func (g *cudaBackend) enter() error {
 	return g.ctx.Lock()
 }
 
-// submit makes the driver call of c: through the launch queue when the device has one (c is
-// copied; the call's errors then surface from later calls), else at once from the calling
-// goroutine. c must be on the heap (its arguments' addresses go to the driver).
-func (g *cudaBackend) submit(c *command) error {
+// submit makes the driver call of p's command: through the launch queue when the device has
+// one (the command is copied; the call's errors then surface from later calls), else at once
+// from the calling goroutine with p's argument block.
+func (g *cudaBackend) submit(p *argPack) error {
 	if g.queue == nil {
 		if err := g.ctx.Lock(); err != nil {
 			return err
 		}
 		defer g.ctx.Unlock()
-		return g.issue(c)
+		return g.issue(&p.cmd, &p.a)
 	}
 	s, err := g.queue.slot()
 	if err != nil {
 		return err
 	}
-	*s = *c
+	s.set(&p.cmd)
 	g.queue.publish()
 	return nil
 }
 
-// issue makes the driver call of c. The caller holds the context.
-func (g *cudaBackend) issue(c *command) error {
+// issue makes the driver call of c, a launch through scratch (an argument block on the heap,
+// which it overwrites). The caller holds the context.
+func (g *cudaBackend) issue(c *command, scratch *driver.Args) error {
 	switch c.kind {
 	case cmdFill:
 		return g.ctx.MemsetD32Async(c.dst, c.value, c.count, 0)
 	case cmdCopy:
 		return g.ctx.CopyDtoDAsync(c.dst, c.src, c.count, 0)
 	}
-	return g.ctx.Launch(c.fn, c.grid, c.block, c.shared, 0, &c.args)
+	return g.ctx.Launch(c.fn, c.grid, c.block, c.shared, 0, scratch.SetValues(c.args[:c.nargs]))
 }
 
 // roundBytes is the allocation size class: multiples of 512 bytes up to 1 MiB, then multiples of
@@ -430,14 +431,14 @@ func (g *cudaBackend) download(dst []float32, src storage) error {
 func (g *cudaBackend) fill(dst storage, n int, v float32) error {
 	return g.packed(func(p *argPack) error {
 		p.cmd.kind, p.cmd.dst, p.cmd.value, p.cmd.count = cmdFill, dst.ptr, math.Float32bits(v), uint64(n)
-		return g.submit(&p.cmd)
+		return g.submit(p)
 	})
 }
 
 func (g *cudaBackend) copy(dst, src storage, n int) error {
 	return g.packed(func(p *argPack) error {
 		p.cmd.kind, p.cmd.dst, p.cmd.src, p.cmd.count = cmdCopy, dst.ptr, src.ptr, 4*uint64(n)
-		return g.submit(&p.cmd)
+		return g.submit(p)
 	})
 }
 
@@ -490,22 +491,23 @@ var argPacks = sync.Pool{New: func() any { return new(argPack) }}
 func (g *cudaBackend) packed(fill func(p *argPack) error) error {
 	p := argPacks.Get().(*argPack)
 	defer argPacks.Put(p)
-	p.cmd.args.Reset()
+	p.a.Reset()
 	p.n = 0
 	return fill(p)
 }
 
-// argPack is a command with a kernel's arguments (cmd.args) and their PTX types, checked
-// against the .param list.
+// argPack is a kernel's arguments (a) with their PTX types, checked against the .param list,
+// and the command that carries them to the driver.
 type argPack struct {
-	cmd   command
+	a     driver.Args
 	kinds [driver.MaxArgs]ptx.Param
 	n     int
+	cmd   command
 }
 
-func (p *argPack) ptr(v storage) { p.cmd.args.Ptr(v.ptr); p.push(ptx.U64) }
-func (p *argPack) u64(v uint64)  { p.cmd.args.U64(v); p.push(ptx.U64) }
-func (p *argPack) f32(v float32) { p.cmd.args.F32(v); p.push(ptx.F32) }
+func (p *argPack) ptr(v storage) { p.a.Ptr(v.ptr); p.push(ptx.U64) }
+func (p *argPack) u64(v uint64)  { p.a.U64(v); p.push(ptx.U64) }
+func (p *argPack) f32(v float32) { p.a.F32(v); p.push(ptx.F32) }
 func (p *argPack) push(k ptx.Param) {
 	if p.n < len(p.kinds) {
 		p.kinds[p.n] = k
@@ -548,7 +550,8 @@ func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared 
 	}
 	c := &p.cmd
 	c.kind, c.fn, c.grid, c.block, c.shared = cmdLaunch, f.fn, grid, block, shared
-	return g.submit(c)
+	c.nargs = uint8(copy(c.args[:], p.a.Values()))
+	return g.submit(p)
 }
 
 // allowShared raises f's dynamic shared memory limit to at least shared bytes (before any launch

@@ -150,9 +150,11 @@ func TestLaunchQueueRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &command{kind: cmdLaunch, fn: f.fn, grid: [3]uint32{1, 1, 1}, block: [3]uint32{2048, 1, 1}}
-	c.args.Ptr(x.mem.ptr).Ptr(x.mem.ptr).U64(4).F32(2)
-	if err := hg.submit(c); err != nil {
+	p := new(argPack)
+	p.a.Ptr(x.mem.ptr).Ptr(x.mem.ptr).U64(4).F32(2)
+	p.cmd = command{kind: cmdLaunch, fn: f.fn, grid: [3]uint32{1, 1, 1}, block: [3]uint32{2048, 1, 1}}
+	p.cmd.nargs = uint8(copy(p.cmd.args[:], p.a.Values()))
+	if err := hg.submit(p); err != nil {
 		t.Fatalf("queueing: %v (the driver's answer comes later)", err)
 	}
 	err = h.Sync()

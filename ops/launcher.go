@@ -60,23 +60,33 @@ const (
 	cmdCopy                      // count bytes from src to dst
 )
 
-// command is one queued driver call.
+// command is one queued driver call. A launch's parameter values are held as
+// driver.Args.Values gives them, so that a queued launch hands the issuing thread a few cache
+// lines (the fields before args and the used part of args) rather than a whole driver.Args.
 type command struct {
 	kind        commandKind
-	fn          driver.Function
-	grid, block [3]uint32
+	nargs       uint8
 	shared      uint32
-	args        driver.Args
+	grid, block [3]uint32
+	fn          driver.Function
 	dst, src    driver.DevicePtr
 	value       uint32
 	count       uint64
+	args        [driver.MaxArgs]uint64
+}
+
+// set copies src into c: the fields and src's nargs parameter values.
+func (c *command) set(src *command) {
+	c.kind, c.nargs, c.shared, c.grid, c.block, c.fn = src.kind, src.nargs, src.shared, src.grid, src.block, src.fn
+	c.dst, c.src, c.value, c.count = src.dst, src.src, src.value, src.count
+	copy(c.args[:src.nargs], src.args[:src.nargs])
 }
 
 // launchQueue is the command ring of one device (see the comment at the top of this file).
 type launchQueue struct {
-	issue  func(c *command) error // makes the driver call of c; runs on the issuing goroutine
-	bind   func() error           // locks the issuing goroutine's thread with the context current
-	unbind func()                 // undoes bind
+	issue  func(c *command, scratch *driver.Args) error // makes the driver call of c; runs on the issuing goroutine
+	bind   func() error                                 // locks the issuing goroutine's thread with the context current
+	unbind func()                                       // undoes bind
 
 	// The producers' and the issuing goroutine's counters on cache lines of their own.
 	_       [64]byte
@@ -94,7 +104,7 @@ type launchQueue struct {
 	ring [queueLen]command
 }
 
-func newLaunchQueue(issue func(*command) error, bind func() error, unbind func()) *launchQueue {
+func newLaunchQueue(issue func(*command, *driver.Args) error, bind func() error, unbind func()) *launchQueue {
 	return &launchQueue{issue: issue, bind: bind, unbind: unbind}
 }
 
@@ -164,6 +174,7 @@ func (q *launchQueue) run() {
 	} else {
 		q.fail(err) // bind's error names the cause (device lost, context released)
 	}
+	scratch := new(driver.Args) // the launches' argument block, on the heap for the driver
 	var idleSince time.Time
 	spins := 0
 	for {
@@ -186,7 +197,7 @@ func (q *launchQueue) run() {
 		spins = 0
 		c := &q.ring[t%queueLen]
 		if bound && !q.failed.Load() {
-			if err := q.issue(c); err != nil {
+			if err := q.issue(c, scratch); err != nil {
 				q.fail(err)
 			}
 		}

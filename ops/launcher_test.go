@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/torchlean-go/torchlean/driver"
 )
 
 // fakeIssuer records the commands a launch queue issues (by their value field) and counts the
@@ -35,7 +37,7 @@ func (f *fakeIssuer) bind() error {
 	return nil
 }
 
-func (f *fakeIssuer) issue(c *command) error {
+func (f *fakeIssuer) issue(c *command, _ *driver.Args) error {
 	if f.delay > 0 {
 		time.Sleep(f.delay)
 	}
