@@ -493,6 +493,7 @@ func (g *cudaBackend) packed(fill func(p *argPack) error) error {
 	defer argPacks.Put(p)
 	p.a.Reset()
 	p.n = 0
+	p.cmd.nargs = 0
 	return fill(p)
 }
 
@@ -535,8 +536,8 @@ func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared 
 	if err != nil {
 		return err
 	}
-	if p.n != len(f.params) {
-		return fmt.Errorf("ops: kernel %s takes %d parameters, got %d", k, len(f.params), p.n)
+	if p.n != len(f.params) || p.n > driver.MaxArgs {
+		return fmt.Errorf("ops: kernel %s takes %d parameters, got %d (at most %d)", k, len(f.params), p.n, driver.MaxArgs)
 	}
 	for i, want := range f.params {
 		if p.kinds[i] != want {
