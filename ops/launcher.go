@@ -206,10 +206,14 @@ func (q *launchQueue) run() {
 }
 
 // waitUntil spins until done reports true, yielding the processor after the first spins (the
-// issuing goroutine needs no processor from its waiters, but other goroutines may).
+// issuing goroutine needs no processor from its waiters, but other goroutines may) and sleeping
+// between checks once the wait is long (a queue of kernels the GPU is far behind on).
 func waitUntil(done func() bool) {
 	for i := 0; !done(); i++ {
-		if i >= 100 {
+		switch {
+		case i >= 2000:
+			time.Sleep(20 * time.Microsecond)
+		case i >= 100:
 			runtime.Gosched()
 		}
 	}
