@@ -146,15 +146,14 @@ func TestLaunchQueueRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Release()
-	f, err := hg.function(scaleOp.kernel)
+	err = hg.packed(func(p *argPack) error {
+		p.ptr(x.mem)
+		p.ptr(x.mem)
+		p.u64(4)
+		p.f32(2)
+		return hg.launchGrid(scaleOp.kernel, [3]uint32{1, 1, 1}, [3]uint32{2048, 1, 1}, p)
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := new(argPack)
-	p.a.Ptr(x.mem.ptr).Ptr(x.mem.ptr).U64(4).F32(2)
-	p.cmd = command{kind: cmdLaunch, fn: f.fn, grid: [3]uint32{1, 1, 1}, block: [3]uint32{2048, 1, 1}}
-	p.cmd.nargs = uint8(copy(p.cmd.args[:], p.a.Values()))
-	if err := hg.submit(p); err != nil {
 		t.Fatalf("queueing: %v (the driver's answer comes later)", err)
 	}
 	err = h.Sync()

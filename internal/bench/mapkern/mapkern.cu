@@ -39,13 +39,14 @@ template <typename G> __device__ __forceinline__ float4 ap4(const float4 v, cons
   return make_float4(f(v.x), f(v.y), f(v.z), f(v.w));
 }
 
-// oneshot<U>: as shipped with U float4s per thread (all loads, then compute and store).
-template <typename F, int U> __global__ void oneshot(float* out, const float* x, u64 n4) {
-  F f;
-  u64 base = (u64)blockIdx.x * blockDim.x * U + threadIdx.x;
-  float4 v[U];
+// load_step loads a thread's U float4s of the step at base (blockDim.x apart, clamped to the last
+// one as map.cuh does); store_step applies f to them and stores those inside the buffer.
+template <int U> __device__ __forceinline__ void load_step(float4 (&v)[U], const float* x, u64 base, u64 n4) {
 #pragma unroll
   for (int k = 0; k < U; k++) v[k] = ((const float4*)x)[min(base + (u64)k * blockDim.x, n4 - 1)];
+}
+template <int U, typename F>
+__device__ __forceinline__ void store_step(float* out, const float4 (&v)[U], u64 base, u64 n4, const F& f) {
 #pragma unroll
   for (int k = 0; k < U; k++) {
     u64 i = base + (u64)k * blockDim.x;
@@ -53,29 +54,28 @@ template <typename F, int U> __global__ void oneshot(float* out, const float* x,
   }
 }
 
+// oneshot<U>: as shipped with U float4s per thread (all loads, then compute and store).
+template <typename F, int U> __global__ void oneshot(float* out, const float* x, u64 n4) {
+  u64 base = (u64)blockIdx.x * blockDim.x * U + threadIdx.x;
+  float4 v[U];
+  load_step(v, x, base, n4);
+  store_step(out, v, base, n4, F());
+}
+
 // pipe<U>: a grid of few blocks walking the buffer; each thread loads its next step's U float4s
 // before computing the current ones.
 template <typename F, int U> __global__ void pipe(float* out, const float* x, u64 n4) {
-  F f;
   u64 stride = (u64)gridDim.x * blockDim.x * U;
   u64 base = (u64)blockIdx.x * blockDim.x * U + threadIdx.x;
   float4 cur[U], nxt[U];
-#pragma unroll
-  for (int k = 0; k < U; k++) cur[k] = ((const float4*)x)[min(base + (u64)k * blockDim.x, n4 - 1)];
+  load_step(cur, x, base, n4);
   for (; base < n4; base += stride) {
-    u64 nb = base + stride;
-#pragma unroll
-    for (int k = 0; k < U; k++) nxt[k] = ((const float4*)x)[min(nb + (u64)k * blockDim.x, n4 - 1)];
-#pragma unroll
-    for (int k = 0; k < U; k++) {
-      u64 i = base + (u64)k * blockDim.x;
-      if (i < n4) ((float4*)out)[i] = ap4(cur[k], f);
-    }
+    load_step(nxt, x, base + stride, n4);
+    store_step(out, cur, base, n4, F());
 #pragma unroll
     for (int k = 0; k < U; k++) cur[k] = nxt[k];
   }
 }
-
 
 // Row reductions (reduce_axis.cu's row_reduce): the shipped loop, and the same fold with U loads
 // issued before they are folded in ascending order (identical bits by construction).
