@@ -30,14 +30,19 @@
 //
 // Accuracy, measured against float64/big.Float references over all float32 inputs (see the
 // tests): Expf, Expm1f, Logf, Log1pf, SinCos2Pif within 2 ulp (measured max: Expf 1.05, Expm1f
-// 1.79, the others about 1), Tanhf and Sigmoidf within 3 ulp (measured max 2.58 and 2.48); Fmaf
-// and Sqrtf are correctly rounded.
+// 1.79, the others about 1), Tanhf and Sigmoidf within 3 ulp (measured max 2.46 and 2.83;
+// Sigmoidf also in its subnormal range); Fmaf and Sqrtf are correctly rounded.
 //
-// Cost: Expf, Sigmoidf and Tanhf are written for GPU throughput. One shared core (expCore: a
-// Cody-Waite reduction and a degree-6 minimax polynomial, 18 operations) serves all of them; the
-// common range costs one compare and a single multiply by 2^k, and the rare inputs (NaN, ±Inf,
-// overflow, results that need two-step scaling) take a branch that the GPU's warps almost never
-// enter. Tanhf has a single formula, so a warp never runs two paths.
+// Cost: Expf, Sigmoidf and Tanhf are written for GPU throughput. Expf's core (expCore: a
+// Cody-Waite reduction and a degree-6 minimax polynomial, 18 operations) uses no fused
+// operation, so that pure Go (arm64, -tags noasm, the tails of the vector kernels) computes it
+// at full speed. Sigmoidf, Tanhf and the GELU rules use expCoreFused instead, the same
+// reduction and polynomial with Fmaf (10 operations on the GPU): they are the activations a GPU
+// evaluates at the memory's speed only when each element costs few instructions (an H200 held
+// at its power limit ran the unfused ones at 0.87x PyTorch), and the vector kernels have the
+// fused instruction. The common range costs one compare and a multiply (or fma) by 2^k; the rare
+// inputs (NaN, ±Inf, overflow, results that need two-step scaling) take a branch that the GPU's
+// warps almost never enter. Tanhf has a single formula, so a warp never runs two paths.
 package cpu
 
 import "math"
@@ -157,6 +162,51 @@ func expRare(x, j, m float32) float32 {
 		return 0
 	}
 	return scale(1+m, expK(j))
+}
+
+// expCoreFused is expCore with fused operations (the core of Sigmoidf, Tanhf and GELU):
+//
+//	j  = Fmaf(x, log2e, magic)           // magic + k, k = round(x/ln 2) from the exact product
+//	kf = j - magic
+//	r  = Fmaf(kf, -ln2Lo, x - kf*ln2Hi)  // kf*ln2Hi and the subtraction are exact (expCore),
+//	                                     // so the GPU's Fmaf(kf, -ln2Hi, x) is the same value
+//	q  = Fmaf(r, Fmaf(r, Fmaf(r, Fmaf(r, Q4, Q3), Q2), Q1), Q0)
+//	m  = Fmaf(r*r, q, r)                 // expm1(r)
+func expCoreFused(x float32) (j, m float32) {
+	j = Fmaf(x, log2e, magic)
+	kf := j - magic
+	r := Fmaf(kf, -ln2Lo, x-float32(kf*ln2Hi))
+	q := Fmaf(r, expQ4, expQ3)
+	q = Fmaf(r, q, expQ2)
+	q = Fmaf(r, q, expQ1)
+	q = Fmaf(r, q, expQ0)
+	m = Fmaf(float32(r*r), q, r)
+	return j, m
+}
+
+// expFused returns e^x through expCoreFused (within 1 ulp), the exponential of Sigmoidf and
+// GELU:
+//
+//	j, m = expCoreFused(x)
+//	if |x| < 87.5 { p = expPow2(j); return Fmaf(p, m, p) }   // 2^k (1 + m) rounded once
+//	NaN -> NaN
+//	return expRare(x, j, m)
+//
+// Go computes Fmaf(p, m, p) as (1 + m) * p wherever k > -126: the result is then normal, and
+// rounding 2^k (1 + m) to 24 bits is 2^k times 1 + m rounded to 24 bits (identical bits).
+func expFused(x float32) float32 {
+	j, m := expCoreFused(x)
+	if absf32(x) < expMid {
+		p := expPow2(j)
+		if expK(j) > -126 {
+			return float32((1 + m) * p)
+		}
+		return Fmaf(p, m, p)
+	}
+	if x != x {
+		return CanonicalNaN()
+	}
+	return expRare(x, j, m)
 }
 
 // Expf returns e^x (expf).
@@ -328,8 +378,8 @@ func Log1pf(x float32) float32 {
 //	a = |x| (sign bit cleared)
 //	if !(a < 9.5) { NaN -> NaN; y = 1 }   // NaN, |x| >= 9.5
 //	else {
-//	    j, m = expCore(a + a);  p = expPow2(j)   // k in [0, 27]
-//	    E = p*m + (p - 1)                // expm1(2a), as in Expm1f
+//	    j, m = expCoreFused(a + a);  p = expPow2(j)   // k in [0, 27]
+//	    E = Fmaf(p, m, p - 1)            // expm1(2a); p*m is exact, so Go adds p*m + (p - 1)
 //	    y = E / (E + 2)
 //	}
 //	return y with the sign bit of x
@@ -344,7 +394,7 @@ func Tanhf(x float32) float32 {
 		}
 		return f32frombits(f32bits(1) | sign)
 	}
-	j, m := expCore(a + a)
+	j, m := expCoreFused(a + a)
 	p := expPow2(j)
 	e := float32(p*m) + (p - 1)
 	y := e / (e + 2)
@@ -353,28 +403,24 @@ func Tanhf(x float32) float32 {
 
 // Sigmoidf returns the logistic function 1/(1 + e^-x).
 //
-// Algorithm: NaN -> NaN; otherwise exactly 1 / (1 + Expf(-x)): negate, Expf, one float32
-// addition, one float32 division; the NaN test sits in Expf's rare branch:
+// Algorithm: one exponential of -|x| (never overflows), one reciprocal:
 //
-//	n = -x;  j, m = expCore(n)
-//	if |n| < 87.5 { e = (1 + m) * expPow2(j) } else { NaN -> NaN; e = expRare(n, j, m) }
-//	return 1 / (1 + e)
+//	t = expFused(-|x|)                   // NaN -> NaN
+//	s = 1 / (1 + t)
+//	return x >= 0 ? s : t * s            // e^x/(1 + e^x) for x < 0
 //
-// Within 3 ulp wherever Expf(-x) is finite (x >= -88.72); below that Expf(-x) = +Inf and the
-// result is +0, although the true value is a subnormal.
+// Within 3 ulp over all inputs; results in the subnormal range (x < -87.3) come from expRare's
+// once-rounded scaling.
 func Sigmoidf(x float32) float32 {
-	n := -x
-	j, m := expCore(n)
-	var e float32
-	if absf32(n) < expMid {
-		e = float32((1 + m) * expPow2(j))
-	} else {
-		if x != x {
-			return CanonicalNaN()
-		}
-		e = expRare(n, j, m)
+	t := expFused(-absf32(x))
+	if t != t {
+		return CanonicalNaN()
 	}
-	return 1 / (1 + e)
+	s := 1 / (1 + t)
+	if x >= 0 {
+		return s
+	}
+	return float32(t * s)
 }
 
 // sinCosKernel returns sin(2 pi r) and cos(2 pi r) for |r| <= 1/8:

@@ -110,10 +110,12 @@ func TestSpecialTanh(t *testing.T) {
 func TestSpecialSigmoid(t *testing.T) {
 	checkSpecials(t, "Sigmoidf", Sigmoidf, []special{
 		{0, 0.5}, {negZ, 0.5}, {pinf, 1}, {ninf, 0}, {qnan, CanonicalNaN()}, {snan, CanonicalNaN()},
-		{100, 1}, {-100, 0},
-		{17, 1},                            // the true value 1 - 4.1e-8 is nearer 1 - 6e-8, but 1 + Expf(-17) rounds to 1
-		{-89, 0},                           // Expf(89) overflows: 0 by the definition 1/(1+Expf(-x))
-		{f32(0xc2b17217), f32(0x00200010)}, // -88.72283: Expf(-x) finite, a subnormal result
+		{100, 1}, {-100, f32(0x0000001b)}, // e^-100 = 3.72e-44, 26.55 times the smallest subnormal
+		{17, 1},                 // the true value 1 - 4.1e-8 is nearer 1 - 6e-8, but 1 + e^-17 rounds to 1
+		{-89, f32(0x001840fc)},  // e^-89 = 2.2274e-39, subnormal (x < -87.3 takes expRare)
+		{-103, f32(0x00000001)}, // e^-103 = 1.85e-45: the smallest subnormal
+		{-104, 0},               // e^-104 = 6.8e-46 rounds to +0
+		{-104.5, 0},             // below expLo: +0
 	})
 }
 

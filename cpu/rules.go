@@ -128,9 +128,9 @@ func Softplusf(x float32) float32 {
 }
 
 // SafeLogBwdf is g * sigmoid(x) / (Softplusf(x) + eps), with the sigmoid from Softplusf's own
-// exponential t = Expf(-|x|) (one exponential, one division fewer than Sigmoidf beside it):
+// exponential t = Expf(-|x|) (one exponential fewer than Sigmoidf beside it):
 //
-//	s = (x >= 0 ? 1 : t) / (1 + t)      // for x >= 0 the bits of Sigmoidf(x)
+//	s = (x >= 0 ? 1 : t) / (1 + t)      // for x >= 0 the bits of 1/(1 + Expf(-x))
 //	return (g * s) / ((max(x, 0) + log1pUnit(t)) + eps)
 func SafeLogBwdf(x, g, eps float32) float32 {
 	t := Expf(-Absf(x))
@@ -166,24 +166,28 @@ const (
 	geluK2 float32 = 2 * float32(0.7978845608)
 )
 
+// geluV is v = 2k (x + c x^3) of Geluf and GeluBwdf: geluK2 * Fmaf((c*x)*x, x, x).
+func geluV(x float32) float32 {
+	return float32(geluK2 * Fmaf(float32(float32(geluC*x)*x), x, x))
+}
+
 // Geluf is the tanh approximation of GELU, 0.5*x*(1 + tanh(k*(x + c*x^3))), computed through
 // the identity 0.5*(1 + tanh(u)) = 1/(1 + e^(-2u)) (one exponential, no cancellation for
 // negative x):
 //
-//	v = geluK2 * (x + ((c*x)*x)*x)      // 2u
-//	return x / (1 + Expf(-v))
+//	v = geluV(x)                        // 2u
+//	return x / (1 + expFused(-v))
 func Geluf(x float32) float32 {
-	v := float32(geluK2 * (x + float32(float32(float32(geluC*x)*x)*x)))
-	return x / (1 + Expf(-v))
+	return x / (1 + expFused(-geluV(x)))
 }
 
-// GeluBwdf is g * GELU'(x) for the same approximation, with s = 1/(1 + Expf(-v)) as in Geluf:
+// GeluBwdf is g * GELU'(x) for the same approximation, with s = 1/(1 + expFused(-v)) as in
+// Geluf:
 //
 //	d = s + ((x * (s*(1 - s))) * geluK2) * (1 + (3c*x)*x)
 //	return g * d
 func GeluBwdf(x, g float32) float32 {
-	v := float32(geluK2 * (x + float32(float32(float32(geluC*x)*x)*x)))
-	s := 1 / (1 + Expf(-v))
+	s := 1 / (1 + expFused(-geluV(x)))
 	inner := 1 + float32(float32(gelu3C*x)*x)
 	d := s + float32(float32(float32(x*float32(s*(1-s)))*geluK2)*inner)
 	return float32(g * d)

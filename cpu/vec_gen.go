@@ -723,33 +723,94 @@ func expGeneral(b *block, x *val) *val {
 	if b.avx512() {
 		r = b.ScaleF(om, p.kf)
 	} else {
-		common := b.Mul(om, expPow2(b, p.j))
-		k := b.ISub(p.j, b.K("magic"))
-		k1 := b.Sra(k, 1)
-		k2 := b.ISub(k, k1)
-		p1 := b.Shl(b.IAdd(k1, b.K("i127")), 23)
-		p2 := b.Shl(b.IAdd(k2, b.K("i127")), 23)
-		r = b.Sel(expFastOK(b, x), common, b.Mul(b.Mul(om, p1), p2))
+		r = b.Sel(expFastOK(b, x), b.Mul(om, expPow2(b, p.j)), expScaleRare(b, om, p))
 	}
+	return expLimits(b, x, r)
+}
+
+// expScaleRare is expRare's scale(1 + m, k) for om = 1 + m: ((1 + m) * 2^k1) * 2^k2 on AVX2,
+// VSCALEFPS on AVX-512 (an exact product, then one rounding: the same bits, see times2k).
+func expScaleRare(b *block, om *val, p expParts) *val {
+	if b.avx512() {
+		return b.ScaleF(om, p.kf)
+	}
+	k := b.ISub(p.j, b.K("magic"))
+	k1 := b.Sra(k, 1)
+	k2 := b.ISub(k, k1)
+	p1 := b.Shl(b.IAdd(k1, b.K("i127")), 23)
+	p2 := b.Shl(b.IAdd(k2, b.K("i127")), 23)
+	return b.Mul(b.Mul(om, p1), p2)
+}
+
+// expLimits applies expRare's limits to r: x > 89 -> +Inf; x < -104 -> +0; NaN -> NaN.
+func expLimits(b *block, x, r *val) *val {
 	r = b.Sel(b.Cmp(GT, x, b.K("expHi")), b.K("inf"), r)
 	r = b.Sel(b.Cmp(LT, x, b.K("expLo")), b.K("zero"), r)
 	return b.Sel(b.Cmp(UNORD, x, x), b.K("nan"), r)
 }
 
-// sigmoidOf mirrors Sigmoidf given e = Expf(-x): 1 / (1 + e).
+// expCoreFused mirrors expCoreFused: j = FMA(x, log2e, magic); kf = j - magic;
+// r = FNMA(kf, ln2Lo, FNMA(kf, ln2Hi, x)); q = Horner(Q4..Q0) with FMA; m = FMA(r*r, q, r).
+// j is set on both targets (expPow2 builds 2^k from it).
+func expCoreFused(b *block, x *val) expParts {
+	var p expParts
+	p.j = b.FMA(x, b.K("log2e"), b.K("magic"))
+	p.kf = b.Sub(p.j, b.K("magic"))
+	r := b.FNMA(p.kf, b.K("ln2Lo"), b.FNMA(p.kf, b.K("ln2Hi"), x))
+	q := b.FMA(r, b.K("expQ4"), b.K("expQ3"))
+	q = b.FMA(r, q, b.K("expQ2"))
+	q = b.FMA(r, q, b.K("expQ1"))
+	q = b.FMA(r, q, b.K("expQ0"))
+	p.m = b.FMA(b.Mul(r, r), q, r)
+	return p
+}
+
+// expFusedCommon is expFused's common branch, FMA(p, m, p) with p = expPow2(j), valid where
+// |x| < 87.5.
+func expFusedCommon(b *block, x *val) *val {
+	p := expCoreFused(b, x)
+	pw := expPow2(b, p.j)
+	return b.FMA(pw, p.m, pw)
+}
+
+// expFusedGeneral mirrors expFused for every x: the common branch where |x| < 87.5, else
+// expRare's scaling and limits.
+func expFusedGeneral(b *block, x *val) *val {
+	p := expCoreFused(b, x)
+	pw := expPow2(b, p.j)
+	rare := expScaleRare(b, b.Add(p.m, b.K("one")), p)
+	return expLimits(b, x, b.Sel(expFastOK(b, x), b.FMA(pw, p.m, pw), rare))
+}
+
+// sigmoidOf is 1 / (1 + e) (GeluBwdf's s, given e = expFused(-v)).
 func sigmoidOf(b *block, e *val) *val { return b.Div(b.K("one"), b.Add(e, b.K("one"))) }
 
-// tanhCore mirrors Tanhf's |x| < 9.5 branch for a = |x|: E = p*m + (p - 1); y = E / (E + 2).
-// k is in [0, 27], so p = 2^k is exact and p*m = times2k(m).
+// sigmoidFrom mirrors the end of Sigmoidf given t = expFused(-|x|): s = 1 / (1 + t);
+// x >= 0 ? s : t * s. A NaN x has t = the canonical NaN, which the arithmetic keeps.
+func sigmoidFrom(b *block, x, t *val) *val {
+	s := sigmoidOf(b, t)
+	return b.Sel(b.Cmp(GE, x, b.K("zero")), s, b.Mul(t, s))
+}
+
+// sigmoidFast is Sigmoidf of input 0 where every lane has |x| < 87.5, checked here (as
+// -|x| > -87.5, false for NaN); x is loaded again for the final select.
+func sigmoidFast(b *block) *val {
+	n := b.Or(b.In(0), b.K("signMask")) // -|x|
+	b.RequireAll(b.Cmp(GT, n, b.K("negExpMid")))
+	return sigmoidFrom(b, b.Again(0), expFusedCommon(b, n))
+}
+
+// sigmoidGeneral mirrors Sigmoidf for every x.
+func sigmoidGeneral(b *block, x *val) *val {
+	return sigmoidFrom(b, x, expFusedGeneral(b, b.Or(x, b.K("signMask"))))
+}
+
+// tanhCore mirrors Tanhf's |x| < 9.5 branch for a = |x|: E = FMA(p, m, p - 1) (Go's
+// p*m + (p - 1): p*m is exact); y = E / (E + 2).
 func tanhCore(b *block, a *val) *val {
-	p := expCore(b, b.Add(a, a))
-	var pm1 *val // p - 1
-	if b.avx512() {
-		pm1 = b.Sub(b.ScaleF(b.K("one"), p.kf), b.K("one"))
-	} else {
-		pm1 = b.Sub(expPow2(b, p.j), b.K("one"))
-	}
-	e := b.Add(times2k(b, p.m, p), pm1)
+	p := expCoreFused(b, b.Add(a, a))
+	pw := expPow2(b, p.j)
+	e := b.FMA(pw, p.m, b.Sub(pw, b.K("one")))
 	return b.Div(e, b.Add(e, b.K("two")))
 }
 
@@ -904,11 +965,12 @@ func softplusFast(b *block, check bool) *val {
 	return b.Add(b.MaxPS(b.Again(0), b.K("zero")), l)
 }
 
-// negGeluV mirrors -v with v = geluK2 * (x + ((c*x)*x)*x), as (x + ...) * -geluK2: rounding to
-// nearest even is symmetric, so the product with the negated constant is the negated product.
+// negGeluV mirrors -v with v = geluV(x) = geluK2 * Fmaf((c*x)*x, x, x), as
+// FMA((x*c)*x, x, x) * -geluK2: rounding to nearest even is symmetric, so the product with the
+// negated constant is the negated product.
 func negGeluV(b *block, x *val) *val {
-	t := b.Mul(b.Mul(b.Mul(x, b.K("geluC")), x), x)
-	return b.Mul(b.Add(x, t), b.K("negGeluK2"))
+	t := b.Mul(b.Mul(x, b.K("geluC")), x)
+	return b.Mul(b.FMA(t, x, x), b.K("negGeluK2"))
 }
 
 func init() {
@@ -928,8 +990,9 @@ func init() {
 	id := func(b *block, x *val) *val { return x }
 	exp := func(b *block, x, e *val) *val { return e }
 	unaryExp("Exp", "dst = Expf(x)", 0, exp, id)
-	unaryExp("Sigmoid", "dst = Sigmoidf(x) = 1/(1 + Expf(-x))", 0,
-		func(b *block, x, e *val) *val { return sigmoidOf(b, e) }, neg)
+	def("Sigmoid", "dst = Sigmoidf(x)", 1, 1, 0,
+		func(b *block) { b.Out(0, sigmoidFast(b)) },
+		func(b *block) { b.Out(0, sigmoidGeneral(b, b.In(0))) })
 	// Log-softmax backward rows: dx = g - Expf(y) * d.
 	def("ExpScaleSub", "dx = g - (Expf(y) * d)", 2, 1, 1,
 		func(b *block) {
@@ -945,21 +1008,19 @@ func init() {
 		func(b *block) { b.Out(0, tanhFast(b)) },
 		func(b *block) { b.Out(0, tanhGeneral(b, b.In(0))) })
 
-	// Geluf: x / (1 + Expf(-v)).
+	// Geluf: x / (1 + expFused(-v)).
 	def("Gelu", "dst = Geluf(x)", 1, 1, 0,
 		func(b *block) {
-			x := b.In(0)
-			n := negGeluV(b, x)
+			n := negGeluV(b, b.In(0))
 			b.RequireAll(expFastOK(b, n))
-			b.Out(0, b.Div(b.Again(0), b.Add(expCommon(b, n), b.K("one"))))
+			b.Out(0, b.Div(b.Again(0), b.Add(expFusedCommon(b, n), b.K("one"))))
 		},
 		func(b *block) {
 			x := b.In(0)
-			n := negGeluV(b, x)
-			b.Out(0, b.Div(x, b.Add(expGeneral(b, n), b.K("one"))))
+			b.Out(0, b.Div(x, b.Add(expFusedGeneral(b, negGeluV(b, x)), b.K("one"))))
 		})
 
-	// GeluBwdf: s = 1/(1 + Expf(-v)); inner = 1 + (3c*x)*x;
+	// GeluBwdf: s = 1/(1 + expFused(-v)); inner = 1 + (3c*x)*x;
 	// d = s + ((x*(s*(1 - s)))*geluK2)*inner; g*d.
 	geluBwd := func(b *block, x, g, e *val) *val {
 		s := sigmoidOf(b, e)
@@ -970,14 +1031,13 @@ func init() {
 	}
 	def("GeluBwd", "dx = GeluBwdf(x, g)", 2, 1, 0,
 		func(b *block) {
-			x := b.In(0)
-			n := negGeluV(b, x)
+			n := negGeluV(b, b.In(0))
 			b.RequireAll(expFastOK(b, n))
-			b.Out(0, geluBwd(b, b.Again(0), b.In(1), expCommon(b, n)))
+			b.Out(0, geluBwd(b, b.Again(0), b.In(1), expFusedCommon(b, n)))
 		},
 		func(b *block) {
 			x := b.In(0)
-			b.Out(0, geluBwd(b, x, b.In(1), expGeneral(b, negGeluV(b, x))))
+			b.Out(0, geluBwd(b, x, b.In(1), expFusedGeneral(b, negGeluV(b, x))))
 		})
 
 	def("Log", "dst = Logf(x)", 1, 1, 0,
@@ -1016,12 +1076,16 @@ func init() {
 			})
 	}
 	binaryExp("ExpBwd", "dx = g * Expf(x)", func(b *block, e *val) *val { return e }, id)
-	binaryExp("SoftplusBwd", "dx = g * Sigmoidf(x)", func(b *block, e *val) *val { return sigmoidOf(b, e) }, neg)
-	// SigmoidBwdf: s = Sigmoidf(x); g * (s*(1 - s)).
-	binaryExp("SigmoidBwd", "dx = SigmoidBwdf(x, g)", func(b *block, e *val) *val {
-		s := sigmoidOf(b, e)
+	// SoftplusBwd: g * Sigmoidf(x); SigmoidBwdf: s = Sigmoidf(x); g * (s*(1 - s)).
+	sigmoidBwd := func(name, doc string, tail func(b *block, s *val) *val) {
+		def(name, doc, 2, 1, 0,
+			func(b *block) { b.Out(0, b.Mul(b.In(1), tail(b, sigmoidFast(b)))) },
+			func(b *block) { b.Out(0, b.Mul(b.In(1), tail(b, sigmoidGeneral(b, b.In(0))))) })
+	}
+	sigmoidBwd("SoftplusBwd", "dx = g * Sigmoidf(x)", func(b *block, s *val) *val { return s })
+	sigmoidBwd("SigmoidBwd", "dx = SigmoidBwdf(x, g)", func(b *block, s *val) *val {
 		return b.Mul(s, b.Sub(b.K("one"), s))
-	}, neg)
+	})
 
 	// TanhBwdf: t = Tanhf(x); g * (1 - t*t).
 	tanhBwd := func(b *block, t, g *val) *val { return b.Mul(g, b.Sub(b.K("one"), b.Mul(t, t))) }

@@ -5,7 +5,7 @@ package cpu
 // The kernels of vec_gen.go, by name.
 const (
 	vkExp          vecKernel = iota // dst = Expf(x)
-	vkSigmoid                       // dst = Sigmoidf(x) = 1/(1 + Expf(-x))
+	vkSigmoid                       // dst = Sigmoidf(x)
 	vkExpScaleSub                   // dx = g - (Expf(y) * d)
 	vkExpSub                        // dst = Expf(x - c)
 	vkTanh                          // dst = Tanhf(x)

@@ -599,8 +599,8 @@ func (g *cudaBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, scalars 
 }
 
 // mapThreads is the block size of the elementwise kernels; each thread covers mapFloat4s float4s
-// (TL_MAP_U in ptx/map.cuh).
-const mapThreads, mapFloat4s = 256, 4
+// (TL_MAP_U in ptx/map.cuh; the comment there has the measurements behind the shape).
+const mapThreads, mapFloat4s = 128, 2
 
 // mapGrid returns the grid of an elementwise kernel over n floats: one block per
 // mapThreads*mapFloat4s float4s, so that each block makes one step of the kernel's loop (capped

@@ -52,17 +52,18 @@ __device__ __forceinline__ float tl_tanh_bwdf(float x, float g) {
   return g * (1.0f - t * t);
 }
 // GELU, tanh approximation, through 0.5*(1 + tanh(u)) = 1/(1 + exp(-2u)); twins: cpu.Geluf and
-// cpu.GeluBwdf. TL_GELU_K2 is exactly 2*float32(sqrt(2/pi)).
+// cpu.GeluBwdf (tl_gelu_vf = cpu.geluV). TL_GELU_K2 is exactly 2*float32(sqrt(2/pi)).
 #define TL_GELU_C 0.044715f
 #define TL_GELU_3C 0.134145f
 #define TL_GELU_K2 1.5957691216f
+__device__ __forceinline__ float tl_gelu_vf(float x) {
+  return TL_GELU_K2 * tl_fmaf((TL_GELU_C * x) * x, x, x);
+}
 __device__ __forceinline__ float tl_geluf(float x) {
-  float v = TL_GELU_K2 * (x + ((TL_GELU_C * x) * x) * x);
-  return x / (1.0f + tl_expf(-v));
+  return x / (1.0f + tlf_exp_fused(-tl_gelu_vf(x)));
 }
 __device__ __forceinline__ float tl_gelu_bwdf(float x, float g) {
-  float v = TL_GELU_K2 * (x + ((TL_GELU_C * x) * x) * x);
-  float s = 1.0f / (1.0f + tl_expf(-v));
+  float s = 1.0f / (1.0f + tlf_exp_fused(-tl_gelu_vf(x)));
   float d = s + ((x * (s * (1.0f - s))) * TL_GELU_K2) * (1.0f + (TL_GELU_3C * x) * x);
   return g * d;
 }

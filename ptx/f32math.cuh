@@ -4,8 +4,10 @@
 // Each function here performs the same sequence of correctly rounded float32 operations as its
 // Go twin (tl_expf = cpu.Expf, tl_logf = Logf, tl_log1pf = Log1pf, tl_expm1f = Expm1f,
 // tl_tanhf = Tanhf, tl_sigmoidf = Sigmoidf, tl_sincos2pif = SinCos2Pif, tl_fmaf = Fmaf,
-// tl_sqrtf = Sqrtf; tlf_exp_core = expCore and so on for the helpers), with the same constants
-// and branches, so both return identical bits for every input. The Go doc comments state the algorithms; read the two files side by side.
+// tl_sqrtf = Sqrtf; tlf_exp_core = expCore, tlf_exp_core_fused = expCoreFused, tlf_exp_fused =
+// expFused and so on for the helpers), with the same constants and branches, so both return
+// identical bits for every input. Where Go computes a value another way that is provably the
+// same (an fma whose product is exact), the Go doc comment says so. The Go doc comments state the algorithms; read the two files side by side.
 //
 // Requirements: compile with --fmad=false (no contraction of a*b+c) and without fast-math
 // (-ftz=false, -prec-div=true, -prec-sqrt=true: the defaults). Only + - * / on float,
@@ -56,6 +58,9 @@
 
 __device__ __forceinline__ float tlf_nan() { return __uint_as_float(TLF_CANONICAL_NAN_BITS); }
 __device__ __forceinline__ float tlf_inf() { return __uint_as_float(0x7f800000u); }
+
+// tl_fmaf = FMA: a*b + c rounded once (the hardware fma.rn.f32).
+__device__ __forceinline__ float tl_fmaf(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 
 // tlf_pow2 = pow2: 2^k for -126 <= k <= 127.
 __device__ __forceinline__ float tlf_pow2(int k) {
@@ -218,6 +223,33 @@ __device__ __forceinline__ float tl_log1pf(float x) {
   return tlf_log_core(u, err / u);
 }
 
+// tlf_exp_core_fused = expCoreFused: expCore's reduction and polynomial with fused operations.
+__device__ __forceinline__ void tlf_exp_core_fused(float x, float* j, float* m) {
+  float jj = tl_fmaf(x, TLF_log2e, TLF_magic);
+  float kf = jj - TLF_magic;
+  float r = tl_fmaf(kf, -TLF_ln2Lo, tl_fmaf(kf, -TLF_ln2Hi, x));
+  float q = tl_fmaf(r, TLF_expQ4, TLF_expQ3);
+  q = tl_fmaf(r, q, TLF_expQ2);
+  q = tl_fmaf(r, q, TLF_expQ1);
+  q = tl_fmaf(r, q, TLF_expQ0);
+  *j = jj;
+  *m = tl_fmaf(r * r, q, r);
+}
+
+// tlf_exp_fused = expFused.
+__device__ __forceinline__ float tlf_exp_fused(float x) {
+  float j, m;
+  tlf_exp_core_fused(x, &j, &m);
+  if (tlf_absf(x) < TLF_expMid) {
+    float p = tlf_exp_pow2(j);
+    return tl_fmaf(p, m, p);
+  }
+  if (x != x) {
+    return tlf_nan();
+  }
+  return tlf_exp_rare(x, j, m);
+}
+
 // tl_tanhf = Tanh.
 __device__ __forceinline__ float tl_tanhf(float x) {
   unsigned int sign = __float_as_uint(x) & 0x80000000u;
@@ -229,28 +261,19 @@ __device__ __forceinline__ float tl_tanhf(float x) {
     return __uint_as_float(__float_as_uint(1.0f) | sign);
   }
   float j, m;
-  tlf_exp_core(a + a, &j, &m);
+  tlf_exp_core_fused(a + a, &j, &m);
   float p = tlf_exp_pow2(j);
-  float e = (p * m) + (p - 1.0f);
+  float e = tl_fmaf(p, m, p - 1.0f);
   float y = e / (e + 2.0f);
   return __uint_as_float(__float_as_uint(y) | sign);
 }
 
-// tl_sigmoidf = Sigmoid: 1 / (1 + e^-x), e^-x as in tl_expf.
+// tl_sigmoidf = Sigmoid. Go's explicit NaN test is left out: a NaN t gives the canonical NaN
+// through 1 + t, the reciprocal and t * s alike.
 __device__ __forceinline__ float tl_sigmoidf(float x) {
-  float n = -x;
-  float j, m;
-  tlf_exp_core(n, &j, &m);
-  float e;
-  if (tlf_absf(n) < TLF_expMid) {
-    e = (1.0f + m) * tlf_exp_pow2(j);
-  } else {
-    if (x != x) {
-      return tlf_nan();
-    }
-    e = tlf_exp_rare(n, j, m);
-  }
-  return 1.0f / (1.0f + e);
+  float t = tlf_exp_fused(-tlf_absf(x));
+  float s = 1.0f / (1.0f + t);
+  return x >= 0.0f ? s : t * s;
 }
 
 // tlf_sincos_kernel = sinCosKernel: sin(2 pi r), cos(2 pi r) for |r| <= 1/8.
@@ -339,8 +362,6 @@ __device__ __forceinline__ void tl_sincos2pif(float u, float* s, float* c) {
   *c = co;
 }
 
-// tl_fmaf = FMA: a*b + c rounded once (the hardware fma.rn.f32).
-__device__ __forceinline__ float tl_fmaf(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 
 // tl_sqrtf = Sqrt: the correctly rounded square root (sqrt.rn.f32).
 __device__ __forceinline__ float tl_sqrtf(float x) { return __fsqrt_rn(x); }

@@ -5,19 +5,22 @@
 #pragma once
 #include "common.cuh"
 
-// The map loops. A block covers 4 * blockDim.x float4s per step, each thread four of them,
-// blockDim.x apart: the thread issues its four loads before any store, so that more loads are
-// in flight than in a loop of load-store pairs (the store may alias the next load, so the
-// compiler cannot hoist it). H100, 2^26 floats: add 2941 -> 3033 GB/s, tanh 2745 -> 2942
-// (PyTorch 3022 / 2970). The module's PTX size sets its JIT time at first use (fully unrolled
-// it took 2.7 s instead of 0.9), so the code stays small: the stores run in a loop that is not
-// unrolled, shifting the loaded values down the register array (TL_MAP_SHIFT), and the loads
-// past the end re-read the last float4 (TL_MAP_AT clamps the index) instead of branching; only
-// the stores are guarded. The launch covers the buffer in one step per block (ops.mapGrid);
+// The map loops. A block of 128 threads covers 2 * 128 float4s per step, each thread two of
+// them, 128 apart: the thread issues its loads before any store, so that more loads are in
+// flight than in a loop of load-store pairs (the store may alias the next load, so the compiler
+// cannot hoist it). Small blocks of two float4s per thread beat the earlier 256 threads with four
+// each on an H200 (2^26 floats, one call, GB/s): scale 4032 -> 4155, add 4282 -> 4305, exp
+// 4018 -> 4139, PyTorch 4132 / 4275 / 4131; in the harness (internal/bench/mapkern) tanh and
+// gelu gained 2%, and one float4 per thread lost 2% on them. The module's PTX size sets its JIT
+// time at first use (a fully unrolled loop of four took 2.7 s instead of 0.9), so the code
+// stays small: the stores run in a loop that is not unrolled, shifting the loaded values down
+// the register array (TL_MAP_SHIFT), and the loads past the end re-read the last float4
+// (TL_MAP_AT clamps the index) instead of branching; only the stores are guarded. The launch
+// covers the buffer in one step per block (ops.mapGrid: 128 threads, TL_MAP_U float4s each);
 // the outer loop only runs for grids capped below that. An element's arithmetic does not
 // depend on any of this. Outputs never overlap inputs except as the same buffer, and each
 // element is read and then written by one thread.
-#define TL_MAP_U 4
+#define TL_MAP_U 2
 #define TL_MAP_SHIFT(a)                                                            \
   _Pragma("unroll") for (int r = 0; r + 1 < TL_MAP_U; r++) a[r] = a[r + 1]
 #define TL_MAP_FOR(base, n4)                                                       \

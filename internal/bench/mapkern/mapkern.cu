@@ -1,7 +1,8 @@
 // mapkern.cu: loop shapes of the pointwise kernels, timed on the GPU machine (nvcc there):
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -std=c++17 -o mapkern internal/bench/mapkern/mapkern.cu
-//   ./mapkern [log2 n]
+//   ./mapkern [log2 n]        (loop variants; ./mapkern 26 long: sustained runs of the shipped
+//                             kernels; python3 torch_map.py 26 long: PyTorch's, the same way)
 //
 // The element arithmetic is the project's (ptx/f32math.cuh, ptx/elementwise_math.cu's rules,
 // through map.cuh's map_n for the shipped shape); only the loop around it changes, so every
@@ -15,19 +16,16 @@
 #include "../../../ptx/f32math.cuh"
 #include "../../../ptx/map.cuh"
 #include "../../../ptx/rowstat.cuh"
+#include "../../../ptx/elementwise_math.cu"  // the rules (tl_geluf); its kernels are unused here
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
 
-#define TL_GELU_C 0.044715f
-#define TL_GELU_K2 1.5957691216f
 struct Scale { __device__ float operator()(float x) const { return x * 2.0f; } };
 struct Exp { __device__ float operator()(float x) const { return tl_expf(x); } };
 struct Tanh { __device__ float operator()(float x) const { return tl_tanhf(x); } };
 struct Sigmoid { __device__ float operator()(float x) const { return tl_sigmoidf(x); } };
-struct Gelu { __device__ float operator()(float x) const {
-  float v = TL_GELU_K2 * (x + ((TL_GELU_C * x) * x) * x);
-  return x / (1.0f + tl_expf(-v)); } };
+struct Gelu { __device__ float operator()(float x) const { return tl_geluf(x); } };
 
 // shipped: map_n (one step per block with the launch of ops.mapGrid).
 template <typename F> __global__ void shipped(float* out, const float* x, u64 n) {
@@ -152,8 +150,10 @@ static float time_ms(void (*launch)(float*, const float*, u64, int), float* out,
   return t[t.size() / 2];
 }
 
+// l_shipped launches as ops.mapGrid: 128 threads, one step of TL_MAP_U float4s per thread.
 template <typename F> void l_shipped(float* o, const float* x, u64 n, int) {
-  u64 blocks = (n / 4 + 1023) / 1024; shipped<F><<<(unsigned)blocks, 256>>>(o, x, n); }
+  u64 span = 128 * TL_MAP_U;
+  u64 blocks = (n / 4 + span - 1) / span; shipped<F><<<(unsigned)blocks, 128>>>(o, x, n); }
 template <typename F, int U, int T> void l_oneshot(float* o, const float* x, u64 n, int) {
   u64 n4 = n / 4; u64 blocks = (n4 + (u64)T * U - 1) / ((u64)T * U);
   oneshot<F, U><<<(unsigned)blocks, T>>>(o, x, n4); }
@@ -166,6 +166,7 @@ template <typename F> void run(const char* fname, float* out, float* ref, const 
                                u64 n, int sms, std::vector<float>& host_ref, std::vector<float>& host) {
   Variant vs[] = {
       {"shipped", l_shipped<F>},
+      {"oneshot1/t128", l_oneshot<F, 1, 128>}, {"oneshot2/t128", l_oneshot<F, 2, 128>},
       {"oneshot2", l_oneshot<F, 2, 256>}, {"oneshot4", l_oneshot<F, 4, 256>},
       {"oneshot8", l_oneshot<F, 8, 256>}, {"oneshot4/t128", l_oneshot<F, 4, 128>},
       {"oneshot4/t512", l_oneshot<F, 4, 512>},
@@ -188,7 +189,8 @@ template <typename F> void run(const char* fname, float* out, float* ref, const 
 }
 
 // long: the shipped tanh, sigmoid and gelu over 2000 launches each on inputs in [0, 1) (as
-// the Go benchmarks) and in [-8, 8): ms per launch over the first and the last 200.
+// the Go benchmarks) and in [-8, 8), then exp and scale: ms per launch over the first and the
+// last 200 (torch_map.py's long mode times PyTorch the same way).
 template <typename F> void long_run(const char* fname, const char* data, float* out, const float* x, u64 n) {
   cudaEvent_t ev[2001];
   for (auto& v : ev) CK(cudaEventCreate(&v));
@@ -222,6 +224,7 @@ int main(int argc, char** argv) {
     long_run<Gelu>("gelu", "[0,1)", out, x01, n);
     long_run<Gelu>("gelu", "[-8,8)", out, x8, n);
     long_run<Exp>("exp", "[0,1)", out, x01, n);
+    long_run<Scale>("scale", "[0,1)", out, x01, n);
     return 0;
   }
   u64 n = 1ull << lg;
