@@ -409,8 +409,8 @@ func Tanhf(x float32) float32 {
 //	s = 1 / (1 + t)
 //	return x >= 0 ? s : t * s            // e^x/(1 + e^x) for x < 0
 //
-// Within 3 ulp over all inputs; results in the subnormal range (x < -87.3) come from expRare's
-// once-rounded scaling.
+// Within 3 ulp over all inputs. In the subnormal range (x < -87.3) s is 1 and the result is t,
+// e^x rounded once (by the fused branch's Fmaf or expRare's scaling).
 func Sigmoidf(x float32) float32 {
 	t := expFused(-absf32(x))
 	if t != t {
