@@ -193,9 +193,9 @@ func (g *cudaBackend) enter() error {
 	return g.ctx.Lock()
 }
 
-// submit makes the driver call of p's command: through the launch queue when the device has
-// one (the command is copied; the call's errors then surface from later calls), else at once
-// from the calling goroutine with p's argument block.
+// submit makes the driver call of p's command with p's parameter values: through the launch
+// queue when the device has one (the command and the values are copied; the call's errors then
+// surface from later calls), else at once from the calling goroutine with p's argument block.
 func (g *cudaBackend) submit(p *argPack) error {
 	if g.queue == nil {
 		if err := g.ctx.Lock(); err != nil {
@@ -208,21 +208,21 @@ func (g *cudaBackend) submit(p *argPack) error {
 	if err != nil {
 		return err
 	}
-	s.set(&p.cmd)
+	s.set(&p.cmd, p.a.Values())
 	g.queue.publish()
 	return nil
 }
 
-// issue makes the driver call of c, a launch through scratch (an argument block on the heap,
-// which it overwrites). The caller holds the context.
-func (g *cudaBackend) issue(c *command, scratch *driver.Args) error {
+// issue makes the driver call of c; a launch passes args, which hold its parameter values. The
+// caller holds the context.
+func (g *cudaBackend) issue(c *command, args *driver.Args) error {
 	switch c.kind {
 	case cmdFill:
 		return g.ctx.MemsetD32Async(c.dst, c.value, c.count, 0)
 	case cmdCopy:
 		return g.ctx.CopyDtoDAsync(c.dst, c.src, c.count, 0)
 	}
-	return g.ctx.Launch(c.fn, c.grid, c.block, c.shared, 0, scratch.SetValues(c.args[:c.nargs]))
+	return g.ctx.Launch(c.fn, c.grid, c.block, c.shared, 0, args)
 }
 
 // roundBytes is the allocation size class: multiples of 512 bytes up to 1 MiB, then multiples of
@@ -493,12 +493,11 @@ func (g *cudaBackend) packed(fill func(p *argPack) error) error {
 	defer argPacks.Put(p)
 	p.a.Reset()
 	p.n = 0
-	p.cmd.nargs = 0
 	return fill(p)
 }
 
 // argPack is a kernel's arguments (a) with their PTX types, checked against the .param list,
-// and the command that carries them to the driver.
+// and the command that takes them to the driver (submit).
 type argPack struct {
 	a     driver.Args
 	kinds [driver.MaxArgs]ptx.Param
@@ -551,7 +550,6 @@ func (g *cudaBackend) launchShared(k *ptx.Kernel, grid, block [3]uint32, shared 
 	}
 	c := &p.cmd
 	c.kind, c.fn, c.grid, c.block, c.shared = cmdLaunch, f.fn, grid, block, shared
-	c.nargs = uint8(copy(c.args[:], p.a.Values()))
 	return g.submit(p)
 }
 

@@ -60,9 +60,10 @@ const (
 	cmdCopy                      // count bytes from src to dst
 )
 
-// command is one queued driver call. A launch's parameter values are held as
-// driver.Args.Values gives them, so that a queued launch hands the issuing thread a few cache
-// lines (the fields before args and the used part of args) rather than a whole driver.Args.
+// command is one driver call. A queued launch holds its parameter values as driver.Args.Values
+// gives them (copied from the op's argument pack by set), so that it hands the issuing thread a
+// few cache lines (the fields before args and the used part of args) rather than a whole
+// driver.Args; a launch made at once passes the pack itself and leaves args unused.
 type command struct {
 	kind        commandKind
 	nargs       uint8
@@ -75,18 +76,18 @@ type command struct {
 	args        [driver.MaxArgs]uint64
 }
 
-// set copies src into c: the fields and src's nargs parameter values.
-func (c *command) set(src *command) {
-	c.kind, c.nargs, c.shared, c.grid, c.block, c.fn = src.kind, src.nargs, src.shared, src.grid, src.block, src.fn
+// set makes c the command src with the parameter values vals (at most driver.MaxArgs).
+func (c *command) set(src *command, vals []uint64) {
+	c.kind, c.shared, c.grid, c.block, c.fn = src.kind, src.shared, src.grid, src.block, src.fn
 	c.dst, c.src, c.value, c.count = src.dst, src.src, src.value, src.count
-	copy(c.args[:src.nargs], src.args[:src.nargs])
+	c.nargs = uint8(copy(c.args[:], vals))
 }
 
 // launchQueue is the command ring of one device (see the comment at the top of this file).
 type launchQueue struct {
-	issue  func(c *command, scratch *driver.Args) error // makes the driver call of c; runs on the issuing goroutine
-	bind   func() error                                 // locks the issuing goroutine's thread with the context current
-	unbind func()                                       // undoes bind
+	issue  func(c *command, args *driver.Args) error // makes the driver call of c (a launch's parameters in args); runs on the issuing goroutine
+	bind   func() error                              // locks the issuing goroutine's thread with the context current
+	unbind func()                                    // undoes bind
 
 	// The producers' and the issuing goroutine's counters on cache lines of their own.
 	_       [64]byte
@@ -197,7 +198,7 @@ func (q *launchQueue) run() {
 		spins = 0
 		c := &q.ring[t%queueLen]
 		if bound && !q.failed.Load() {
-			if err := q.issue(c, scratch); err != nil {
+			if err := q.issue(c, scratch.SetValues(c.args[:c.nargs])); err != nil {
 				q.fail(err)
 			}
 		}
