@@ -37,12 +37,15 @@ func (f *fakeIssuer) bind() error {
 	return nil
 }
 
+// errFakeLaunch is the failure of fakeIssuer's fail command.
+var errFakeLaunch = errors.New("fake launch failure")
+
 func (f *fakeIssuer) issue(c *command, _ *driver.Args) error {
 	if f.delay > 0 {
 		time.Sleep(f.delay)
 	}
 	if f.fail != 0 && c.value == f.fail {
-		return errors.New("fake launch failure")
+		return errFakeLaunch
 	}
 	f.mu.Lock()
 	f.issued = append(f.issued, c.value)
@@ -160,13 +163,13 @@ func TestLaunchQueueFailure(t *testing.T) {
 		switch {
 		case i <= 3 && err != nil:
 			t.Fatalf("push %d: %v (the failure cannot be known yet)", i, err)
-		case err != nil && !errorsContain(err, "fake launch failure"):
+		case err != nil && !errors.Is(err, errFakeLaunch):
 			// pushes 4 and 5 race with the issuer: each succeeds or sees the failure
 			t.Fatalf("push %d: %v, want success or the failure", i, err)
 		}
 	}
 	err := q.drain()
-	if err == nil || !errorsContain(err, "fake launch failure") {
+	if !errors.Is(err, errFakeLaunch) {
 		t.Fatalf("drain: %v, want the failure", err)
 	}
 	if got := f.commands(); len(got) != 2 {
@@ -188,19 +191,10 @@ func TestLaunchQueueBindFailure(t *testing.T) {
 	for i := uint32(1); i <= 3; i++ {
 		_ = push(q, i) // the first succeeds; later ones may already see the failure
 	}
-	if err := q.drain(); err == nil || !errorsContain(err, "device lost") {
+	if err := q.drain(); !errors.Is(err, f.bindErr) {
 		t.Fatalf("drain: %v, want the bind failure", err)
 	}
 	if got := f.commands(); len(got) != 0 {
 		t.Errorf("issued %v without a bound context", got)
 	}
-}
-
-func errorsContain(err error, s string) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if err.Error() == s {
-			return true
-		}
-	}
-	return false
 }
