@@ -1061,21 +1061,13 @@ func init() {
 		},
 		func(b *block) { b.Out(0, logGeneral(b, b.Add(softplus(b, b.In(0)), b.Param(1)))) })
 
-	// Backward kernels of the form g * f(x).
-	binaryExp := func(name, doc string, tail func(b *block, e *val) *val, arg func(b *block, x *val) *val) {
-		def(name, doc, 2, 1, 0,
-			func(b *block) {
-				x := b.In(0)
-				n := arg(b, x)
-				b.RequireAll(expFastOK(b, n))
-				b.Out(0, b.Mul(b.In(1), tail(b, expCommon(b, n))))
-			},
-			func(b *block) {
-				x := b.In(0)
-				b.Out(0, b.Mul(b.In(1), tail(b, expGeneral(b, arg(b, x)))))
-			})
-	}
-	binaryExp("ExpBwd", "dx = g * Expf(x)", func(b *block, e *val) *val { return e }, id)
+	def("ExpBwd", "dx = g * Expf(x)", 2, 1, 0,
+		func(b *block) {
+			x := b.In(0)
+			b.RequireAll(expFastOK(b, x))
+			b.Out(0, b.Mul(b.In(1), expCommon(b, x)))
+		},
+		func(b *block) { b.Out(0, b.Mul(b.In(1), expGeneral(b, b.In(0)))) })
 	// SoftplusBwd: g * Sigmoidf(x); SigmoidBwdf: s = Sigmoidf(x); g * (s*(1 - s)).
 	sigmoidBwd := func(name, doc string, tail func(b *block, s *val) *val) {
 		def(name, doc, 2, 1, 0,
