@@ -75,8 +75,9 @@ template <typename F, int U> __global__ void pipe(float* out, const float* x, u6
   }
 }
 
-// Row reductions (reduce_axis.cu's row_reduce): the shipped loop, and the same fold with U loads
-// issued before they are folded in ascending order (identical bits by construction).
+// Row reductions (reduce_axis.cu's row_reduce): the fold with U loads issued before they are
+// folded in ascending order (identical bits for every U by construction); U = 1 is the loop
+// before ROW_LOADS, U = 8 the shipped one.
 template <bool MAX, int U>
 __global__ void __launch_bounds__(256) rowred(float* out, const float* x, u64 rows, u64 cols) {
   __shared__ float part[256];
@@ -109,8 +110,8 @@ static void rows_bench(const float* x, int sms) {
   std::vector<float> ref(rows), got(rows);
   unsigned grid = (unsigned)std::min<u64>(rows, (u64)sms * 32);
   struct RV { const char* name; void (*k)(float*, const float*, u64, u64); };
-  RV vs[] = {{"sum/shipped", rowred<false, 1>}, {"sum/u4", rowred<false, 4>}, {"sum/u8", rowred<false, 8>},
-             {"max/shipped", rowred<true, 1>}, {"max/u4", rowred<true, 4>}, {"max/u8", rowred<true, 8>}};
+  RV vs[] = {{"sum/u1", rowred<false, 1>}, {"sum/u4", rowred<false, 4>}, {"sum/u8 shipped", rowred<false, 8>},
+             {"max/u1", rowred<true, 1>}, {"max/u4", rowred<true, 4>}, {"max/u8 shipped", rowred<true, 8>}};
   for (int i = 0; i < 6; i++) {
     RV& v = vs[i];
     v.k<<<grid, 256>>>(out, x, rows, cols);
