@@ -9,44 +9,14 @@ import (
 
 // Backward runs reverse mode from loss, a value of one element, with the seed cotangent 1. It is
 // BackwardWith(loss, ones).
-func (t *Tape) Backward(loss Var) error {
-	const op = "backward"
-	vl, ok := t.arg(op, loss)
-	if !ok {
-		return t.err
-	}
-	if size(vl.shape) != 1 {
-		t.failf(op, "the output has shape %v; a seed cotangent is needed unless it has one element (BackwardWith)", vl.shape)
-		return t.err
-	}
-	seed, err := ops.Full(t.dev, 1, 1)
-	if err != nil {
-		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
-		return t.err
-	}
-	return t.run(op, loss, seed, nil)
-}
+func (t *Tape) Backward(loss Var) error { return t.backward("backward", loss, nil, nil) }
 
 // BackwardWith runs dense reverse mode from y with the cotangent seed (borrowed; it holds
 // y's shape): afterwards every node that requires grad has a gradient (Grad), zeros where y does
 // not depend on it. Gradients of nodes used several times accumulate. Each node's retained
 // workspace is released as soon as its VJP ran. A tape runs one backward pass per Reset.
 func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
-	const op = "backward"
-	vy, ok := t.arg(op, y)
-	if !ok {
-		return t.err
-	}
-	if _, err := t.newValue(seed, vy.shape); err != nil {
-		t.fail(fmt.Errorf("autograd: %s: seed: %w", op, err))
-		return t.err
-	}
-	own, err := ops.Copy(seed)
-	if err != nil {
-		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
-		return t.err
-	}
-	return t.run(op, y, own, nil)
+	return t.backward("backward", y, seed, nil)
 }
 
 // BackwardParams is Backward(loss) keeping only the gradients of params (usually leaves): every
@@ -54,29 +24,52 @@ func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
 // from a parameter to loss are differentiated. A parameter that loss does not depend on gets a
 // zero gradient. Each parameter must require grad.
 func (t *Tape) BackwardParams(loss Var, params ...Var) error {
-	const op = "backward_params"
-	vs, ok := t.args(op, append([]Var{loss}, params...)...)
+	if params == nil {
+		params = []Var{}
+	}
+	return t.backward("backward_params", loss, nil, params)
+}
+
+// backward checks the arguments of a backward pass from y and runs it: seed == nil stands for the
+// cotangent 1 (y must have one element), otherwise it is a borrowed cotangent of y's shape;
+// keep == nil keeps every gradient (dense mode), otherwise only those of the nodes in keep, each
+// of which must require grad.
+func (t *Tape) backward(op string, y Var, seed *ops.Buffer, keep []Var) error {
+	vs, ok := t.args(op, append([]Var{y}, keep...)...)
 	if !ok {
 		return t.err
 	}
-	keep := make([]bool, len(t.nodes))
-	for k, p := range params {
-		if !t.nodes[p.id].requires {
-			t.failf(op, "parameter %d (node %d, %s %v) does not require grad", k, p.id, t.nodes[p.id].name, vs[k+1].shape)
+	var mark []bool
+	if keep != nil {
+		mark = make([]bool, len(t.nodes))
+		for k, p := range keep {
+			if !t.nodes[p.id].requires {
+				t.failf(op, "parameter %d (node %d, %s %v) does not require grad", k, p.id, t.nodes[p.id].name, vs[k+1].shape)
+				return t.err
+			}
+			mark[p.id] = true
+		}
+	}
+	var own *ops.Buffer
+	var err error
+	if seed == nil {
+		if size(vs[0].shape) != 1 {
+			t.failf(op, "the output has shape %v; a seed cotangent is needed unless it has one element (BackwardWith)", vs[0].shape)
 			return t.err
 		}
-		keep[p.id] = true
+		own, err = ops.Full(t.dev, 1, 1)
+	} else {
+		if _, err := t.newValue(seed, vs[0].shape); err != nil {
+			t.fail(fmt.Errorf("autograd: %s: seed: %w", op, err))
+			return t.err
+		}
+		own, err = ops.Copy(seed)
 	}
-	if size(vs[0].shape) != 1 {
-		t.failf(op, "the loss has shape %v, not one element", vs[0].shape)
-		return t.err
-	}
-	seed, err := ops.Full(t.dev, 1, 1)
 	if err != nil {
 		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
 		return t.err
 	}
-	return t.run(op, loss, seed, keep)
+	return t.run(op, y, own, mark)
 }
 
 // run is the reverse sweep from out with the owned seed. keep == nil is the dense mode (every

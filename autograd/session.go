@@ -33,8 +33,8 @@ type Options struct {
 //	opt.Step()                            // update the parameters in place
 //	opt.ZeroGrad()
 //
-// Reset, Backward, Err and Dropout are the session's own versions of the Tape methods of those
-// names (call them, not s.Tape's); every other Tape method (the ops, Leaf, Const, Value, Grad,
+// Reset, Backward, BackwardWith, BackwardParams, Err and Dropout are the session's own versions
+// of the Tape methods of those names (call them, not s.Tape's); every other Tape method (the ops, Leaf, Const, Value, Grad,
 // NoGrad...) works on the session as documented on Tape.
 //
 // # Errors
@@ -273,17 +273,41 @@ func (s *Session) Dropout(x Var, p float64) Var {
 // several times gets the sum; one that loss does not depend on gets no gradient (PyTorch's grad
 // stays None), so optimizers skip it; other leaves get zeros. It runs once per step (Reset in
 // between) and releases every other gradient as soon as it is consumed.
-func (s *Session) Backward(loss Var) error {
+func (s *Session) Backward(loss Var) error { return s.backward("backward", loss, nil, nil) }
+
+// BackwardWith is Backward from a value y of any shape with the cotangent seed (borrowed; y's
+// shape), PyTorch's y.backward(gradient=seed).
+func (s *Session) BackwardWith(y Var, seed *ops.Buffer) error {
+	return s.backward("backward", y, seed, nil)
+}
+
+// BackwardParams is Backward(loss) restricted to inputs, leaves of this step that require grad
+// (PyTorch's loss.backward(inputs=...)): the parameter uses among them add their gradients to
+// Param.Grad, the other leaves' gradients are returned by Grad until Reset, and nothing else is
+// differentiated beyond what they need. At least one input is required.
+func (s *Session) BackwardParams(loss Var, inputs ...Var) error {
+	if len(inputs) == 0 {
+		return s.failf("backward_params", "no inputs (Backward differentiates every leaf)")
+	}
+	return s.backward("backward_params", loss, nil, inputs)
+}
+
+// backward is the tape's backward pass from y (seed as Tape.backward's) keeping the gradients of
+// inputs, or of every leaf of this step that requires grad when inputs is nil, then moves the
+// gradients of the parameter uses among them into their parameters.
+func (s *Session) backward(op string, y Var, seed *ops.Buffer, inputs []Var) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	var leaves []Var
-	for id, n := range s.nodes {
-		if n.requires && len(n.parents) == 0 {
-			leaves = append(leaves, Var{t: s.Tape, id: id, gen: s.gen})
+	if inputs == nil {
+		inputs = []Var{}
+		for id, n := range s.nodes {
+			if n.requires && len(n.parents) == 0 {
+				inputs = append(inputs, Var{t: s.Tape, id: id, gen: s.gen})
+			}
 		}
 	}
-	if err := s.BackwardParams(loss, leaves...); err != nil {
+	if err := s.Tape.backward(op, y, seed, inputs); err != nil {
 		return s.fail(err)
 	}
 	for _, u := range s.uses {
@@ -291,6 +315,9 @@ func (s *Session) Backward(loss Var) error {
 			continue
 		}
 		g := s.grads[u.leaf.id]
+		if g == nil { // not among the inputs
+			continue
+		}
 		s.grads[u.leaf.id] = nil
 		if s.unreached[u.leaf.id] {
 			// The loss does not depend on this use: no gradient (PyTorch leaves .grad None), so
@@ -299,7 +326,7 @@ func (s *Session) Backward(loss Var) error {
 			continue
 		}
 		if err := u.p.addGrad(g); err != nil {
-			return s.fail(fmt.Errorf("autograd: backward: gradient of %s: %w", u.p.name, err))
+			return s.fail(fmt.Errorf("autograd: %s: gradient of %s: %w", op, u.p.name, err))
 		}
 	}
 	return nil

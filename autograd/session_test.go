@@ -419,3 +419,53 @@ func TestOptimizerWithoutParams(t *testing.T) {
 		t.Errorf("after SetLR(-5): LR %v, Step error %v; want 1 and an error", o.LR(), err)
 	}
 }
+
+// TestSessionBackwardVariants: BackwardWith (a non-scalar output and its seed) and
+// BackwardParams (only the inputs asked for) add into Param.Grad like Backward, and leave the
+// gradients of the other listed leaves to Grad.
+func TestSessionBackwardVariants(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		p := s.Param("p", []int{3}, []float32{1, 2, 3})
+		q := s.Param("q", []int{3}, []float32{1, 1, 1})
+
+		// y = p*p (per element) seeded with (1, 10, 100): dp = 2p * seed.
+		seed, err := ops.FromFloat32(d, []float32{1, 10, 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seed.Release()
+		pv := s.Use(p)
+		if err := s.BackwardWith(s.Mul(pv, pv), seed); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, p.Grad()); !slices.Equal(got, []float64{2, 40, 600}) {
+			t.Errorf("BackwardWith: p.Grad %v, want [2 40 600]", got)
+		}
+
+		// loss = sum(p*q) + sum(x*x), restricted to p's use and the input x: p.Grad grows by q,
+		// x's gradient is read with Grad, q gets nothing.
+		s.Reset()
+		x := s.InputGrad([]float32{1, -1}, 2)
+		pu := s.Use(p)
+		loss := s.Add(s.Sum(s.Mul(pu, s.Use(q))), s.Sum(s.Mul(x, x)))
+		if err := s.BackwardParams(loss, pu, x); err != nil {
+			t.Fatal(err)
+		}
+		if got := values(t, p.Grad()); !slices.Equal(got, []float64{3, 41, 601}) {
+			t.Errorf("BackwardParams: p.Grad %v, want [3 41 601]", got)
+		}
+		if q.Grad() != nil {
+			t.Error("BackwardParams: q, not among the inputs, got a gradient")
+		}
+		if got := values(t, s.Grad(x)); !slices.Equal(got, []float64{2, -2}) {
+			t.Errorf("BackwardParams: x's gradient %v, want [2 -2]", got)
+		}
+
+		s.Reset()
+		if err := s.BackwardParams(s.Sum(s.Use(p))); err == nil || !strings.Contains(err.Error(), "no inputs") {
+			t.Errorf("BackwardParams with no inputs: %v", err)
+		}
+	})
+}
