@@ -378,3 +378,40 @@ func TestNilAndZeroDevice(t *testing.T) {
 		t.Error("nil buffer methods")
 	}
 }
+
+// TestCPUCacheBounded releases buffers of ever new sizes on a CPU backend with a 1 MiB cache
+// limit: the cache keeps reusable slices but never more than the limit, and Collect(true)
+// empties it.
+func TestCPUCacheBounded(t *testing.T) {
+	const limit = 1 << 20
+	d := &Device{kind: KindCPU, name: "cpu", be: &cpuBackend{limit: limit}}
+	if l := cpuCacheLimit(); l < 64<<20 || l > 1<<30 {
+		t.Errorf("cpuCacheLimit %s, want 64 MiB to 1 GiB", MiB(l))
+	}
+	const step = limit / 4 / 64 // the sizes pass the limit after 11 releases
+	for k := 1; k <= 40; k++ {
+		b, err := Zeros(d, k*step+k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		if c := d.Stats().CachedBytes; c > limit {
+			t.Fatalf("after %d releases %s cached, limit %s", k, MiB(c), MiB(limit))
+		}
+	}
+	if d.Stats().CachedBytes == 0 {
+		t.Error("nothing cached")
+	}
+	// A released slice of a size in the cache is reused.
+	b, _ := Zeros(d, 40*step+40)
+	before := d.Stats().CachedBytes
+	b.Release()
+	b, _ = Zeros(d, 40*step+40)
+	if after := d.Stats().CachedBytes; after != before {
+		t.Errorf("cached %s after reuse, want %s", MiB(after), MiB(before))
+	}
+	b.Release()
+	if err := d.Collect(true); err != nil || d.Stats().CachedBytes != 0 {
+		t.Errorf("Collect(true): %v, %s still cached", err, MiB(d.Stats().CachedBytes))
+	}
+}

@@ -15,12 +15,21 @@ var hostMemory = sync.OnceValue(hostMemoryBytes)
 // cpuBackend runs the Go twins of package cpu on host memory, splitting large buffers across
 // GOMAXPROCS goroutines (every kernel is independent per element or per chunk, so the split
 // never changes a bit). Released slices are cached by size class, as on CUDA, so that an op
-// does not pay for zeroing fresh memory.
+// does not pay for zeroing fresh memory, up to cpuCacheLimit bytes: a release that would pass
+// the limit first drops every cached slice (the garbage collector reclaims them), so the cache
+// never holds more than the limit however the sizes drift.
 type cpuBackend struct {
 	mu     sync.Mutex
 	cache  map[int][][]float32 // size class (floats) -> free slices of that capacity
 	cached int64
+	limit  int64 // the cache's limit in bytes; 0: cpuCacheLimit()
 }
+
+// cpuCacheLimit is the most bytes the CPU backend keeps cached: 1/32 of RAM, between 64 MiB and
+// 1 GiB (64 MiB when RAM is unknown).
+var cpuCacheLimit = sync.OnceValue(func() int64 {
+	return min(max(int64(hostMemory()/32), 64<<20), 1<<30)
+})
 
 // grain is the smallest slice worth a goroutine.
 const grain = 1 << 15
@@ -45,12 +54,24 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 
 func (c *cpuBackend) free(s storage, n int) {
 	class := cap(s.host)
+	size := 4 * int64(class)
+	limit := c.limit
+	if limit == 0 {
+		limit = cpuCacheLimit()
+	}
 	c.mu.Lock()
+	if c.cached+size > limit {
+		c.cache, c.cached = nil, 0
+	}
+	if size > limit {
+		c.mu.Unlock()
+		return
+	}
 	if c.cache == nil {
 		c.cache = map[int][][]float32{}
 	}
 	c.cache[class] = append(c.cache[class], s.host[:class])
-	c.cached += 4 * int64(class)
+	c.cached += size
 	c.mu.Unlock()
 }
 

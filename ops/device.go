@@ -147,8 +147,10 @@ func (s Stats) String() string {
 }
 
 // Collect returns memory the device holds for reuse: with force, every cached CUDA block goes
-// back to the driver (after the device finished its work). Without force it does nothing on
-// CUDA. It never changes a buffer.
+// back to the driver (after the device finished its work), and the CPU's cached slices go to the
+// garbage collector. Without force it does nothing. It never changes a buffer. (The CPU cache is
+// bounded anyway, by 1/32 of RAM and at most 1 GiB; the CUDA cache grows until an allocation
+// fails, which empties it and retries.)
 func (d *Device) Collect(force bool) error {
 	if err := d.check(); err != nil || !force {
 		return err
