@@ -117,8 +117,8 @@ func (b *Buffer) free() {
 // can see b, b.mem may be read only between use and done): until the matching done, Release
 // defers the memory's return. An error for a nil or released buffer.
 func (b *Buffer) use() error {
-	if b == nil {
-		return errors.New("ops: nil buffer")
+	if err := b.valid(); err != nil {
+		return err
 	}
 	for {
 		s := b.state.Load()
@@ -142,11 +142,11 @@ func (b *Buffer) done() {
 // stays in use. doneAll ends the uses.
 func useAll(op string, bufs ...*Buffer) error {
 	for k, x := range bufs {
-		err := x.use()
-		if err != nil {
-			err = fmt.Errorf("%w (%s)", err, op)
-		} else if err = onDevice(op, x, bufs[0].dev); err != nil {
-			x.done()
+		err := x.useIn(op)
+		if err == nil {
+			if err = onDevice(op, x, bufs[0].dev); err != nil {
+				x.done()
+			}
 		}
 		if err != nil {
 			doneAll(bufs[:k]...)
@@ -174,16 +174,43 @@ func ReleaseThen(keep *Buffer, workspace ...*Buffer) *Buffer {
 }
 
 // Err returns the error an op would give for using b: nil while b is live, ErrReleased after
-// Release (also for a nil buffer, an error).
+// Release, an error for a nil or zero Buffer.
 func (b *Buffer) Err() error { return b.live() }
 
 // live checks that b can be used (ops that touch b's memory also call use).
 func (b *Buffer) live() error {
-	if b == nil {
-		return errors.New("ops: nil buffer")
+	if err := b.valid(); err != nil {
+		return err
 	}
 	if b.state.Load()&releasedBit != 0 {
 		return ErrReleased
+	}
+	return nil
+}
+
+// valid rejects a nil Buffer and the zero Buffer (one not made by this package).
+func (b *Buffer) valid() error {
+	switch {
+	case b == nil:
+		return errors.New("ops: nil buffer")
+	case b.dev == nil:
+		return errors.New("ops: zero Buffer (buffers come from this package's functions)")
+	}
+	return nil
+}
+
+// liveIn is live with op named in the error.
+func (b *Buffer) liveIn(op string) error {
+	if err := b.live(); err != nil {
+		return fmt.Errorf("%w (%s)", err, op)
+	}
+	return nil
+}
+
+// useIn is use with op named in the error.
+func (b *Buffer) useIn(op string) error {
+	if err := b.use(); err != nil {
+		return fmt.Errorf("%w (%s)", err, op)
 	}
 	return nil
 }
@@ -212,7 +239,7 @@ func FromFloat64(d *Device, data []float64) (*Buffer, error) {
 
 // Float32s downloads the buffer.
 func (b *Buffer) Float32s() ([]float32, error) {
-	if err := b.use(); err != nil {
+	if err := b.useIn("download"); err != nil {
 		return nil, err
 	}
 	defer b.done()
@@ -257,7 +284,7 @@ func Full(d *Device, n int, v float64) (*Buffer, error) {
 
 // Copy returns a new buffer with the same contents (a device-to-device copy).
 func Copy(x *Buffer) (*Buffer, error) {
-	if err := x.use(); err != nil {
+	if err := x.useIn("copy"); err != nil {
 		return nil, err
 	}
 	defer x.done()
@@ -274,7 +301,7 @@ func Copy(x *Buffer) (*Buffer, error) {
 
 // To copies the buffer to another device (through host memory).
 func (b *Buffer) To(d *Device) (*Buffer, error) {
-	if err := b.live(); err != nil {
+	if err := b.liveIn("to"); err != nil {
 		return nil, err
 	}
 	if err := d.check(); err != nil {

@@ -415,3 +415,45 @@ func TestCPUCacheBounded(t *testing.T) {
 		t.Errorf("Collect(true): %v, %s still cached", err, MiB(d.Stats().CachedBytes))
 	}
 }
+
+// TestErrorsNameTheOp: an op given a released, nil or zero Buffer says so and names itself (the
+// public op, not the kernel it would run); errors.Is still finds ErrReleased.
+func TestErrorsNameTheOp(t *testing.T) {
+	d := CPU()
+	x := mustBuf(t, d, []float32{1, 2, 3, 4})
+	defer x.Release()
+	gone := mustBuf(t, d, []float32{1, 2, 3, 4})
+	gone.Release()
+	for _, in := range []struct {
+		name string
+		b    *Buffer
+		want string
+	}{{"released", gone, "released"}, {"nil", nil, "nil buffer"}, {"zero", new(Buffer), "zero Buffer"}} {
+		for _, c := range []struct {
+			op  string
+			run func(b *Buffer) error
+		}{
+			{"sum", func(b *Buffer) error { _, err := Sum(b); return err }},
+			{"mean", func(b *Buffer) error { _, err := Mean(b); return err }},
+			{"copy", func(b *Buffer) error { _, err := Copy(b); return err }},
+			{"download", func(b *Buffer) error { _, err := b.Float32s(); return err }},
+			{"to", func(b *Buffer) error { _, err := b.To(d); return err }},
+			{"add", func(b *Buffer) error { _, err := Add(b, x); return err }},
+			{"gather_rows", func(b *Buffer) error { _, err := GatherRows(b, 2, 2, []int{0}); return err }},
+			{"scatter_add_rows", func(b *Buffer) error { _, err := ScatterAddRows(b, x, 2, 2, []int{0}); return err }},
+			{"reduce_sum_axis", func(b *Buffer) error { _, err := ReduceSumAxis(b, []int{4}, 0); return err }},
+			{"swap_adjacent_at_depth", func(b *Buffer) error { _, err := SwapAdjacentAtDepth(b, []int{2, 2}, 0); return err }},
+		} {
+			err := c.run(in.b)
+			if err == nil || !strings.Contains(err.Error(), in.want) || !strings.Contains(err.Error(), "("+c.op+")") {
+				t.Errorf("%s on a %s buffer: %v, want %q and (%s)", c.op, in.name, err, in.want, c.op)
+			}
+			if in.b == gone && !errors.Is(err, ErrReleased) {
+				t.Errorf("%s on a released buffer: %v is not ErrReleased", c.op, err)
+			}
+		}
+	}
+	if err := new(Buffer).Err(); err == nil {
+		t.Error("the zero Buffer reports no error")
+	}
+}

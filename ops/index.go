@@ -126,20 +126,31 @@ func putScratchU32(s []uint32) {
 	}
 }
 
-// Len returns the number of indices.
-func (ix *Indices) Len() int { return ix.n }
+// Len returns the number of indices (0 for nil).
+func (ix *Indices) Len() int {
+	if ix == nil {
+		return 0
+	}
+	return ix.n
+}
 
-// Device returns the device the indices live on.
-func (ix *Indices) Device() *Device { return ix.dev }
+// Device returns the device the indices live on (nil for nil).
+func (ix *Indices) Device() *Device {
+	if ix == nil {
+		return nil
+	}
+	return ix.dev
+}
 
-// Release frees the indices and their sorted forms; true the first time.
+// Release frees the indices and their sorted forms; true the first time (false for nil and for
+// the zero Indices, which hold nothing).
 func (ix *Indices) Release() bool {
 	if ix == nil {
 		return false
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.released {
+	if ix.released || ix.buf == nil {
 		return false
 	}
 	ix.released = true
@@ -153,8 +164,8 @@ func (ix *Indices) Release() bool {
 }
 
 func (ix *Indices) live() error {
-	if ix == nil {
-		return fmt.Errorf("ops: nil indices")
+	if ix == nil || ix.buf == nil {
+		return fmt.Errorf("ops: nil or zero indices (make them with NewIndices)")
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -213,7 +224,7 @@ func GatherVec(vec *Buffer, n int, idx []int) (*Buffer, error) {
 // GatherRows returns the (len(idx), cols) matrix of rows idx[j] of the (rows, cols) matrix mat,
 // a zero row where idx[j] >= rows.
 func GatherRows(mat *Buffer, rows, cols int, idx []int) (*Buffer, error) {
-	if err := mat.live(); err != nil {
+	if err := mat.liveIn("gather_rows"); err != nil {
 		return nil, err
 	}
 	return withIndices("gather_rows", mat.dev, idx, func(ix *Indices) (*Buffer, error) {
@@ -273,7 +284,7 @@ func ScatterAddRows(mat, values *Buffer, rows, cols int, idx []int) (*Buffer, er
 
 // scatterRows is ScatterAddRows for the entry point op (named in its errors).
 func scatterRows(op string, mat, values *Buffer, rows, cols int, idx []int) (*Buffer, error) {
-	if err := mat.live(); err != nil {
+	if err := mat.liveIn(op); err != nil {
 		return nil, err
 	}
 	return withIndices(op, mat.dev, idx, func(ix *Indices) (*Buffer, error) {

@@ -185,3 +185,22 @@ func BenchmarkSortedRows(b *testing.B) {
 		putScratchU32(start)
 	}
 }
+
+// TestNilAndZeroIndices: the methods of a nil *Indices answer without panicking, the zero
+// Indices holds nothing to release, and ops given either fail with an error.
+func TestNilAndZeroIndices(t *testing.T) {
+	var nilIx *Indices
+	if nilIx.Len() != 0 || nilIx.Device() != nil || nilIx.Release() {
+		t.Error("nil Indices: Len, Device or Release")
+	}
+	if (&Indices{}).Release() {
+		t.Error("the zero Indices released something")
+	}
+	mat, _ := FromFloat32(CPU(), []float32{1, 2, 3, 4})
+	defer mat.Release()
+	for _, ix := range []*Indices{nilIx, {}} {
+		if out, err := GatherRowsIdx(mat, 2, 2, ix); err == nil || !strings.Contains(err.Error(), "NewIndices") {
+			t.Errorf("GatherRowsIdx with %#v: %v, %v", ix, out, err)
+		}
+	}
+}

@@ -180,8 +180,8 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 // sameDevice checks that the buffers are live and on one device.
 func sameDevice(op string, bufs []*Buffer) error {
 	for _, x := range bufs {
-		if err := x.live(); err != nil {
-			return fmt.Errorf("%w (%s)", err, op)
+		if err := x.liveIn(op); err != nil {
+			return err
 		}
 		if err := onDevice(op, x, bufs[0].dev); err != nil {
 			return err

@@ -81,8 +81,8 @@ func broadcastThreads(s []int) int {
 }
 
 func checkLen(op string, x *Buffer, want int, what string) error {
-	if err := x.live(); err != nil {
-		return fmt.Errorf("%w (%s)", err, op)
+	if err := x.liveIn(op); err != nil {
+		return err
 	}
 	if want < 0 || x.n != want {
 		return fmt.Errorf("ops: %s: %s has %d elements, want %d", op, what, x.n, want)
@@ -166,6 +166,16 @@ const MaxRank = 8
 // shape checks that x holds a contiguous buffer of the given dims (rank <= MaxRank) and returns
 // the element count.
 func shape(op string, x *Buffer, dims []int, what string) (int, error) {
+	n, err := dimsLen(op, dims, what)
+	if err != nil {
+		return 0, err
+	}
+	return n, checkLen(op, x, n, fmt.Sprintf("%s %v", what, dims))
+}
+
+// dimsLen checks dims (rank <= MaxRank, no negative dimension, no overflow) and returns their
+// element count.
+func dimsLen(op string, dims []int, what string) (int, error) {
 	if len(dims) > MaxRank {
 		return 0, fmt.Errorf("ops: %s: rank %d of %s is above %d", op, len(dims), what, MaxRank)
 	}
@@ -177,11 +187,6 @@ func shape(op string, x *Buffer, dims []int, what string) (int, error) {
 	n, ok := mulFits(dims...)
 	if !ok {
 		return 0, fmt.Errorf("ops: %s: %s %v overflows", op, what, dims)
-	}
-	if x != nil {
-		if err := checkLen(op, x, n, fmt.Sprintf("%s %v", what, dims)); err != nil {
-			return 0, err
-		}
 	}
 	return n, nil
 }
@@ -230,10 +235,10 @@ func (b broadcast) free(j int) bool { return b.kept>>j&1 == 0 }
 func newBroadcast(op string, inDims, outDims, axisMap []int) (broadcast, error) {
 	var b broadcast
 	var err error
-	if b.inN, err = shape(op, nil, inDims, "inDims"); err != nil {
+	if b.inN, err = dimsLen(op, inDims, "inDims"); err != nil {
 		return b, err
 	}
-	if b.outN, err = shape(op, nil, outDims, "outDims"); err != nil {
+	if b.outN, err = dimsLen(op, outDims, "outDims"); err != nil {
 		return b, err
 	}
 	if len(axisMap) != len(outDims) {

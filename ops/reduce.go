@@ -16,7 +16,7 @@ func Sum(x *Buffer) (*Buffer, error) { return reduceAll("sum", x, false) }
 func Mean(x *Buffer) (*Buffer, error) { return reduceAll("mean", x, true) }
 
 func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
-	if err := x.use(); err != nil {
+	if err := x.useIn(name); err != nil {
 		return nil, err
 	}
 	defer x.done()

@@ -200,8 +200,8 @@ func byColumn(x *Buffer, batch, rows, cols int, div float32, isMax bool) (*Buffe
 }
 
 // ReduceSumAxis returns the sums along axis of x, a contiguous buffer of the given dims
-// (outermost first, rank <= 8), laid out with dims minus that axis. Rank 0 returns a copy of the
-// scalar; an empty axis gives zeros. The order is the row reduction's when axis is the last one
+// (outermost first, rank <= 8), laid out with dims minus that axis. Rank 0 with axis 0 returns a
+// copy of the scalar (another axis is an error); an empty axis gives zeros. The order is the row reduction's when axis is the last one
 // (of the dims other than 1), else the column reduction's (batched over the outer axes).
 func ReduceSumAxis(x *Buffer, dims []int, axis int) (*Buffer, error) {
 	return reduceAxis("reduce_sum_axis", x, dims, axis, false)
@@ -216,7 +216,7 @@ func reduceAxis(op string, x *Buffer, dims []int, axis int, mean bool) (*Buffer,
 	if _, err := shape(op, x, dims, "dims"); err != nil {
 		return nil, err
 	}
-	if len(dims) == 0 {
+	if len(dims) == 0 && axis == 0 { // a scalar, as PyTorch's sum(dim=0) of a 0-d tensor
 		return Copy(x)
 	}
 	if axis < 0 || axis >= len(dims) {

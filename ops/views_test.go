@@ -217,6 +217,9 @@ func TestReduceAxis(t *testing.T) {
 		if _, err := ReduceSumAxis(s, []int{1}, 1); err == nil {
 			t.Error("axis past the rank accepted")
 		}
+		if _, err := ReduceSumAxis(s, nil, 1); err == nil {
+			t.Error("axis 1 of a rank-0 buffer accepted")
+		}
 		s.Release()
 	}
 }
