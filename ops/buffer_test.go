@@ -457,3 +457,13 @@ func TestErrorsNameTheOp(t *testing.T) {
 		t.Error("the zero Buffer reports no error")
 	}
 }
+
+// TestEnvOn: the switch values of TORCHLEAN_DETERMINISTIC.
+func TestEnvOn(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "false": false, "False": false, "off": false,
+		"NO": false, " 0 ": false, "1": true, "true": true, "on": true, "yes": true, "2": true} {
+		if got := envOn(v); got != want {
+			t.Errorf("envOn(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

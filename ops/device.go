@@ -161,16 +161,24 @@ func (d *Device) Collect(force bool) error {
 // Deterministic-reductions mode (see SetDeterministic).
 var deterministic atomic.Bool
 
-func init() {
-	v := os.Getenv("TORCHLEAN_DETERMINISTIC")
-	deterministic.Store(v != "" && v != "0")
+func init() { deterministic.Store(envOn(os.Getenv("TORCHLEAN_DETERMINISTIC"))) }
+
+// envOn reads a switch from the environment: off when v is empty or one of 0, false, off, no
+// (any case), on otherwise.
+func envOn(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "f", "false", "off", "no", "n":
+		return false
+	}
+	return true
 }
 
 // SetDeterministic turns deterministic-reductions mode on or off for the process. In that mode
 // the kernels that accumulate with atomics in fast mode (scatter-add, broadcast adjoints, axis
 // sums, pooling backward) run fixed-order code instead and are bit-identical to the CPU; a
 // kernel without a deterministic path returns an error. The initial value comes from
-// TORCHLEAN_DETERMINISTIC (unset, empty or "0": off).
+// TORCHLEAN_DETERMINISTIC (off when unset, empty, 0, false, off or no; on for 1, true, on or
+// any other value).
 func SetDeterministic(on bool) { deterministic.Store(on) }
 
 // Deterministic reports the mode.

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
@@ -53,8 +54,8 @@ func main() {
 		}
 		sizes = append(sizes, n)
 	}
-	if *epochs < 1 || *batch < 1 || *lr <= 0 || *momentum < 0 {
-		log.Fatal("fashionmnist: -epochs, -batch and -lr must be positive, -momentum not negative")
+	if *epochs < 1 || *batch < 1 || !(*lr > 0) || math.IsInf(*lr, 1) || !(*momentum >= 0 && *momentum < 1) {
+		log.Fatal("fashionmnist: -epochs, -batch and -lr must be positive (and -lr finite), -momentum in [0, 1)")
 	}
 
 	d, err := ops.Open(*device)
@@ -104,13 +105,20 @@ func main() {
 		}
 		bar.done(fmt.Sprintf("loss %.4f  test accuracy %.1f%%  (%s)", sum/float64(steps), 100*acc, time.Since(start).Round(100*time.Millisecond)))
 	}
+	if bad := len(losses) - len(finite(losses)); bad > 0 {
+		fmt.Printf("warning: %d of %d steps had a non-finite loss: the training diverged (try a lower -lr or -momentum)\n", bad, len(losses))
+	}
 	fmt.Printf("test accuracy: %.1f%%\n", 100*acc)
 	fmt.Printf("training time: %s (%d epochs of %d steps)\n", time.Since(start).Round(100*time.Millisecond), *epochs, steps)
 	if *plotPath != "" {
-		if err := plotLoss(*plotPath, losses, steps); err != nil {
+		switch err := plotLoss(*plotPath, losses, steps); {
+		case errors.Is(err, errNoFiniteLoss):
+			fmt.Println("loss curve: not drawn (no finite loss)")
+		case err != nil:
 			log.Fatal(err)
+		default:
+			fmt.Println("loss curve:", *plotPath)
 		}
-		fmt.Println("loss curve:", *plotPath)
 	}
 	if *save != "" {
 		meta := map[string]string{"model": "mlp " + fmt.Sprint(sizes), "epochs": strconv.Itoa(*epochs),
@@ -266,26 +274,41 @@ func (p *progress) done(note string) {
 	fmt.Println(p.line(p.total, note))
 }
 
+// errNoFiniteLoss: every loss was NaN or infinite (a diverged training), nothing to draw.
+var errNoFiniteLoss = errors.New("no finite loss to plot")
+
+// finite returns the finite values of xs.
+func finite(xs []float64) []float64 {
+	return slices.DeleteFunc(slices.Clone(xs), func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) })
+}
+
 // plotLoss writes a PNG plot of the minibatch losses against the epoch, with the mean of each
-// tenth of an epoch drawn over the raw values.
+// tenth of an epoch drawn over the raw values (the finite ones; errNoFiniteLoss when there are
+// none).
 func plotLoss(path string, losses []float64, stepsPerEpoch int) error {
 	p := plot.New()
 	p.Title.Text = "Fashion-MNIST MLP: training loss"
 	p.X.Label.Text = "epoch"
 	p.Y.Label.Text = "cross-entropy"
-	raw := make(plotter.XYs, len(losses))
+	var raw, smooth plotter.XYs
 	for i, l := range losses {
-		raw[i] = plotter.XY{X: float64(i+1) / float64(stepsPerEpoch), Y: l}
+		if !math.IsNaN(l) && !math.IsInf(l, 0) {
+			raw = append(raw, plotter.XY{X: float64(i+1) / float64(stepsPerEpoch), Y: l})
+		}
 	}
-	var smooth plotter.XYs
+	if len(raw) == 0 {
+		return errNoFiniteLoss
+	}
 	w := max(stepsPerEpoch/10, 1)
 	for lo := 0; lo < len(losses); lo += w {
 		hi := min(lo+w, len(losses))
-		s := 0.0
-		for _, l := range losses[lo:hi] {
-			s += l
+		if f := finite(losses[lo:hi]); len(f) > 0 {
+			s := 0.0
+			for _, l := range f {
+				s += l
+			}
+			smooth = append(smooth, plotter.XY{X: float64(hi) / float64(stepsPerEpoch), Y: s / float64(len(f))})
 		}
-		smooth = append(smooth, plotter.XY{X: float64(hi) / float64(stepsPerEpoch), Y: s / float64(hi-lo)})
 	}
 	rawLine, err := plotter.NewLine(raw)
 	if err != nil {
