@@ -198,11 +198,15 @@ func TestScalarArguments(t *testing.T) {
 			return out, err
 		},
 		"layer norm eps NaN": func() (*Buffer, error) {
-			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, float32(nan))
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, nan)
 			return out, err
 		},
 		"layer norm eps Inf": func() (*Buffer, error) {
-			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, float32(math.Inf(1)))
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, math.Inf(1))
+			return out, err
+		},
+		"layer norm eps 1e39 (Inf as a float32)": func() (*Buffer, error) {
+			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, 1e39)
 			return out, err
 		},
 	} {

@@ -186,11 +186,13 @@ func chunksOf(k int) func(s []int) int { return func(s []int) int { return colCh
 // takes with x. This departs from the reference's layer_norm_fwd, which returns
 // (out, normalized, invStd): like PyTorch, it keeps two per-row vectors instead of the normalized
 // matrix, saving a rows*cols write here and a rows*cols read in the backward; the values of out
-// and of every gradient are the same. eps (finite, >= 0) is usually LayerNormEps.
-func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, mean, sd *Buffer, err error) {
+// and of every gradient are the same. eps (finite, >= 0; rounded to float32) is usually
+// LayerNormEps.
+func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mean, sd *Buffer, err error) {
 	const op = "layer_norm_fwd"
-	if !nonNegative(float64(eps)) {
-		return nil, nil, nil, fmt.Errorf("ops: %s: eps %v (want finite and >= 0)", op, eps)
+	e := float32(eps)
+	if !nonNegative(float64(e)) {
+		return nil, nil, nil, fmt.Errorf("ops: %s: eps %v (want finite as a float32 and >= 0)", op, eps)
 	}
 	if err := matrix(op, x, rows, cols); err != nil {
 		return nil, nil, nil, err
@@ -205,7 +207,7 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float32) (out, mea
 		return nil, nil, nil, err
 	}
 	o, err := layerNormFwdOp.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
-		[]int{rows, cols}, 1/float32(cols), eps)
+		[]int{rows, cols}, 1/float32(cols), e)
 	if err != nil {
 		return nil, nil, nil, err
 	}
