@@ -332,6 +332,18 @@ func gradCases() []gradCase {
 					return s
 				})
 			}})
+		add(gradCase{name: "linear_nobias", in: [][]int{xs, {out, in}},
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Linear(x[0], x[1], autograd.Var{}) },
+			ref: func(x [][]float64) []float64 {
+				return mapIdx(max(batch, 1)*out, func(i int) float64 {
+					r, o := i/out, i%out
+					s := 0.0
+					for k := range in {
+						s += x[1][o*in+k] * x[0][r*in+k]
+					}
+					return s
+				})
+			}})
 	}
 	for _, s := range [][]int{{1}, {4, 3}, {2, 3, 2}} {
 		add(gradCase{name: "mse_loss", in: [][]int{s, s},

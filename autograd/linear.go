@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -47,48 +48,68 @@ func (t *Tape) bmm(op string, a, b Var, ab, bb *ops.Buffer, batch, m, n, p int, 
 
 // Linear returns the affine map of x by the weight w (out, in) and the bias b (out): w·x + b for
 // a vector x (in), and x·wᵀ + b, row by row, for a batch x (..., in) of any number of leading
-// axes (PyTorch's nn.Linear), which give the result's leading axes: (..., out).
+// axes (PyTorch's nn.Linear), which give the result's leading axes: (..., out). The zero Var as
+// b means no bias (nn.Linear(bias=False)).
 func (t *Tape) Linear(x, w, b Var) Var {
 	const op = "linear"
-	vs, ok := t.args(op, x, w, b)
+	hasBias := b != Var{}
+	args := []Var{x, w}
+	if hasBias {
+		args = append(args, b)
+	}
+	vs, ok := t.args(op, args...)
 	if !ok {
 		return Var{}
 	}
-	vx, vw, vb := vs[0], vs[1], vs[2]
+	vx, vw := vs[0], vs[1]
 	sx, sw := vx.shape, vw.shape
-	if len(sw) != 2 || len(vb.shape) != 1 || vb.shape[0] != sw[0] ||
-		len(sx) < 1 || sx[len(sx)-1] != sw[1] {
-		return t.failf(op, "input %v, weight %v and bias %v do not fit (want (in) or (..., in), (out, in), (out))",
-			sx, sw, vb.shape)
+	biasOK := !hasBias || len(vs[2].shape) == 1 && len(sw) == 2 && vs[2].shape[0] == sw[0]
+	if len(sw) != 2 || !biasOK || len(sx) < 1 || sx[len(sx)-1] != sw[1] {
+		bias := "none"
+		if hasBias {
+			bias = fmt.Sprint(vs[2].shape)
+		}
+		return t.failf(op, "input %v, weight %v and bias %s do not fit (want (in) or (..., in), (out, in), (out))",
+			sx, sw, bias)
 	}
 	out, in := sw[0], sw[1]
+	// product then bias: the steps of y from w (a vector x) or x (a batch), with rows rows.
+	steps := func(product func(*ops.Buffer) (*ops.Buffer, error), rows int) []func(*ops.Buffer) (*ops.Buffer, error) {
+		if !hasBias {
+			return []func(*ops.Buffer) (*ops.Buffer, error){product}
+		}
+		return []func(*ops.Buffer) (*ops.Buffer, error){product, func(p *ops.Buffer) (*ops.Buffer, error) {
+			if rows == 1 {
+				return ops.Add(p, vs[2].buf)
+			}
+			bias, err := ops.BroadcastVecToRows(vs[2].buf, rows, out)
+			if err != nil {
+				return nil, err
+			}
+			defer bias.Release()
+			return ops.Add(p, bias)
+		}}
+	}
 	if len(sx) == 1 {
-		y, err := then(vw.buf,
-			func(w *ops.Buffer) (*ops.Buffer, error) { return ops.Matmul(w, vx.buf, out, in, 1) },
-			func(wx *ops.Buffer) (*ops.Buffer, error) { return ops.Add(wx, vb.buf) })
-		return t.record(op, []int{out}, y, err, nil, []Var{x, w, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
-			return grads(need,
+		y, err := then(vw.buf, steps(func(w *ops.Buffer) (*ops.Buffer, error) { return ops.Matmul(w, vx.buf, out, in, 1) }, 1)...)
+		return t.record(op, []int{out}, y, err, nil, args, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			return grads(need, []func() (*ops.Buffer, error){
 				func() (*ops.Buffer, error) { return ops.BmmWithTranspose(vw.buf, g, 1, in, out, 1, true, false) },
 				func() (*ops.Buffer, error) { return ops.Matmul(g, vx.buf, out, 1, in) },
-				func() (*ops.Buffer, error) { return ops.Copy(g) })
+				func() (*ops.Buffer, error) { return ops.Copy(g) },
+			}[:len(args)]...)
 		})
 	}
 	batch := size(sx[:len(sx)-1])
 	shape := append(slices.Clone(sx[:len(sx)-1]), out)
-	bias, err := ops.BroadcastVecToRows(vb.buf, batch, out)
-	var y *ops.Buffer
-	if err == nil {
-		y, err = then(vx.buf,
-			func(x *ops.Buffer) (*ops.Buffer, error) {
-				return ops.BmmWithTranspose(x, vw.buf, 1, batch, in, out, false, true)
-			},
-			func(xw *ops.Buffer) (*ops.Buffer, error) { return ops.Add(xw, bias) })
-		bias.Release()
-	}
-	return t.record(op, shape, y, err, nil, []Var{x, w, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
-		return grads(need,
+	y, err := then(vx.buf, steps(func(x *ops.Buffer) (*ops.Buffer, error) {
+		return ops.BmmWithTranspose(x, vw.buf, 1, batch, in, out, false, true)
+	}, batch)...)
+	return t.record(op, shape, y, err, nil, args, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, []func() (*ops.Buffer, error){
 			func() (*ops.Buffer, error) { return ops.Matmul(g, vw.buf, batch, out, in) },
 			func() (*ops.Buffer, error) { return ops.BmmWithTranspose(g, vx.buf, 1, out, batch, in, true, false) },
-			func() (*ops.Buffer, error) { return ops.ReduceSumByColumn(g, batch, out) })
+			func() (*ops.Buffer, error) { return ops.ReduceSumByColumn(g, batch, out) },
+		}[:len(args)]...)
 	})
 }
