@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,14 +10,28 @@ import (
 
 // Backward runs reverse mode from loss, a value of one element, with the seed cotangent 1. It is
 // BackwardWith(loss, ones).
-func (t *Tape) Backward(loss Var) error { return t.backward("backward", loss, nil, nil) }
+func (t *Tape) Backward(loss Var) error {
+	return t.backward("backward", []Var{loss}, nil, nil)
+}
 
 // BackwardWith runs dense reverse mode from y with the cotangent seed (borrowed; it holds
 // y's shape): afterwards every node that requires grad has a gradient (Grad), zeros where y does
 // not depend on it. Gradients of nodes used several times accumulate. Each node's retained
 // workspace is released as soon as its VJP ran. A tape runs one backward pass per Reset.
 func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
-	return t.backward("backward", y, seed, nil)
+	return t.backward("backward", []Var{y}, []*ops.Buffer{seed}, nil)
+}
+
+// BackwardFrom is BackwardWith from several outputs at once, ys[i] seeded with seeds[i] (borrowed,
+// each of its output's shape; PyTorch's torch.autograd.backward(tensors, grad_tensors)): every
+// gradient is the sum of the contributions of all the outputs, and an output listed twice gets
+// the sum of its seeds.
+func (t *Tape) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
+	if len(ys) == 0 || len(seeds) != len(ys) {
+		t.failf("backward", "%d outputs and %d seeds (want as many, at least one)", len(ys), len(seeds))
+		return t.err
+	}
+	return t.backward("backward", ys, seeds, nil)
 }
 
 // BackwardParams is Backward(loss) keeping only the gradients of params (usually leaves): every
@@ -27,15 +42,15 @@ func (t *Tape) BackwardParams(loss Var, params ...Var) error {
 	if params == nil {
 		params = []Var{}
 	}
-	return t.backward("backward_params", loss, nil, params)
+	return t.backward("backward_params", []Var{loss}, nil, params)
 }
 
-// backward checks the arguments of a backward pass from y and runs it: seed == nil stands for the
-// cotangent 1 (y must have one element), otherwise it is a borrowed cotangent of y's shape;
-// keep == nil keeps every gradient (dense mode), otherwise only those of the nodes in keep, each
-// of which must require grad.
-func (t *Tape) backward(op string, y Var, seed *ops.Buffer, keep []Var) error {
-	vs, ok := t.args(op, append([]Var{y}, keep...)...)
+// backward checks the arguments of a backward pass from the outputs ys and runs it: seeds == nil
+// stands for the cotangent 1 of each (each must have one element), otherwise seeds[i] is a
+// borrowed cotangent of ys[i]'s shape; keep == nil keeps every gradient (dense mode), otherwise
+// only those of the nodes in keep, each of which must require grad.
+func (t *Tape) backward(op string, ys []Var, seeds []*ops.Buffer, keep []Var) error {
+	vs, ok := t.args(op, append(slices.Clone(ys), keep...)...)
 	if !ok {
 		return t.err
 	}
@@ -44,50 +59,64 @@ func (t *Tape) backward(op string, y Var, seed *ops.Buffer, keep []Var) error {
 		mark = make([]bool, len(t.nodes))
 		for k, p := range keep {
 			if !t.nodes[p.id].requires {
-				t.failf(op, "parameter %d (node %d, %s %v) does not require grad", k, p.id, t.nodes[p.id].name, vs[k+1].shape)
+				t.failf(op, "parameter %d (node %d, %s %v) does not require grad", k, p.id, t.nodes[p.id].name, vs[len(ys)+k].shape)
 				return t.err
 			}
 			mark[p.id] = true
 		}
 	}
-	var own *ops.Buffer
-	var err error
-	if seed == nil {
-		if size(vs[0].shape) != 1 {
-			t.failf(op, "the output has shape %v; a seed cotangent is needed unless it has one element (BackwardWith)", vs[0].shape)
-			return t.err
-		}
-		own, err = ops.Full(t.dev, 1, 1)
-	} else {
-		if _, err := t.newValue(seed, vs[0].shape); err != nil {
-			t.fail(fmt.Errorf("autograd: %s: seed: %w", op, err))
-			return t.err
-		}
-		own, err = ops.Copy(seed)
-	}
-	if err != nil {
+	fail := func(err error) error {
 		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
 		return t.err
 	}
-	return t.run(op, y, own, mark)
+	if t.done {
+		return fail(errors.New("the tape was already differentiated (Reset it and record again)"))
+	}
+	for i, y := range ys {
+		if !t.nodes[y.id].requires {
+			return fail(fmt.Errorf("the output (node %d, %s) does not require grad", y.id, t.nodes[y.id].name))
+		}
+		if seeds == nil && size(vs[i].shape) != 1 {
+			return fail(fmt.Errorf("the output has shape %v; a seed cotangent is needed unless it has one element (BackwardWith)", vs[i].shape))
+		}
+		if seeds != nil {
+			if _, err := t.newValue(seeds[i], vs[i].shape); err != nil {
+				return fail(fmt.Errorf("seed %d: %w", i, err))
+			}
+		}
+	}
+	// The owned seeds, summed per output node.
+	t.grads = make([]*ops.Buffer, len(t.nodes))
+	last := 0
+	for i, y := range ys {
+		var g *ops.Buffer
+		var err error
+		if seeds == nil {
+			g, err = ops.Full(t.dev, 1, 1)
+		} else {
+			g, err = ops.Copy(seeds[i])
+		}
+		if err == nil && t.grads[y.id] != nil {
+			var sum *ops.Buffer
+			sum, err = ops.Add(t.grads[y.id], g)
+			g.Release()
+			t.grads[y.id].Release()
+			g = sum
+		}
+		if err != nil {
+			t.releaseGrads()
+			return fail(err)
+		}
+		t.grads[y.id] = g
+		last = max(last, y.id)
+	}
+	return t.run(op, last, mark)
 }
 
-// run is the reverse sweep from out with the owned seed. keep == nil is the dense mode (every
-// gradient kept); otherwise only the gradients of the nodes marked in keep are kept, and only
-// nodes that depend on one of them are differentiated.
-func (t *Tape) run(op string, out Var, seed *ops.Buffer, keep []bool) error {
-	var err error
-	switch {
-	case t.done:
-		err = fmt.Errorf("autograd: %s: the tape was already differentiated (Reset it and record again)", op)
-	case !t.nodes[out.id].requires:
-		err = fmt.Errorf("autograd: %s: the output (node %d, %s) does not require grad", op, out.id, t.nodes[out.id].name)
-	}
-	if err != nil {
-		seed.Release()
-		t.fail(err)
-		return t.err
-	}
+// run is the reverse sweep from node last down, the seeds already in t.grads. keep == nil is the
+// dense mode (every gradient kept); otherwise only the gradients of the nodes marked in keep are
+// kept, and only nodes that depend on one of them are differentiated.
+func (t *Tape) run(op string, last int, keep []bool) error {
 	t.done = true
 	fail := func(err error) error {
 		t.releaseGrads()
@@ -106,10 +135,8 @@ func (t *Tape) run(op string, out Var, seed *ops.Buffer, keep []bool) error {
 			active[i] = keep[i] || slices.ContainsFunc(n.parents, func(p int) bool { return active[p] })
 		}
 	}
-	t.grads = make([]*ops.Buffer, len(t.nodes))
 	t.unreached = make([]bool, len(t.nodes))
-	t.grads[out.id] = seed
-	for id := out.id; id >= 0; id-- {
+	for id := last; id >= 0; id-- {
 		n := &t.nodes[id]
 		g := t.grads[id]
 		if g != nil && active[id] && n.back != nil {

@@ -42,10 +42,11 @@
 //
 // One backward pass runs per recording (Reset in between). BackwardWith(y, seed) is the dense
 // pass: every node that requires grad (a leaf created with requiresGrad, or a value computed
-// from one) gets a gradient, zeros where y does not depend on it. Backward(loss) seeds a
+// from one) gets a gradient, zeros where y does not depend on it; BackwardFrom(ys, seeds) is the
+// same from several seeded outputs (the seeds' dense gradient array). Backward(loss) seeds a
 // one-element value with 1. BackwardParams(loss, params...) keeps only the gradients of params,
 // differentiates only the nodes on a path from one of them, and releases every other gradient
-// as soon as its node's VJP consumed it. In both, gradients of values used several times add
+// as soon as its node's VJP consumed it. In all, gradients of values used several times add
 // up, and each node's retained workspace is released right after its VJP ran.
 //
 // # Sessions and optimizers

@@ -33,9 +33,10 @@ type Options struct {
 //	opt.Step()                            // update the parameters in place
 //	opt.ZeroGrad()
 //
-// Reset, Backward, BackwardWith, BackwardParams, Err and Dropout are the session's own versions
-// of the Tape methods of those names (call them, not s.Tape's); every other Tape method (the ops, Leaf, Const, Value, Grad,
-// NoGrad...) works on the session as documented on Tape.
+// Reset, Backward, BackwardWith, BackwardFrom, BackwardParams, Err and Dropout are the session's
+// own versions of the Tape methods of those names (call them, not s.Tape's); every other Tape
+// method (the ops, Leaf, Const, Value, Grad, NoGrad...) works on the session as documented on
+// Tape.
 //
 // # Errors
 //
@@ -273,12 +274,23 @@ func (s *Session) Dropout(x Var, p float64) Var {
 // several times gets the sum; one that loss does not depend on gets no gradient (PyTorch's grad
 // stays None), so optimizers skip it; other leaves get zeros. It runs once per step (Reset in
 // between) and releases every other gradient as soon as it is consumed.
-func (s *Session) Backward(loss Var) error { return s.backward("backward", loss, nil, nil) }
+func (s *Session) Backward(loss Var) error {
+	return s.backward("backward", []Var{loss}, nil, nil)
+}
 
 // BackwardWith is Backward from a value y of any shape with the cotangent seed (borrowed; y's
 // shape), PyTorch's y.backward(gradient=seed).
 func (s *Session) BackwardWith(y Var, seed *ops.Buffer) error {
-	return s.backward("backward", y, seed, nil)
+	return s.backward("backward", []Var{y}, []*ops.Buffer{seed}, nil)
+}
+
+// BackwardFrom is BackwardWith from several outputs at once (Tape.BackwardFrom), PyTorch's
+// torch.autograd.backward(tensors, grad_tensors).
+func (s *Session) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
+	if len(ys) == 0 || len(seeds) != len(ys) {
+		return s.failf("backward", "%d outputs and %d seeds (want as many, at least one)", len(ys), len(seeds))
+	}
+	return s.backward("backward", ys, seeds, nil)
 }
 
 // BackwardParams is Backward(loss) restricted to inputs, leaves of this step that require grad
@@ -289,13 +301,13 @@ func (s *Session) BackwardParams(loss Var, inputs ...Var) error {
 	if len(inputs) == 0 {
 		return s.failf("backward_params", "no inputs (Backward differentiates every leaf)")
 	}
-	return s.backward("backward_params", loss, nil, inputs)
+	return s.backward("backward_params", []Var{loss}, nil, inputs)
 }
 
-// backward is the tape's backward pass from y (seed as Tape.backward's) keeping the gradients of
-// inputs, or of every leaf of this step that requires grad when inputs is nil, then moves the
+// backward is the tape's backward pass from ys (seeds as Tape.backward's) keeping the gradients
+// of inputs, or of every leaf of this step that requires grad when inputs is nil, then moves the
 // gradients of the parameter uses among them into their parameters.
-func (s *Session) backward(op string, y Var, seed *ops.Buffer, inputs []Var) error {
+func (s *Session) backward(op string, ys []Var, seeds []*ops.Buffer, inputs []Var) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -307,7 +319,7 @@ func (s *Session) backward(op string, y Var, seed *ops.Buffer, inputs []Var) err
 			}
 		}
 	}
-	if err := s.Tape.backward(op, y, seed, inputs); err != nil {
+	if err := s.Tape.backward(op, ys, seeds, inputs); err != nil {
 		return s.fail(err)
 	}
 	for _, u := range s.uses {

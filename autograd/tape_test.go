@@ -205,6 +205,36 @@ func TestBackwardWith(t *testing.T) {
 	})
 }
 
+// TestBackwardFrom seeds several outputs at once: the gradients are the sums of their
+// contributions, an output listed twice gets the sum of its seeds, and the counts must match.
+func TestBackwardFrom(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3)
+		s1 := upload(t, d, 1, 1, 1)
+		s2 := upload(t, d, 10)
+		defer xb.Release()
+		defer s1.Release()
+		defer s2.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{3}, true)
+		y1 := tp.Scale(x, 3)       // dy1/dx = 3
+		y2 := tp.Sum(tp.Mul(x, x)) // dy2/dx = 2x
+		if err := tp.BackwardFrom([]autograd.Var{y1, y2, y1}, []*ops.Buffer{s1, s2, s1}); err != nil {
+			t.Fatal(err)
+		}
+		// 3*1 + 3*1 + 10*2x
+		if got := values(t, tp.Grad(x)); !slices.Equal(got, []float64{26, 46, 66}) {
+			t.Errorf("gradient %v, want [26 46 66]", got)
+		}
+		tp.Reset()
+		x = tp.Leaf(xb, []int{3}, true)
+		if err := tp.BackwardFrom([]autograd.Var{tp.Scale(x, 3)}, nil); err == nil || !strings.Contains(err.Error(), "1 outputs and 0 seeds") {
+			t.Errorf("seed count: %v", err)
+		}
+	})
+}
+
 // TestStickyErrors: the first error is kept and names the op and the shapes; later ops are
 // no-ops returning the invalid Var; Backward reports the error; Reset clears it.
 func TestStickyErrors(t *testing.T) {
