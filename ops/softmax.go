@@ -90,7 +90,8 @@ func softmaxFwdOp(short, long *kernelOp, cols int) *kernelOp {
 	return short
 }
 
-// Softmax returns exp(x - max) / sum(exp(x - max)) along each row of a (rows, cols) matrix.
+// Softmax returns exp(x - max) / sum(exp(x - max)) along each row of a (rows, cols) matrix. A
+// row whose max is ±Inf or NaN (e.g. all -Inf) gives NaN throughout, as in PyTorch.
 func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("softmax", x, rows, cols); err != nil {
 		return nil, err

@@ -46,6 +46,17 @@ func TestSoftmaxSemantics(t *testing.T) {
 		if _, err := Softmax(x, 3, 4); err == nil {
 			t.Error("softmax with a wrong shape accepted")
 		}
+
+		// Rows with infinite entries: NaN where the max is infinite (PyTorch's results), an
+		// exact 0 (log: -Inf) for -Inf beside a finite max.
+		inf := float32(math.Inf(1))
+		xi := mustBuf(t, d, []float32{-inf, -inf, inf, 1, -inf, 1})
+		defer xi.Release()
+		nan := float32(math.NaN())
+		sm, err = Softmax(xi, 3, 2)
+		expect(t, "softmax of infinities", download(t, sm, err), nan, nan, nan, nan, 0, 1)
+		ls, err = LogSoftmax(xi, 3, 2)
+		expect(t, "log_softmax of infinities", download(t, ls, err), nan, nan, nan, nan, -inf, 0)
 	}
 }
 
