@@ -27,9 +27,8 @@ func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
 // gradient is the sum of the contributions of all the outputs, and an output listed twice gets
 // the sum of its seeds.
 func (t *Tape) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
-	if len(ys) == 0 || len(seeds) != len(ys) {
-		t.failf("backward", "%d outputs and %d seeds (want as many, at least one)", len(ys), len(seeds))
-		return t.err
+	if seeds == nil {
+		seeds = []*ops.Buffer{} // nil would stand for ones
 	}
 	return t.backward("backward", ys, seeds, nil)
 }
@@ -50,6 +49,10 @@ func (t *Tape) BackwardParams(loss Var, params ...Var) error {
 // borrowed cotangent of ys[i]'s shape; keep == nil keeps every gradient (dense mode), otherwise
 // only those of the nodes in keep, each of which must require grad.
 func (t *Tape) backward(op string, ys []Var, seeds []*ops.Buffer, keep []Var) error {
+	if len(ys) == 0 || seeds != nil && len(seeds) != len(ys) {
+		t.failf(op, "%d outputs and %d seeds (want as many, at least one)", len(ys), len(seeds))
+		return t.err
+	}
 	vs, ok := t.args(op, append(slices.Clone(ys), keep...)...)
 	if !ok {
 		return t.err

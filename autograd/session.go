@@ -287,8 +287,8 @@ func (s *Session) BackwardWith(y Var, seed *ops.Buffer) error {
 // BackwardFrom is BackwardWith from several outputs at once (Tape.BackwardFrom), PyTorch's
 // torch.autograd.backward(tensors, grad_tensors).
 func (s *Session) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
-	if len(ys) == 0 || len(seeds) != len(ys) {
-		return s.failf("backward", "%d outputs and %d seeds (want as many, at least one)", len(ys), len(seeds))
+	if seeds == nil {
+		seeds = []*ops.Buffer{} // nil would stand for ones
 	}
 	return s.backward("backward", ys, seeds, nil)
 }

@@ -467,5 +467,13 @@ func TestSessionBackwardVariants(t *testing.T) {
 		if err := s.BackwardParams(s.Sum(s.Use(p))); err == nil || !strings.Contains(err.Error(), "no inputs") {
 			t.Errorf("BackwardParams with no inputs: %v", err)
 		}
+
+		// BackwardFrom with a seed count that does not match fails cleanly.
+		s2 := autograd.NewSession(autograd.Options{Device: d})
+		defer s2.Close()
+		r := s2.Param("r", []int{1}, []float32{2})
+		if err := s2.BackwardFrom([]autograd.Var{s2.Use(r)}, nil); err == nil || !strings.Contains(err.Error(), "1 outputs and 0 seeds") {
+			t.Errorf("BackwardFrom without seeds: %v", err)
+		}
 	})
 }
