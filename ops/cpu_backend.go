@@ -59,13 +59,12 @@ func (c *cpuBackend) free(s storage, n int) {
 	if limit == 0 {
 		limit = cpuCacheLimit()
 	}
+	if size > limit {
+		return // never cached: the garbage collector takes it
+	}
 	c.mu.Lock()
 	if c.cached+size > limit {
 		c.cache, c.cached = nil, 0
-	}
-	if size > limit {
-		c.mu.Unlock()
-		return
 	}
 	if c.cache == nil {
 		c.cache = map[int][][]float32{}
