@@ -132,6 +132,8 @@ def ratio(a, b):
 
 
 def verdict(r, target, higher_better=True):
+    if target is None:
+        return "info"
     if r is None:
         return "n/a"
     ok = r >= target if higher_better else r <= target
@@ -305,11 +307,12 @@ def main():
             rec = go.get("BenchmarkKernels/%s/cuda" % name)
             ours = rec["ns"] / 1e6 if rec and rec.get("ns") else None
             r = ratio(t.get("ms"), ours)
-            v = verdict(r, t.get("target", 1.0))
+            target = t.get("target", 1.0)
+            v = verdict(r, target)
             n_pass += v == "PASS"
             n_miss += v == "MISS"
             p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
-                                               fmt(r, "%.3f"), ">=%.2f" % t.get("target", 1.0), v))
+                                               fmt(r, "%.3f"), "-" if target is None else ">=%.2f" % target, v))
 
     # end-to-end training steps: wall ms per step, ratios against PyTorch eager
     st = torch.get("train_steps") or {}
