@@ -91,7 +91,9 @@ func (t *Tape) Linear(x, w, b Var) Var {
 		}}
 	}
 	if len(sx) == 1 {
-		y, err := then(vw.buf, steps(func(w *ops.Buffer) (*ops.Buffer, error) { return ops.Matmul(w, vx.buf, out, in, 1) }, 1)...)
+		y, err := then(vw.buf, steps(func(w *ops.Buffer) (*ops.Buffer, error) {
+			return ops.Matmul(w, vx.buf, out, in, 1)
+		}, 1)...)
 		return t.record(op, []int{out}, y, err, nil, args, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 			return grads(need, []func() (*ops.Buffer, error){
 				func() (*ops.Buffer, error) { return ops.BmmWithTranspose(vw.buf, g, 1, in, out, 1, true, false) },
