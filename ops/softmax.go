@@ -147,16 +147,23 @@ func LogSoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
 	return logSoftmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
 }
 
-// LayerNormEps is the epsilon of the layer norm of the seeds.
-const LayerNormEps = 1e-6
-
-var (
-	layerNormFwdOp = &kernelOp{name: "layer_norm_fwd", kernel: ptx.LayerNormFwd, outs: 3, ins: 3,
+// newLayerNormFwdOp is the layer norm forward on kernel k (layer_norm_fwd and layer_norm_fwd_row
+// compute the same values; the CPU twin is one).
+func newLayerNormFwdOp(k *ptx.Kernel) *kernelOp {
+	return &kernelOp{name: "layer_norm_fwd", kernel: k, outs: 3, ins: 3,
 		geometry: perRow(size(0)), cpuUnits: size(0),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.LayerNormFwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.s[1], h.f[0], h.f[1], lo, hi)
 		}}
-	layerNormBwdOp = &kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 5,
+}
+
+// LayerNormEps is the epsilon of the layer norm of the seeds.
+const LayerNormEps = 1e-6
+
+var (
+	layerNormFwdOp    = newLayerNormFwdOp(ptx.LayerNormFwd)
+	layerNormFwdRowOp = newLayerNormFwdOp(ptx.LayerNormFwdRow) // rows of 1024 < cols <= 4096
+	layerNormBwdOp    = &kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 5,
 		geometry: blocks(layerNormBwdBlocks), cpuUnits: chunksOf(0),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.LayerNormBwd(h.b[0], h.b[1], h.b[2], h.b[3], h.b[4], h.b[5], h.b[6], h.b[7], h.s[0], h.s[1], h.f[0], h.f[1], lo, hi)
@@ -207,7 +214,11 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mea
 	if err := checkLen(op, beta, cols, "beta"); err != nil {
 		return nil, nil, nil, err
 	}
-	o, err := layerNormFwdOp.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
+	fwd := layerNormFwdOp
+	if cols > 1024 && cols <= 4096 {
+		fwd = layerNormFwdRowOp
+	}
+	o, err := fwd.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
 		[]int{rows, cols}, 1/float32(cols), e)
 	if err != nil {
 		return nil, nil, nil, err

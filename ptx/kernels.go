@@ -121,7 +121,9 @@ var (
 	// layer_norm_bwd takes ceil(rows/64) blocks when cols <= 4096 and rows >= 4096, else
 	// rows + ceil(rows/64)*ceil(cols/256).
 	LayerNormFwd = newKernel(Softmax, "layer_norm_fwd")
-	LayerNormBwd = newKernel(Softmax, "layer_norm_bwd")
+	// LayerNormFwdRow is LayerNormFwd for rows of 1024 < cols <= 4096 (fewer registers).
+	LayerNormFwdRow = newKernel(Softmax, "layer_norm_fwd_row")
+	LayerNormBwd    = newKernel(Softmax, "layer_norm_bwd")
 )
 
 // Indexing kernels (host indices uploaded as u32).
