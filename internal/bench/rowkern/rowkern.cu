@@ -9,7 +9,7 @@
 // registers per thread, the resident blocks per multiprocessor, the median time of 50 launches and
 // GB/s, and checks that every module's outputs equal the first module's bit for bit. Exit status
 // 1 on a mismatch or a CUDA error. Build: nvcc -O2 -o rowkern rowkern.cu -lcuda
-#include <cuda.h>
+#include "../drvapi.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -19,31 +19,6 @@
 #include <vector>
 
 typedef unsigned long long u64;
-
-static void check(CUresult r, const char* what, int line) {
-  if (r == CUDA_SUCCESS) return;
-  const char *name = "?", *text = "?";
-  cuGetErrorName(r, &name);
-  cuGetErrorString(r, &text);
-  fprintf(stderr, "rowkern: line %d: %s: %s (%s)\n", line, what, name, text);
-  exit(1);
-}
-#define CK(x) check((x), #x, __LINE__)
-
-static std::vector<char> readFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "rowkern: cannot open %s\n", path);
-    exit(1);
-  }
-  std::vector<char> b;
-  char buf[1 << 16];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + k);
-  fclose(f);
-  b.push_back(0);
-  return b;
-}
 
 int main(int argc, char** argv) {
   if (argc < 2) {

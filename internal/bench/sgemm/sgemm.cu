@@ -10,7 +10,7 @@
 //
 // The launch geometry mirrors ptx.MatmulLaunch (ptx/matmul.go): keep launchFor in step with it.
 // Exit status 1 on any mismatch or CUDA error.
-#include <cuda.h>
+#include "../drvapi.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,31 +24,6 @@
 #include <vector>
 
 typedef unsigned long long u64;
-
-static void check(CUresult r, const char* what, int line) {
-  if (r == CUDA_SUCCESS) return;
-  const char *name = "?", *text = "?";
-  cuGetErrorName(r, &name);
-  cuGetErrorString(r, &text);
-  fprintf(stderr, "sgemm: line %d: %s: %s (%s)\n", line, what, name, text);
-  exit(1);
-}
-#define CK(x) check((x), #x, __LINE__)
-
-static std::vector<char> readFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "sgemm: cannot open %s\n", path);
-    exit(1);
-  }
-  std::vector<char> b;
-  char buf[1 << 16];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + k);
-  fclose(f);
-  b.push_back(0);
-  return b;
-}
 
 // A kernel family: entries <prefix>_nn/_nt/_tn/_tt (variants: <prefix> alone, nn only).
 struct Family {
