@@ -1,6 +1,7 @@
 // drvapi.h: the helpers of the driver-API harnesses (sgemm/sgemm.cu, rowkern/rowkern.cu), which
 // load PTX with cuModuleLoadData as the Go runtime does: CK(call) exits with the CUDA error's name
-// and text, readFile returns a file's bytes with a terminating 0 (a PTX image).
+// and text, readFile returns a file's bytes with a terminating 0 (a PTX image), drvDevice0 makes
+// device 0's primary context current.
 #pragma once
 #include <cuda.h>
 
@@ -31,4 +32,16 @@ static std::vector<char> readFile(const char* path) {
   fclose(f);
   b.push_back(0);
   return b;
+}
+
+// drvDevice0 initializes the driver, makes device 0's primary context current and returns the
+// device.
+static CUdevice drvDevice0() {
+  CK(cuInit(0));
+  CUdevice dev;
+  CK(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  return dev;
 }

@@ -25,12 +25,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: rowkern A.ptx [B.ptx ...]\n");
     return 2;
   }
-  CK(cuInit(0));
-  CUdevice dev;
-  CK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  CUdevice dev = drvDevice0();
   int sms = 0;
   CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 

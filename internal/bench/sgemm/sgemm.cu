@@ -363,12 +363,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string mode = argv[1];
-  CK(cuInit(0));
-  CUdevice dev;
-  CK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  drvDevice0();
   std::vector<char> src = readFile(argv[2]);
   CK(cuModuleLoadData(&gMain, src.data()));
   std::vector<Family> variants;
