@@ -8,7 +8,9 @@
 // matrix (256 threads per block, the grid ops.perRow gives: min(rows, 32 * SMs)), it prints the
 // registers per thread, the resident blocks per multiprocessor, the median time of 50 launches and
 // GB/s, and checks that every module's outputs equal the first module's bit for bit. Exit status
-// 1 on a mismatch or a CUDA error. Build: nvcc -O2 -o rowkern rowkern.cu -lcuda
+// 1 on a mismatch or a CUDA error. ROWKERN_LN names another layer norm forward kernel with
+// layer_norm_fwd's parameters (e.g. layer_norm_fwd_row); ROWKERN_GRID=g launches min(rows, g * SMs) blocks
+// instead of the 32 * SMs of ops.perRow. Build: nvcc -O2 -o rowkern rowkern.cu -lcuda
 #include "../drvapi.h"
 
 #include <algorithm>
@@ -55,10 +57,11 @@ int main(int argc, char** argv) {
   CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
 
-  const char* names[] = {"softmax_fwd", "log_softmax_fwd", "layer_norm_fwd"};
+  const char* ln = getenv("ROWKERN_LN");
+  const char* names[] = {"softmax_fwd", "log_softmax_fwd", ln && *ln ? ln : "layer_norm_fwd"};
   std::vector<std::vector<float>> ref(3);
   int bad = 0;
-  printf("%-28s %-16s %5s %7s %10s %9s %s\n", "module", "kernel", "regs", "blk/SM", "median ms",
+  printf("%-28s %-18s %5s %7s %10s %9s %s\n", "module", "kernel", "regs", "blk/SM", "median ms",
          "GB/s", "bits");
   for (int a = 1; a < argc; a++) {
     std::vector<char> src = readFile(argv[a]);
@@ -81,7 +84,9 @@ int main(int argc, char** argv) {
       void* smArgs[] = {&out, &x, &r, &c};
       void* lnArgs[] = {&out, &mean, &sd, &x, &g, &b, &r, &c, &inv, &eps};
       void** args = k == 2 ? lnArgs : smArgs;
-      unsigned grid = (unsigned)std::min<u64>(rows, 32 * (u64)sms);
+      const char* gs = getenv("ROWKERN_GRID");
+      u64 per = gs && *gs ? strtoull(gs, 0, 10) : 32;
+      unsigned grid = (unsigned)std::min<u64>(rows, per * (u64)sms);
       std::vector<float> ms;
       for (int it = 0; it < 55; it++) {
         CK(cuEventRecord(e0, 0));
@@ -105,7 +110,7 @@ int main(int argc, char** argv) {
       } else {
         bits = "same";
       }
-      printf("%-28s %-16s %5d %7d %10.4f %9.1f %s\n", argv[a], names[k], regs, blocks, med,
+      printf("%-28s %-18s %5d %7d %10.4f %9.1f %s\n", argv[a], names[k], regs, blocks, med,
              8.0 * n / (med * 1e-3) / 1e9, bits);
     }
     CK(cuModuleUnload(mod));
