@@ -11,7 +11,10 @@ import (
 
 // Optimizers update the parameters of a Session in place from their accumulated gradients, one
 // fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device.
-// A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch.
+// A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
+// Step between a forward pass and its backward pass first gives each parameter that the forward
+// pass used a copy of its buffer to update, so the backward pass still sees the values the
+// forward pass used.
 //
 // Their state (momentum buffers, moments, step counts) lives on the session's device, keyed by
 // parameter name: State and LoadState move it in and out as named buffers, for checkpoints. The
@@ -131,6 +134,9 @@ func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, ste
 				}
 			}
 			o.state[i], o.steps[i] = st, 0
+		}
+		if err := p.unshare(); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
 		}
 		if err := update(p, o.state[i], fresh, o.steps[i]+1); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))

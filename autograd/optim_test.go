@@ -224,3 +224,75 @@ func TestSetLR(t *testing.T) {
 	opt.Close()
 	s.Close()
 }
+
+// TestStepBeforeBackward: an optimizer step between a forward pass and its backward pass leaves
+// the values the forward pass recorded as they were, so the gradients are those of the recorded
+// pass; a step after the backward pass updates the parameters' buffers in place (no copy).
+func TestStepBeforeBackward(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		w1 := s.Param("w1", []int{1, 1}, []float32{2})
+		w2 := s.Param("w2", []int{1, 1}, []float32{3})
+		opt := autograd.NewSGD(s.Params(), autograd.SGDOptions{LR: 0.125})
+		forward := func() autograd.Var {
+			h := s.Linear(s.Input([]float32{1}, 1, 1), s.Use(w1), autograd.Var{})
+			return s.MSELoss(s.Linear(h, s.Use(w2), autograd.Var{}), s.Input([]float32{0}, 1, 1))
+		}
+		// Backward, then Step: in place.
+		before := w2.Value()
+		if err := s.Backward(forward()); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		if w2.Value() != before {
+			t.Error("a step after the backward pass replaced the parameter's buffer")
+		}
+		// loss = (w1*w2)^2: at (2, 3) the gradients are 36 and 24; at the values after one step,
+		// (-2.5, 0), both are 0. Record at (2, 3), step, then differentiate.
+		opt.ZeroGrad()
+		s.Reset()
+		if err := w1.Set([]float32{2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w2.Set([]float32{3}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Backward(forward()); err != nil { // grads 36, 24 at (2, 3)
+			t.Fatal(err)
+		}
+		s.Reset()
+		loss := forward() // recorded at (2, 3)
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		opt.ZeroGrad()
+		if err := s.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Item(loss); got != 36 {
+			t.Errorf("recorded loss %v after the step, want 36", got)
+		}
+		for _, c := range []struct {
+			p    *autograd.Param
+			want float64
+		}{{w1, 36}, {w2, 24}} {
+			if g := values(t, c.p.Grad()); len(g) != 1 || g[0] != c.want {
+				t.Errorf("%s: gradient %v of the recorded pass, want [%v]", c.p.Name(), g, c.want)
+			}
+		}
+		for _, c := range []struct {
+			p    *autograd.Param
+			want float32
+		}{{w1, 2 - 0.125*36}, {w2, 3 - 0.125*24}} {
+			if h, err := c.p.Host(); err != nil || len(h) != 1 || h[0] != c.want {
+				t.Errorf("%s after the step: %v (%v), want [%v]", c.p.Name(), h, err, c.want)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -621,12 +621,40 @@ func (p *Param) Set(values []float32) error {
 	if err != nil {
 		return s.fail(fmt.Errorf("autograd: set %s: %w", p.name, err))
 	}
-	if slices.ContainsFunc(s.nodes, func(n node) bool { return n.val.buf == p.buf }) {
-		s.owned = append(s.owned, p.buf)
+	p.replace(b)
+	p.host, p.hostOK = slices.Clone(values), true
+	return nil
+}
+
+// recorded reports whether a value of the current recording is the parameter's buffer.
+func (p *Param) recorded() bool {
+	return slices.ContainsFunc(p.s.nodes, func(n node) bool { return n.val.buf == p.buf })
+}
+
+// replace makes b (owned) the parameter's buffer. The old one stays live until the next Reset
+// when the current recording holds it, else it is released.
+func (p *Param) replace(b *ops.Buffer) {
+	if p.recorded() {
+		p.s.owned = append(p.s.owned, p.buf)
 	} else {
 		p.buf.Release()
 	}
-	p.buf, p.host, p.hostOK = b, slices.Clone(values), true
+	p.buf = b
+}
+
+// unshare gives the parameter a copy of its buffer when the current recording holds the buffer
+// and still needs its values (no backward pass ran yet), so that an in-place update leaves the
+// recorded values as they were (PyTorch raises an error here instead: "a variable needed for
+// gradient computation has been modified by an inplace operation").
+func (p *Param) unshare() error {
+	if p.s.done || !p.recorded() {
+		return nil
+	}
+	c, err := ops.Copy(p.buf)
+	if err != nil {
+		return err
+	}
+	p.replace(c)
 	return nil
 }
 
