@@ -19,7 +19,9 @@ import (
 // Their state (momentum buffers, moments, step counts) lives on the session's device, keyed by
 // parameter name: State and LoadState move it in and out as named buffers, for checkpoints. The
 // hyperparameters are not part of the state. Errors (a bad hyperparameter, a parameter of
-// another session) are recorded in the session like every other error, and returned by Step.
+// another session) are recorded in the session like every other error, and returned by Step;
+// only State and LoadState return the errors that leave everything as it was (a step count
+// State cannot represent, a state LoadState rejects) without recording them.
 
 // SGDOptions are the hyperparameters of NewSGD, with PyTorch's names and semantics
 // (torch.optim.SGD): see ops.SGDParams. The zero value except LR is PyTorch's default.
@@ -185,16 +187,17 @@ func (o *optimizer) State() (map[string]*ops.Buffer, error) {
 				break
 			}
 		}
-		if o.counted && err == nil {
-			if o.steps[i] > maxStep {
-				err = fmt.Errorf("%s has taken %d steps, more than the state can hold (2^24)", o.params[i].name, o.steps[i])
-			} else {
-				out[name+"step"], err = ops.Full(o.s.Device(), 1, float64(o.steps[i]))
-			}
+		tooMany := o.counted && o.steps[i] > maxStep
+		if o.counted && err == nil && !tooMany {
+			out[name+"step"], err = ops.Full(o.s.Device(), 1, float64(o.steps[i]))
 		}
-		if err != nil {
+		if err != nil || tooMany {
 			for _, b := range out {
 				b.Release()
+			}
+			if tooMany { // nothing changed: returned, not recorded
+				return nil, fmt.Errorf("autograd: %s: state: %s has taken %d steps, more than the state can hold (2^24)",
+					o.name, o.params[i].name, o.steps[i])
 			}
 			return nil, o.s.fail(fmt.Errorf("autograd: %s: state: %w", o.name, err))
 		}
@@ -205,7 +208,9 @@ func (o *optimizer) State() (map[string]*ops.Buffer, error) {
 // LoadState replaces the state with copies of the buffers of state (borrowed; on any device),
 // keyed as State returns them, after checking all of them: every key must be one of the
 // optimizer's, each parameter must have all of its keys or none (none: no state, as before its
-// first step), each buffer the parameter's length, and a step a whole number in [1, 2^24].
+// first step), each buffer the parameter's length, and a step a whole number in [1, 2^24]. A
+// state that fails these checks is an error that leaves the optimizer's state as it was and is
+// not recorded in the session.
 func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
 	if err := o.ready(); err != nil {
 		return err
@@ -217,7 +222,7 @@ func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
 		return nil
 	}
 	fail := func(format string, args ...any) error {
-		return o.s.failf(o.name, "load state: "+format, args...)
+		return fmt.Errorf("autograd: %s: load state: %s", o.name, fmt.Sprintf(format, args...))
 	}
 	keys := o.keys
 	if o.counted {
@@ -241,6 +246,11 @@ func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
 		}
 		if missing != "" {
 			return fail("%s.%s is missing", p.name, missing)
+		}
+		for k, b := range st {
+			if err := b.Err(); err != nil {
+				return fail("%s.%s: %v", p.name, keys[k], err)
+			}
 		}
 		for k, b := range st[:len(o.keys)] {
 			if b.Len() != p.buf.Len() {

@@ -157,6 +157,7 @@ func TestLoadStateErrors(t *testing.T) {
 		{"missing", func(m map[string]*ops.Buffer) { m["b.exp_avg"].Release(); delete(m, "b.exp_avg") }, "b.exp_avg is missing"},
 		{"length", func(m map[string]*ops.Buffer) { m["b.exp_avg_sq"].Release(); m["b.exp_avg_sq"] = buf(1, 1) }, "b.exp_avg_sq has 2 elements, the parameter 3"},
 		{"step", func(m map[string]*ops.Buffer) { m["b.step"].Release(); m["b.step"] = buf(2.5) }, "b.step is [2.5]"},
+		{"released", func(m map[string]*ops.Buffer) { m["b.exp_avg"].Release() }, "b.exp_avg: ops: use of released buffer"},
 	} {
 		m := newFitLine(d, nil, nil, adam)
 		st := full()
@@ -182,6 +183,11 @@ func TestLoadStateErrors(t *testing.T) {
 			for _, b := range got {
 				b.Release()
 			}
+		}
+		// A rejected state changes nothing: the session trains on.
+		m.step()
+		if err := m.s.Err(); err != nil {
+			t.Errorf("%s: the session after LoadState: %v", c.name, err)
 		}
 		for _, b := range st {
 			b.Release()
@@ -295,4 +301,43 @@ func TestStepBeforeBackward(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestStateStepLimit: State of an Adam past 2^24 steps is an error that leaves the session
+// usable.
+func TestStateStepLimit(t *testing.T) {
+	d := ops.CPU()
+	m := newFitLine(d, nil, nil, optimizers[1].new)
+	defer m.s.Close()
+	st := map[string]*ops.Buffer{}
+	for _, p := range []string{"w", "b"} {
+		for _, k := range []string{"exp_avg", "exp_avg_sq"} {
+			b, err := ops.Zeros(d, map[string]int{"w": 6, "b": 3}[p])
+			if err != nil {
+				t.Fatal(err)
+			}
+			st[p+"."+k] = b
+		}
+		b, err := ops.Full(d, 1, 1<<24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st[p+".step"] = b
+	}
+	defer func() {
+		for _, b := range st {
+			b.Release()
+		}
+	}()
+	if err := m.opt.LoadState(st); err != nil {
+		t.Fatal(err)
+	}
+	m.step()
+	if _, err := m.opt.State(); err == nil || !strings.Contains(err.Error(), "16777217 steps") {
+		t.Errorf("State after 2^24 + 1 steps: %v", err)
+	}
+	m.step()
+	if err := m.s.Err(); err != nil {
+		t.Errorf("the session after State failed: %v", err)
+	}
 }
