@@ -393,8 +393,11 @@ func (s *Session) param(name string, shape []int, values []float32, own bool) *P
 	switch {
 	case !ok:
 		return p
-	case name == "" || s.names[name]:
-		s.failf(op, "the name %q is empty or taken", name)
+	case name == "":
+		s.failf(op, "the name is empty")
+		return p
+	case s.names[name]:
+		s.failf(op, "the name %q is taken by another parameter", name)
 		return p
 	case values != nil && len(values) != n:
 		s.failf(op, "%s: %d values for shape %v", name, len(values), shape)

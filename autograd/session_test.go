@@ -156,7 +156,8 @@ func TestSessionErrors(t *testing.T) {
 	}{
 		{"input size", func(s *autograd.Session) { s.Input([]float32{1, 2, 3}, 2, 2) }, "input: 3 values for shape [2 2]"},
 		{"param size", func(s *autograd.Session) { s.Param("p", []int{2}, []float32{1}) }, "param: p: 1 values for shape [2]"},
-		{"param name", func(s *autograd.Session) { s.Param("p", nil, nil); s.Param("p", nil, nil) }, `name "p" is empty or taken`},
+		{"param name", func(s *autograd.Session) { s.Param("p", nil, nil); s.Param("p", nil, nil) }, `name "p" is taken`},
+		{"empty param name", func(s *autograd.Session) { s.Param("", nil, nil) }, `param: the name is empty`},
 		{"negative shape", func(s *autograd.Session) { s.Uniform(2, -1) }, "negative dimension"},
 		{"bernoulli", func(s *autograd.Session) { s.Bernoulli(1.5, 3) }, "keep probability 1.5"},
 		{"set size", func(s *autograd.Session) { s.Param("p", []int{2}, nil).Set([]float32{1}) }, "set: p: 1 values"},

@@ -41,7 +41,7 @@ func Bmm(a, b *Buffer, batch, m, n, p int) (*Buffer, error) {
 // Matmul returns the (m, p) product of the row-major (m, n) matrix a and (n, p) matrix b: Bmm
 // with a batch of one.
 func Matmul(a, b *Buffer, m, n, p int) (*Buffer, error) {
-	return BmmWithTranspose(a, b, 1, m, n, p, false, false)
+	return bmm("matmul", a, b, 1, m, n, p, false, false)
 }
 
 // BmmWithTranspose is Bmm with either operand read transposed, so that backward passes never
@@ -51,7 +51,11 @@ func Matmul(a, b *Buffer, m, n, p int) (*Buffer, error) {
 // either way. The gradients of C = A·B are dA = BmmWithTranspose(dC, B, ..., m, p, n, false,
 // true) and dB = BmmWithTranspose(A, dC, ..., n, m, p, true, false).
 func BmmWithTranspose(a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buffer, error) {
-	const op = "bmm"
+	return bmm("bmm", a, b, batch, m, n, p, transA, transB)
+}
+
+// bmm is BmmWithTranspose, its errors naming the public op.
+func bmm(op string, a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buffer, error) {
 	if batch < 0 || m < 0 || n < 0 || p < 0 {
 		return nil, fmt.Errorf("ops: %s: negative size (batch %d, m %d, n %d, p %d)", op, batch, m, n, p)
 	}

@@ -22,6 +22,14 @@ func main() {
 	lr := flag.Float64("lr", 0.05, "Adam learning rate")
 	seed := flag.Uint64("seed", 7, "random seed")
 	flag.Parse()
+	switch {
+	case flag.NArg() > 0:
+		log.Fatalf("unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
+	case *steps < 1 || *n < 1:
+		log.Fatalf("-steps and -n must be positive (got %d, %d)", *steps, *n)
+	case !(*lr > 0) || math.IsInf(*lr, 0):
+		log.Fatalf("-lr must be positive and finite (got %v)", *lr)
+	}
 
 	d, err := ops.Open(*device)
 	if err != nil {
@@ -29,7 +37,7 @@ func main() {
 	}
 	sel := ops.DefaultSelection()
 	fmt.Printf("device: %s", d)
-	if d.Kind() == ops.KindCPU && sel.Reason != "" {
+	if *device == "auto" && d.Kind() == ops.KindCPU && sel.Reason != "" {
 		fmt.Printf(" (%s)", sel.Reason)
 	}
 	fmt.Println()

@@ -21,6 +21,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,16 @@ func main() {
 	plotPath := flag.String("plot", "loss.png", "PNG file for the loss curve (empty: none)")
 	save := flag.String("save", "", "safetensors file for the trained parameters (empty: none)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		log.Fatalf("fashionmnist: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
+	}
+	for _, out := range []string{*plotPath, *save} { // fail before training, not after
+		if dir := filepath.Dir(out); out != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				log.Fatalf("fashionmnist: cannot write %s: %s is not a directory", out, dir)
+			}
+		}
+	}
 	sizes := []int{0}
 	for _, f := range strings.Split(*hidden, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -72,6 +83,9 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("data: %s: %d training and %d test images of %dx%d pixels\n", source, train.Len(), test.Len(), train.Rows, train.Cols)
+	if train.Len() == 0 || test.Len() == 0 {
+		log.Fatal("fashionmnist: the training and the test set must not be empty")
+	}
 
 	sizes[0] = train.Pixels()
 	sizes = append(sizes, len(Classes))
@@ -109,7 +123,16 @@ func main() {
 		fmt.Printf("warning: %d of %d steps had a non-finite loss: the training diverged (try a lower -lr or -momentum)\n", bad, len(losses))
 	}
 	fmt.Printf("test accuracy: %.1f%%\n", 100*acc)
-	fmt.Printf("training time: %s (%d epochs of %d steps)\n", time.Since(start).Round(100*time.Millisecond), *epochs, steps)
+	fmt.Printf("training time: %s (%s of %s)\n", time.Since(start).Round(100*time.Millisecond),
+		plural(*epochs, "epoch"), plural(steps, "step"))
+	if *save != "" { // before the plot: a failed plot keeps the trained parameters
+		meta := map[string]string{"model": "mlp " + fmt.Sprint(sizes), "epochs": strconv.Itoa(*epochs),
+			"test_accuracy": fmt.Sprintf("%.4f", acc)}
+		if err := autograd.SaveTensorsFile(*save, m.tensors(), meta); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("parameters:", *save)
+	}
 	if *plotPath != "" {
 		switch err := plotLoss(*plotPath, losses, steps); {
 		case errors.Is(err, errNoFiniteLoss):
@@ -119,14 +142,6 @@ func main() {
 		default:
 			fmt.Println("loss curve:", *plotPath)
 		}
-	}
-	if *save != "" {
-		meta := map[string]string{"model": "mlp " + fmt.Sprint(sizes), "epochs": strconv.Itoa(*epochs),
-			"test_accuracy": fmt.Sprintf("%.4f", acc)}
-		if err := autograd.SaveTensorsFile(*save, m.tensors(), meta); err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println("parameters:", *save)
 	}
 	opt.Close()
 	if err := sess.Close(); err != nil {
@@ -327,4 +342,12 @@ func plotLoss(path string, losses []float64, stepsPerEpoch int) error {
 	p.Legend.Add(fmt.Sprintf("mean of %d steps", w), smoothLine)
 	p.Legend.Top = true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// plural returns "1 epoch", "2 epochs" and so on.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
