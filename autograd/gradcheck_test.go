@@ -432,8 +432,11 @@ func gradCases() []gradCase {
 		cols := s[len(s)-1]
 		add(gradCase{name: "layer_norm", in: [][]int{s, {cols}, {cols}},
 			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.LayerNorm(x[0], x[1], x[2]) },
-			ref: func(x [][]float64) []float64 { return layerNormRef(x[0], x[1], x[2], cols) }})
+			ref: func(x [][]float64) []float64 { return layerNormRef(x[0], x[1], x[2], cols, ops.LayerNormEps) }})
 	}
+	add(gradCase{name: "layer_norm_eps", in: [][]int{{3, 4}, {4}, {4}},
+		op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.LayerNormEps(x[0], x[1], x[2], 0.5) },
+		ref: func(x [][]float64) []float64 { return layerNormRef(x[0], x[1], x[2], 4, 0.5) }})
 	return cs
 }
 
@@ -532,7 +535,7 @@ func bmmRef(a, b []float64, batch, m, n, p int) []float64 {
 	})
 }
 
-func layerNormRef(x, gamma, beta []float64, cols int) []float64 {
+func layerNormRef(x, gamma, beta []float64, cols int, eps float64) []float64 {
 	y := make([]float64, len(x))
 	for r := 0; r < len(x); r += cols {
 		row := x[r : r+cols]
@@ -541,7 +544,7 @@ func layerNormRef(x, gamma, beta []float64, cols int) []float64 {
 		for _, e := range row {
 			v += (e - mean) * (e - mean)
 		}
-		sd := math.Sqrt(v/float64(cols) + ops.LayerNormEps)
+		sd := math.Sqrt(v/float64(cols) + eps)
 		for j, e := range row {
 			y[r+j] = (e-mean)/sd*gamma[j] + beta[j]
 		}
