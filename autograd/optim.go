@@ -77,6 +77,8 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 	o.state, o.steps = make([][]*ops.Buffer, len(params)), make([]int, len(params))
 	for k, p := range params {
 		switch {
+		case p != nil && p.buf == nil && p.s != nil && p.s.Err() != nil:
+			o.err = p.s.Err() // the error that kept the parameter from being created
 		case p == nil || p.buf == nil:
 			o.err = fmt.Errorf("autograd: %s: parameter %d is nil or was not created", name, k)
 		case slices.Index(params, p) != k:

@@ -341,3 +341,15 @@ func TestStateStepLimit(t *testing.T) {
 		t.Errorf("the session after State failed: %v", err)
 	}
 }
+
+// TestOptimizerOfFailedParam: an optimizer of a parameter that the session could not create
+// reports the session's error.
+func TestOptimizerOfFailedParam(t *testing.T) {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s.Close()
+	p := s.Param("w", []int{2}, []float32{1, 2, 3})
+	opt := autograd.NewSGD([]*autograd.Param{p}, autograd.SGDOptions{LR: 1})
+	if err := opt.Step(); err == nil || !strings.Contains(err.Error(), "3 values for shape [2]") {
+		t.Errorf("Step: %v, want the session's error about the values", err)
+	}
+}
