@@ -38,7 +38,7 @@ func Bmm(c, a, b []float32, batch, m, n, p int, transA, transB bool) {
 	if batch < 0 || m < 0 || n < 0 || p < 0 {
 		panic("cpu: Bmm: negative size")
 	}
-	if len(a) < batch*m*n || len(b) < batch*n*p || len(c) < batch*m*p {
+	if !fits(len(a), batch, m, n) || !fits(len(b), batch, n, p) || !fits(len(c), batch, m, p) {
 		panic("cpu: Bmm: slice shorter than batch*size")
 	}
 	if batch == 0 || m == 0 || p == 0 {
@@ -454,4 +454,21 @@ func packT(d, src []float32, ld, kc, w, h int) {
 			clear(d[k*w+i : k*w+w])
 		}
 	}
+}
+
+// fits reports whether the product of the non-negative dims is at most n (without overflow).
+func fits(n int, dims ...int) bool {
+	p := 1
+	for _, d := range dims {
+		if d == 0 {
+			return true
+		}
+	}
+	for _, d := range dims {
+		if d > n/p {
+			return false
+		}
+		p *= d
+	}
+	return p <= n
 }

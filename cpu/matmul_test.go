@@ -284,3 +284,14 @@ func TestBmmPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestBmmSizeCheck: sizes whose products overflow do not pass Bmm's length check.
+func TestBmmSizeCheck(t *testing.T) {
+	s := make([]float32, 16)
+	defer func() {
+		if r := recover(); r != "cpu: Bmm: slice shorter than batch*size" {
+			t.Errorf("panic %v, want the length check's", r)
+		}
+	}()
+	Bmm(s, s, s, 1, 1<<32, 1<<32, 1<<32, false, false)
+}

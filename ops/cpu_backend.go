@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -34,10 +36,20 @@ var cpuCacheLimit = sync.OnceValue(func() int64 {
 // grain is the smallest slice worth a goroutine.
 const grain = 1 << 15
 
+// checkedBytes is the size from which an allocation first checks the memory available now.
+const checkedBytes = 256 << 20
+
 func (c *cpuBackend) alloc(n int) (storage, error) {
-	// A Go allocation larger than memory is a fatal error, not a panic: refuse it first.
+	// A Go allocation larger than memory is a fatal error (or the kernel kills the process when
+	// the memory is touched), not a panic: refuse it first.
 	if total := hostMemory(); total > 0 && uint64(n) > total/4 {
-		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of RAM", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
+		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of memory (RAM, cgroup and address-space limits)",
+			ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
+	}
+	if 4*uint64(n) >= checkedBytes {
+		if avail, ok := c.available(4 * uint64(n)); !ok {
+			return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)))
+		}
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)
 	c.mu.Lock()
@@ -50,6 +62,32 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	}
 	c.mu.Unlock()
 	return storage{host: make([]float32, n, class)}, nil
+}
+
+// available reports whether size bytes fit in the memory available now (hostAvailableBytes,
+// plus the free memory of the Go heap), and that memory. When they do not, it first drops the
+// cache and returns the garbage collector's free memory to the system, and asks again.
+func (c *cpuBackend) available(size uint64) (uint64, bool) {
+	ask := func() (uint64, bool) {
+		avail, known := hostAvailableBytes()
+		if !known {
+			return 0, true
+		}
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			avail += sample[0].Value.Uint64()
+		}
+		return avail, size <= avail
+	}
+	if avail, ok := ask(); ok {
+		return avail, true
+	}
+	c.mu.Lock()
+	c.cache, c.cached = nil, 0
+	c.mu.Unlock()
+	debug.FreeOSMemory() // a garbage collection, then the free memory back to the system
+	return ask()
 }
 
 func (c *cpuBackend) free(s storage, n int) {

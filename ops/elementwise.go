@@ -140,8 +140,22 @@ func Softplus(x *Buffer) (*Buffer, error) { return softplusOp.one([]*Buffer{x}) 
 // Gelu returns the tanh approximation of GELU (cpu.Geluf).
 func Gelu(x *Buffer) (*Buffer, error) { return geluOp.one([]*Buffer{x}) }
 
-// SafeLog returns log(softplus(x) + eps); the seeds' default eps is 1e-6.
-func SafeLog(x *Buffer, eps float64) (*Buffer, error) { return safeLogOp.one([]*Buffer{x}, eps) }
+// SafeLog returns log(softplus(x) + eps); the seeds' default eps is 1e-6. eps must be finite as
+// a float32 and >= 0.
+func SafeLog(x *Buffer, eps float64) (*Buffer, error) {
+	if err := safeLogEps(safeLogOp.name, eps); err != nil {
+		return nil, err
+	}
+	return safeLogOp.one([]*Buffer{x}, eps)
+}
+
+// safeLogEps checks the eps of SafeLog and SafeLogBwd.
+func safeLogEps(op string, eps float64) error {
+	if !nonNegative(float64(float32(eps))) {
+		return fmt.Errorf("ops: %s: eps %v (want finite as a float32 and >= 0)", op, eps)
+	}
+	return nil
+}
 
 // Scale returns x * float32(c).
 func Scale(x *Buffer, c float64) (*Buffer, error) { return scaleOp.one([]*Buffer{x}, c) }
@@ -214,8 +228,11 @@ func SoftplusBwd(x, g *Buffer) (*Buffer, error) { return softplusBwdOp.one([]*Bu
 // GeluBwd returns g * GELU'(x) (cpu.GeluBwdf).
 func GeluBwd(x, g *Buffer) (*Buffer, error) { return geluBwdOp.one([]*Buffer{x, g}) }
 
-// SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps) (cpu.SafeLogBwdf).
+// SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps) (cpu.SafeLogBwdf), eps as for SafeLog.
 func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
+	if err := safeLogEps(safeLogBwdOp.name, eps); err != nil {
+		return nil, err
+	}
 	return safeLogBwdOp.one([]*Buffer{x, g}, eps)
 }
 

@@ -2,5 +2,8 @@
 
 package ops
 
-// hostMemoryBytes returns 0 (unknown) where the total RAM is not queried.
+// hostMemoryBytes returns 0 (unknown) where the memory limits are not queried.
 func hostMemoryBytes() uint64 { return 0 }
+
+// hostAvailableBytes reports the available memory as unknown where it is not queried.
+func hostAvailableBytes() (uint64, bool) { return 0, false }

@@ -170,7 +170,7 @@ func (ix *Indices) live() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.released {
-		return fmt.Errorf("ops: indices: %w", ErrReleased)
+		return fmt.Errorf("%w (Indices)", ErrReleased)
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func (ix *Indices) sortedFor(rows int) (order, start *Indices, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.released {
-		return nil, nil, fmt.Errorf("ops: indices: %w", ErrReleased)
+		return nil, nil, fmt.Errorf("%w (Indices)", ErrReleased)
 	}
 	if s, ok := ix.sorted[rows]; ok {
 		return s[0], s[1], nil
@@ -238,14 +238,18 @@ func GatherRowsIdx(mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
 }
 
 func gather(op string, mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
-	if err := matrix(op, mat, rows, cols); err != nil {
+	if err := matrix(op, "mat", mat, rows, cols); err != nil {
 		return nil, err
 	}
 	if err := ix.live(); err != nil {
 		return nil, err
 	}
 	k := ix.Len()
-	return gatherRowsOp.call1(k*cols, []*Buffer{mat}, []*Indices{ix}, []int{k, rows, cols})
+	n, ok := mulFits(k, cols)
+	if !ok {
+		return nil, fmt.Errorf("ops: %s: the (%d, %d) result overflows", op, k, cols)
+	}
+	return gatherRowsOp.call1(n, []*Buffer{mat}, []*Indices{ix}, []int{k, rows, cols})
 }
 
 // ScatterAdd returns a copy of x (length n) with values[j] added at idx[j] for every j
@@ -300,14 +304,14 @@ func ScatterAddRowsIdx(mat, values *Buffer, rows, cols int, ix *Indices) (*Buffe
 }
 
 func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buffer, error) {
-	if err := matrix(op, mat, rows, cols); err != nil {
+	if err := matrix(op, "mat", mat, rows, cols); err != nil {
 		return nil, err
 	}
 	if err := ix.live(); err != nil {
 		return nil, err
 	}
 	k := ix.Len()
-	if err := matrix(op, values, k, cols); err != nil {
+	if err := matrix(op, "values", values, k, cols); err != nil {
 		return nil, err
 	}
 	if err := sameDevice(op, []*Buffer{mat, values}); err != nil {

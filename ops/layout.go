@@ -140,8 +140,8 @@ func BroadcastVecToCols(vec *Buffer, rows, cols int) (*Buffer, error) {
 	return vecToColsOp.call1(rows*cols, []*Buffer{vec}, nil, []int{rows, cols})
 }
 
-// matrix checks that x holds a (rows, cols) matrix.
-func matrix(op string, x *Buffer, rows, cols int) error {
+// matrix checks that x, the operand called name in errors, holds a (rows, cols) matrix.
+func matrix(op, name string, x *Buffer, rows, cols int) error {
 	if rows < 0 || cols < 0 {
 		return fmt.Errorf("ops: %s: negative shape (%d, %d)", op, rows, cols)
 	}
@@ -149,12 +149,12 @@ func matrix(op string, x *Buffer, rows, cols int) error {
 	if !ok {
 		return fmt.Errorf("ops: %s: the (%d, %d) matrix overflows", op, rows, cols)
 	}
-	return checkLen(op, x, n, fmt.Sprintf("the (%d, %d) matrix", rows, cols))
+	return checkLen(op, x, n, fmt.Sprintf("%s, a (%d, %d) matrix,", name, rows, cols))
 }
 
 // Transpose2d returns the (cols, rows) transpose of the (rows, cols) matrix x.
 func Transpose2d(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("transpose2d", x, rows, cols); err != nil {
+	if err := matrix("transpose2d", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return transposeOp.call1(rows*cols, []*Buffer{x}, nil, []int{1, rows, cols})
@@ -170,7 +170,7 @@ func shape(op string, x *Buffer, dims []int, what string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n, checkLen(op, x, n, fmt.Sprintf("%s %v", what, dims))
+	return n, checkLen(op, x, n, fmt.Sprintf("the buffer of %s %v", what, dims))
 }
 
 // dimsLen checks dims (rank <= MaxRank, no negative dimension, no overflow) and returns their

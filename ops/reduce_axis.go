@@ -132,7 +132,7 @@ func ReduceMeanByRow(x *Buffer, rows, cols int) (*Buffer, error) {
 }
 
 func byRow(op string, x *Buffer, rows, cols int, div float32) (*Buffer, error) {
-	if err := matrix(op, x, rows, cols); err != nil {
+	if err := matrix(op, "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return sumByRowOp.call1(rows, []*Buffer{x}, nil, []int{rows, cols}, div)
@@ -140,7 +140,7 @@ func byRow(op string, x *Buffer, rows, cols int, div float32) (*Buffer, error) {
 
 // ReduceMaxByRow returns the row maxima (length rows); NaN propagates; 0 for empty rows.
 func ReduceMaxByRow(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_max_by_row", x, rows, cols); err != nil {
+	if err := matrix("reduce_max_by_row", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return maxByRowOp.call1(rows, []*Buffer{x}, nil, []int{rows, cols})
@@ -149,7 +149,7 @@ func ReduceMaxByRow(x *Buffer, rows, cols int) (*Buffer, error) {
 // ReduceSumByColumn returns the column sums (length cols); 0 when rows = 0. Rows are added in
 // order within chunks of cpu.ColChunk rows, and the chunk sums in order.
 func ReduceSumByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_sum_by_column", x, rows, cols); err != nil {
+	if err := matrix("reduce_sum_by_column", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return byColumn(x, 1, rows, cols, 1, false)
@@ -158,7 +158,7 @@ func ReduceSumByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
 // ReduceMeanByColumn returns the column means: ReduceSumByColumn divided by rows (NaN when
 // rows = 0).
 func ReduceMeanByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_mean_by_column", x, rows, cols); err != nil {
+	if err := matrix("reduce_mean_by_column", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return byColumn(x, 1, rows, cols, float32(rows), false)
@@ -166,7 +166,7 @@ func ReduceMeanByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
 
 // ReduceMaxByColumn returns the column maxima (length cols); NaN propagates; 0 when rows = 0.
 func ReduceMaxByColumn(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("reduce_max_by_column", x, rows, cols); err != nil {
+	if err := matrix("reduce_max_by_column", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return byColumn(x, 1, rows, cols, 1, true)
@@ -222,12 +222,10 @@ func reduceAxis(op string, x *Buffer, dims []int, axis int, mean bool) (*Buffer,
 	if axis < 0 || axis >= len(dims) {
 		return nil, fmt.Errorf("ops: %s: axis %d of a rank-%d buffer", op, axis, len(dims))
 	}
-	outer, inner := 1, 1
-	for _, d := range dims[:axis] {
-		outer *= d
-	}
-	for _, d := range dims[axis+1:] {
-		inner *= d
+	outer, ok1 := mulFits(dims[:axis]...)
+	inner, ok2 := mulFits(dims[axis+1:]...)
+	if _, ok3 := mulFits(outer, inner); !ok1 || !ok2 || !ok3 { // possible when dims[axis] == 0
+		return nil, fmt.Errorf("ops: %s: the result of dims %v without axis %d overflows", op, dims, axis)
 	}
 	n := dims[axis]
 	div := float32(1)

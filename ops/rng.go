@@ -55,10 +55,10 @@ func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) 
 }
 
 // RandNormal returns n draws from N(mean, std^2) by Box-Muller on the draws 2i and 2i+1. mean must
-// be finite and std finite and >= 0. Keys as for RandUniform.
+// be finite and std finite and >= 0, as float32s. Keys as for RandUniform.
 func RandNormal(d *Device, n int, mean, std float64, key uint64) (*Buffer, error) {
-	if !finite(mean) || !nonNegative(std) {
-		return nil, fmt.Errorf("ops: %s: mean %v, std %v (want finite, std >= 0)", normalOp.name, mean, std)
+	if !finite(float64(float32(mean))) || !nonNegative(float64(float32(std))) {
+		return nil, fmt.Errorf("ops: %s: mean %v, std %v (want finite as float32s, std >= 0)", normalOp.name, mean, std)
 	}
 	return normalOp.run(d, n, key, mean, std)
 }

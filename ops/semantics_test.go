@@ -154,18 +154,23 @@ func TestShapeOverflow(t *testing.T) {
 		e := mustBuf(t, d, nil)
 		one := mustBuf(t, d, []float32{1})
 		for name, f := range map[string]func() error{
-			"softmax":        func() error { _, err := Softmax(e, big, big); return err },
-			"transpose2d":    func() error { _, err := Transpose2d(e, big, big); return err },
-			"reduce_by_row":  func() error { _, err := ReduceSumByRow(e, big, big); return err },
-			"layer_norm":     func() error { _, _, _, err := LayerNormFwd(e, one, one, big, big, 1e-6); return err },
-			"reduce_axis":    func() error { _, err := ReduceSumAxis(e, []int{big, big}, 0); return err },
-			"broadcast_to":   func() error { _, err := BroadcastTo(one, []int{1, 1}, []int{big, big}, []int{0, 1}); return err },
-			"gather_rows":    func() error { _, err := GatherRows(e, big, big, []int{0}); return err },
-			"swap_adjacent":  func() error { _, err := SwapAdjacentAtDepth(e, []int{big, big, 1}, 0); return err },
-			"vec_to_rows":    func() error { _, err := BroadcastVecToRows(one, 1<<62, 1); return err },
-			"vec_to_cols":    func() error { _, err := BroadcastVecToCols(one, 1, 1<<62); return err },
-			"slice1d":        func() error { _, err := Slice1d(one, 1, math.MaxInt, 2); return err },
-			"zeros 2^62 + 1": func() error { _, err := Zeros(d, 1<<62+1); return err },
+			"softmax":       func() error { _, err := Softmax(e, big, big); return err },
+			"transpose2d":   func() error { _, err := Transpose2d(e, big, big); return err },
+			"reduce_by_row": func() error { _, err := ReduceSumByRow(e, big, big); return err },
+			"layer_norm":    func() error { _, _, _, err := LayerNormFwd(e, one, one, big, big, 1e-6); return err },
+			"reduce_axis":   func() error { _, err := ReduceSumAxis(e, []int{big, big}, 0); return err },
+			"broadcast_to":  func() error { _, err := BroadcastTo(one, []int{1, 1}, []int{big, big}, []int{0, 1}); return err },
+			"gather_rows":   func() error { _, err := GatherRows(e, big, big, []int{0}); return err },
+			// An empty matrix of many columns: the result (k, cols) is what overflows.
+			"gather_rows k*cols": func() error { _, err := GatherRows(e, 0, 6148914691236517206, []int{0, 1, 2}); return err },
+			// The reduced axis is empty: the result (3, big) is what overflows.
+			"reduce_axis empty axis":  func() error { _, err := ReduceSumAxis(e, []int{3, 0, 6148914691236517206}, 1); return err },
+			"reduce_axis 2^32 x 2^32": func() error { _, err := ReduceMeanAxis(e, []int{big, 0, big}, 1); return err },
+			"swap_adjacent":           func() error { _, err := SwapAdjacentAtDepth(e, []int{big, big, 1}, 0); return err },
+			"vec_to_rows":             func() error { _, err := BroadcastVecToRows(one, 1<<62, 1); return err },
+			"vec_to_cols":             func() error { _, err := BroadcastVecToCols(one, 1, 1<<62); return err },
+			"slice1d":                 func() error { _, err := Slice1d(one, 1, math.MaxInt, 2); return err },
+			"zeros 2^62 + 1":          func() error { _, err := Zeros(d, 1<<62+1); return err },
 		} {
 			if err := f(); err == nil {
 				t.Errorf("%s on %s: overflowing shape accepted", name, d)
@@ -184,15 +189,20 @@ func TestScalarArguments(t *testing.T) {
 	defer x.Release()
 	nan := math.NaN()
 	for name, f := range map[string]func() (*Buffer, error){
-		"bernoulli keep 1.5":  func() (*Buffer, error) { return BernoulliMask(d, 4, 1.5, 1) },
-		"bernoulli keep -0.1": func() (*Buffer, error) { return BernoulliMask(d, 4, -0.1, 1) },
-		"bernoulli keep NaN":  func() (*Buffer, error) { return BernoulliMask(d, 4, nan, 1) },
-		"normal std -1":       func() (*Buffer, error) { return RandNormal(d, 4, 0, -1, 1) },
-		"normal std NaN":      func() (*Buffer, error) { return RandNormal(d, 4, 0, nan, 1) },
-		"normal mean Inf":     func() (*Buffer, error) { return RandNormal(d, 4, math.Inf(1), 1, 1) },
-		"clamp lo NaN":        func() (*Buffer, error) { return Clamp(x, nan, 1) },
-		"clamp hi NaN":        func() (*Buffer, error) { return Clamp(x, 0, nan) },
-		"clamp_bwd lo NaN":    func() (*Buffer, error) { return ClampBwd(x, x, nan, 1) },
+		"bernoulli keep 1.5":    func() (*Buffer, error) { return BernoulliMask(d, 4, 1.5, 1) },
+		"bernoulli keep -0.1":   func() (*Buffer, error) { return BernoulliMask(d, 4, -0.1, 1) },
+		"bernoulli keep NaN":    func() (*Buffer, error) { return BernoulliMask(d, 4, nan, 1) },
+		"normal std -1":         func() (*Buffer, error) { return RandNormal(d, 4, 0, -1, 1) },
+		"normal std NaN":        func() (*Buffer, error) { return RandNormal(d, 4, 0, nan, 1) },
+		"normal mean Inf":       func() (*Buffer, error) { return RandNormal(d, 4, math.Inf(1), 1, 1) },
+		"normal mean 1e39":      func() (*Buffer, error) { return RandNormal(d, 4, 1e39, 1, 1) },
+		"normal std 1e39":       func() (*Buffer, error) { return RandNormal(d, 4, 0, 1e39, 1) },
+		"safe_log eps -1":       func() (*Buffer, error) { return SafeLog(x, -1) },
+		"safe_log eps NaN":      func() (*Buffer, error) { return SafeLog(x, nan) },
+		"safe_log_bwd eps 1e39": func() (*Buffer, error) { return SafeLogBwd(x, x, 1e39) },
+		"clamp lo NaN":          func() (*Buffer, error) { return Clamp(x, nan, 1) },
+		"clamp hi NaN":          func() (*Buffer, error) { return Clamp(x, 0, nan) },
+		"clamp_bwd lo NaN":      func() (*Buffer, error) { return ClampBwd(x, x, nan, 1) },
 		"layer norm eps -1": func() (*Buffer, error) {
 			out, _, _, err := LayerNormFwd(x, x, x, 1, 2, -1)
 			return out, err

@@ -93,7 +93,7 @@ func softmaxFwdOp(short, long *kernelOp, cols int) *kernelOp {
 // Softmax returns exp(x - max) / sum(exp(x - max)) along each row of a (rows, cols) matrix. A
 // row whose max is ±Inf or NaN (e.g. all -Inf) gives NaN throughout, as in PyTorch.
 func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("softmax", x, rows, cols); err != nil {
+	if err := matrix("softmax", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return softmaxFwdOp(softmaxOp, softmaxLongOp, cols).call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
@@ -103,7 +103,7 @@ func Softmax(x *Buffer, rows, cols int) (*Buffer, error) {
 // cpu.LogSoftmaxFwd's: for rows of 8192 < cols <= 32768 it differs from Softmax's (the long-row
 // kernel's thread groups each sum their part of the row), within rounding.
 func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("log_softmax", x, rows, cols); err != nil {
+	if err := matrix("log_softmax", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
 	return softmaxFwdOp(logSoftmaxOp, logSoftmaxLongOp, cols).call1(rows*cols, []*Buffer{x}, nil, []int{rows, cols})
@@ -114,10 +114,10 @@ func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
 // masked softmax; the attention kernels of the seeds fill blocked scores with -1000.0 instead.)
 // SoftmaxBwd is its VJP too: blocked entries have y = 0 and get no gradient.
 func MaskedSoftmax(x, mask *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("masked_softmax", x, rows, cols); err != nil {
+	if err := matrix("masked_softmax", "x", x, rows, cols); err != nil {
 		return nil, err
 	}
-	if err := matrix("masked_softmax", mask, rows, cols); err != nil {
+	if err := matrix("masked_softmax", "mask", mask, rows, cols); err != nil {
 		return nil, err
 	}
 	return maskedSoftmaxOp.call1(rows*cols, []*Buffer{x, mask}, nil, []int{rows, cols})
@@ -126,10 +126,10 @@ func MaskedSoftmax(x, mask *Buffer, rows, cols int) (*Buffer, error) {
 // SoftmaxBwd returns the VJP of Softmax from its output y and the cotangent g:
 // y * (g - sum(g*y)) per row.
 func SoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("softmax_bwd", y, rows, cols); err != nil {
+	if err := matrix("softmax_bwd", "y", y, rows, cols); err != nil {
 		return nil, err
 	}
-	if err := matrix("softmax_bwd", g, rows, cols); err != nil {
+	if err := matrix("softmax_bwd", "g", g, rows, cols); err != nil {
 		return nil, err
 	}
 	return softmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
@@ -138,10 +138,10 @@ func SoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
 // LogSoftmaxBwd returns the VJP of LogSoftmax from its output y and the cotangent g:
 // g - exp(y) * sum(g) per row.
 func LogSoftmaxBwd(y, g *Buffer, rows, cols int) (*Buffer, error) {
-	if err := matrix("log_softmax_bwd", y, rows, cols); err != nil {
+	if err := matrix("log_softmax_bwd", "y", y, rows, cols); err != nil {
 		return nil, err
 	}
-	if err := matrix("log_softmax_bwd", g, rows, cols); err != nil {
+	if err := matrix("log_softmax_bwd", "g", g, rows, cols); err != nil {
 		return nil, err
 	}
 	return logSoftmaxBwdOp.call1(rows*cols, []*Buffer{y, g}, nil, []int{rows, cols})
@@ -199,14 +199,17 @@ func chunksOf(k int) func(s []int) int { return func(s []int) int { return colCh
 // (out, normalized, invStd): like PyTorch, it keeps two per-row vectors instead of the normalized
 // matrix, saving a rows*cols write here and a rows*cols read in the backward; the values of out
 // and of every gradient are the same. eps (finite, >= 0; rounded to float32) is usually
-// LayerNormEps.
+// LayerNormEps. The statistics are float32 throughout: a row whose sum or sum of squared
+// deviations overflows (elements near 1e19 and beyond) gets an infinite or NaN mean or sd, and
+// outputs of 0 or NaN, where PyTorch (which accumulates in float32 too, by Welford's method)
+// may still be finite.
 func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mean, sd *Buffer, err error) {
 	const op = "layer_norm_fwd"
 	e := float32(eps)
 	if !nonNegative(float64(e)) {
 		return nil, nil, nil, fmt.Errorf("ops: %s: eps %v (want finite as a float32 and >= 0)", op, eps)
 	}
-	if err := matrix(op, x, rows, cols); err != nil {
+	if err := matrix(op, "x", x, rows, cols); err != nil {
 		return nil, nil, nil, err
 	}
 	if cols == 0 {
@@ -239,13 +242,13 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mea
 // (normalized, invStd) instead of (x, mean, sd); the values are the same (see LayerNormFwd).
 func LayerNormBwd(dOut, x, mean, sd, gamma *Buffer, rows, cols int) (dX, dGamma, dBeta *Buffer, err error) {
 	const op = "layer_norm_bwd"
-	if err := matrix(op, dOut, rows, cols); err != nil {
+	if err := matrix(op, "dOut", dOut, rows, cols); err != nil {
 		return nil, nil, nil, err
 	}
 	if cols == 0 {
 		return nil, nil, nil, fmt.Errorf("ops: %s: rows of 0 columns", op)
 	}
-	if err := matrix(op, x, rows, cols); err != nil {
+	if err := matrix(op, "x", x, rows, cols); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := checkLen(op, mean, rows, "mean"); err != nil {

@@ -1,0 +1,48 @@
+package ops
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// TestAddressSpaceLimit: under an address-space limit (ulimit -v), CPU allocations that cannot
+// fit are ErrOutOfMemory, not a fatal runtime error: one larger than the limit, and one that
+// fits the limit but not what is left of it. The test runs itself in a child process with the
+// limit set.
+func TestAddressSpaceLimit(t *testing.T) {
+	const limit = 4 << 30
+	if os.Getenv("TORCHLEAN_TEST_RLIMIT_AS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAddressSpaceLimit$", "-test.v")
+		cmd.Env = append(os.Environ(), "TORCHLEAN_TEST_RLIMIT_AS=1", "TORCHLEAN_DEVICE=cpu")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
+		t.Skip("cannot set RLIMIT_AS:", err)
+	}
+	if hostMemory() > limit {
+		t.Fatalf("hostMemory %d ignores the address-space limit %d", hostMemory(), limit)
+	}
+	if _, err := Zeros(CPU(), limit/4+1); !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("a buffer larger than the limit: %v, want ErrOutOfMemory", err)
+	}
+	a, err := Zeros(CPU(), 5<<28/4) // 1.25 GiB: fits
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	b, err := Zeros(CPU(), 5<<28/4) // 1.25 GiB more: fits
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if _, err := Zeros(CPU(), 3<<29/4); !errors.Is(err, ErrOutOfMemory) { // 1.5 GiB: does not
+		t.Errorf("a buffer larger than what is left: %v, want ErrOutOfMemory", err)
+	}
+}
