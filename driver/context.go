@@ -38,8 +38,10 @@ func (x *Context) Lost() error { return x.c.Lost() }
 
 // Lock wires the calling goroutine to its OS thread (runtime.LockOSThread)
 // and makes x current on that thread (cuCtxSetCurrent). It costs about
-// 0.15 us and does not allocate. Calls nest like runtime.LockOSThread. On
-// error the thread is not locked and Unlock must not be called:
+// 0.15 us and does not allocate. Calls on one context nest like
+// runtime.LockOSThread (Lock of another context inside leaves that one current
+// after its Unlock). On error the thread is not locked and Unlock must not be
+// called:
 //
 //	if err := x.Lock(); err != nil {
 //		return err
@@ -53,9 +55,10 @@ func (x *Context) Lock() error {
 		return x.c.refused("cuCtxSetCurrent")
 	}
 	runtime.LockOSThread()
-	if r := sysCallSlice(x.c.fn.ctxSetCurrent, x.setArgs); r != 0 {
+	// CUresult is 32 bits: the upper half of the return register is not defined.
+	if r := Result(int32(sysCallSlice(x.c.fn.ctxSetCurrent, x.setArgs))); r != Success {
 		runtime.UnlockOSThread()
-		return x.c.check("cuCtxSetCurrent", Result(int32(r)))
+		return x.c.check("cuCtxSetCurrent", r)
 	}
 	return nil
 }

@@ -140,6 +140,14 @@ func load(paths []string) (*CUDA, error) {
 	}
 	c := &CUDA{path: path, lib: lib}
 	if err := resolve(lib, path, c.fn.symbols()); err != nil {
+		// A driver older than CUDA 11 lacks some of them: say that it is too old.
+		if p, lerr := lookupSymbol(lib, "cuDriverGetVersion"); lerr == nil && p != 0 {
+			var v int32
+			if int32(sysCall(p, uintptr(unsafe.Pointer(&v)))) == 0 && v > 0 && int(v) < MinDriverVersion {
+				return nil, fmt.Errorf("%w: %s reports %s, need %s or newer (%w)", ErrDriverTooOld,
+					path, versionString(int(v)), versionString(MinDriverVersion), err)
+			}
+		}
 		return nil, err
 	}
 	libErrorFuncs.CompareAndSwap(nil, &errorFuncs{name: c.fn.getErrorName, str: c.fn.getErrorString})

@@ -154,8 +154,8 @@ func (r Result) Name() string {
 func (r Result) text() (name, desc string) {
 	if f := libErrorFuncs.Load(); f != nil {
 		var n, s uintptr
-		if sysCall(f.name, uintptr(r), uintptr(unsafe.Pointer(&n))) == 0 &&
-			sysCall(f.str, uintptr(r), uintptr(unsafe.Pointer(&s))) == 0 && n != 0 && s != 0 {
+		if int32(sysCall(f.name, uintptr(r), uintptr(unsafe.Pointer(&n)))) == 0 &&
+			int32(sysCall(f.str, uintptr(r), uintptr(unsafe.Pointer(&s)))) == 0 && n != 0 && s != 0 {
 			return goString(n), goString(s)
 		}
 	}

@@ -31,8 +31,8 @@ type Staging struct {
 // NewStaging allocates slots slots of slotBytes pinned bytes (cuMemAllocHost_v2) and their
 // events. Requires Lock.
 func (x *Context) NewStaging(slots, slotBytes int) (*Staging, error) {
-	if slots < 1 || slotBytes < 1 {
-		return nil, fmt.Errorf("driver: staging of %d slots of %d bytes", slots, slotBytes)
+	if slots < 1 || slotBytes < 1 || slots > (1<<40)/slotBytes {
+		return nil, fmt.Errorf("driver: staging of %d slots of %d bytes (want both >= 1, at most 2^40 bytes)", slots, slotBytes)
 	}
 	s := &Staging{x: x, slotBytes: slotBytes, events: make([]Event, slots), used: make([]bool, slots)}
 	if err := x.call("cuMemAllocHost_v2", x.c.fn.memAllocHost, uintptr(unsafe.Pointer(&s.mem)),
@@ -87,10 +87,15 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 			uintptr(slot), uintptr(c), 0); err != nil {
 			return err
 		}
-		s.used[i] = true
 		if err := s.x.RecordEvent(s.events[i], 0); err != nil {
+			// The slot's event no longer marks the end of this copy: wait for the copy here.
+			s.used[i] = false
+			if serr := s.x.Synchronize(); serr != nil {
+				return serr
+			}
 			return err
 		}
+		s.used[i] = true
 	}
 	return nil
 }

@@ -347,26 +347,44 @@ func (g *cudaBackend) cachedBytes() int64 {
 // flush waits for the launch queue and the device and frees every cached block. The caller
 // holds the context.
 func (g *cudaBackend) flush() error {
+	// Take the blocks first: every command that can still use one of them was queued before
+	// the block was released, so before this point, and drain + Synchronize cover it. A block
+	// released after this point stays cached.
+	g.mu.Lock()
+	taken := g.cache
+	g.cache = map[uint64][]driver.DevicePtr{}
+	var bytes int64
+	for size, list := range taken {
+		bytes += int64(size) * int64(len(list))
+	}
+	g.cached -= bytes
+	g.mu.Unlock()
+	giveBack := func() {
+		g.mu.Lock()
+		for size, list := range taken {
+			g.cache[size] = append(g.cache[size], list...)
+		}
+		g.cached += bytes
+		g.mu.Unlock()
+	}
 	if g.queue != nil {
 		if err := g.queue.drain(); err != nil {
+			giveBack()
 			return err
 		}
 	}
 	if err := g.ctx.Synchronize(); err != nil {
+		giveBack()
 		return err
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var first error
-	for size, list := range g.cache {
+	for _, list := range taken {
 		for _, p := range list {
 			if err := g.ctx.MemFree(p); err != nil && first == nil {
 				first = err
 			}
 		}
-		delete(g.cache, size)
 	}
-	g.cached = 0
 	return first
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/driver"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 )
@@ -170,5 +171,66 @@ func TestLaunchQueueRefused(t *testing.T) {
 	y, err := Full(d, 3, 2)
 	if got := download(t, y, err); got[2] != 2 {
 		t.Errorf("the device's own handle is unusable: %v", got)
+	}
+}
+
+// TestCollectWhileQueued: Collect(true) from one goroutine while others queue ops and release
+// their buffers must free only blocks whose commands were issued and finished (it once freed
+// every block cached when it got there, including ones released after its wait, whose commands
+// were still queued: an illegal address on the device). Every result is checked.
+func TestCollectWhileQueued(t *testing.T) {
+	d := openCUDAForTest(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := 4096 + 64*w + i%7
+				x, err := Full(d, n, float64(w))
+				if err != nil {
+					errs <- err
+					return
+				}
+				y, err := Exp(x)
+				x.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%64 == 0 { // check a result now and then (a download waits for the queue)
+					v, err := y.Float32s()
+					if err == nil && v[n-1] != cpu.Expf(float32(w)) {
+						err = fmt.Errorf("exp(%d) = %v, want %v", w, v[n-1], cpu.Expf(float32(w)))
+					}
+					if err != nil {
+						errs <- fmt.Errorf("worker %d, op %d: %w", w, i, err)
+						y.Release()
+						return
+					}
+				}
+				y.Release()
+			}
+		})
+	}
+	for range 300 {
+		if err := d.Collect(true); err != nil {
+			t.Errorf("Collect: %v", err)
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatalf("device after the run: %v", err)
 	}
 }

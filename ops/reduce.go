@@ -37,7 +37,10 @@ func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
 		parts := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
 		out, err := newBuffer(d, parts)
 		if err != nil {
-			return nil, err
+			if cur != x {
+				cur.Release()
+			}
+			return nil, fmt.Errorf("ops: %s: %w", name, err)
 		}
 		div := float32(1)
 		if parts == 1 {
