@@ -1,0 +1,263 @@
+//go:build linux && (amd64 || arm64) && !nocuda && !race
+
+package ops
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torchlean-go/torchlean/driver"
+	"github.com/torchlean-go/torchlean/ptx"
+)
+
+// The CUDA backend on driver.Fake: the launch queue, the allocator, uploads and the error paths
+// run on a machine without a GPU, and the fake reports every command that uses device memory
+// that is not allocated (see driver.Fake). Kernels compute nothing here: these tests check the
+// protocol, the mirror test on a GPU checks the values. (Not under -race: the fake's callbacks
+// write C-style through raw addresses.)
+
+// newFakeDevice returns a queued CUDA device on a new fake libcuda.
+func newFakeDevice(t *testing.T, o driver.FakeOptions) (*Device, *driver.Fake) {
+	t.Helper()
+	o.Pointers = func(name string) ([]bool, bool) {
+		for _, k := range ptx.All {
+			if k.Name == name {
+				ps, err := k.Params()
+				if err != nil {
+					return nil, false
+				}
+				ptrs := make([]bool, len(ps))
+				for i, p := range ps {
+					ptrs[i] = p == ptx.U64 // pointers and sizes; the fake tells them apart by value
+				}
+				return ptrs, true
+			}
+		}
+		return nil, false
+	}
+	f, ctx := driver.NewFake(o)
+	g := newCUDABackendOn(ctx, "fake", gpuFacts{arch: 90, sms: 132, sharedOptin: 227 << 10}, 0, true)
+	return &Device{kind: KindCUDA, name: "fake", be: g}, f
+}
+
+// checkFake fails the test on the fake's violations.
+func checkFake(t *testing.T, f *driver.Fake) {
+	t.Helper()
+	if v := f.Violations(); len(v) > 0 {
+		t.Fatalf("%d violations, the first: %s", len(v), v[0])
+	}
+}
+
+// churn runs workers goroutines that each queue Full and Exp and release both until stop is
+// closed, and returns their first error (after stop).
+func churn(d *Device, workers int, sizes func(w, i int) int, stop chan struct{}) func() error {
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				x, err := Full(d, sizes(w, i), 1)
+				if errors.Is(err, ErrOutOfMemory) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				y, err := Exp(x)
+				x.Release()
+				if errors.Is(err, ErrOutOfMemory) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				y.Release()
+			}
+		})
+	}
+	return func() error {
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+}
+
+// TestFakeCollectWhileQueued: Collect(true) while other goroutines queue ops and release their
+// buffers frees no block that a queued command still uses.
+func TestFakeCollectWhileQueued(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{LaunchDelay: 3 * time.Microsecond})
+	stop := make(chan struct{})
+	wait := churn(d, 4, func(w, i int) int { return 4096 + w }, stop)
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end) && len(f.Violations()) == 0; {
+		if err := d.Collect(true); err != nil {
+			t.Errorf("Collect: %v", err)
+			break
+		}
+	}
+	close(stop)
+	if err := wait(); err != nil {
+		t.Error(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFake(t, f)
+	if f.Launches() == 0 || f.Frees() == 0 {
+		t.Fatalf("%d launches, %d frees: the test did not run", f.Launches(), f.Frees())
+	}
+}
+
+// TestFakeOutOfMemoryRetry: the allocator's flush after an out-of-memory error, with other
+// goroutines' commands queued, frees no block in use.
+func TestFakeOutOfMemoryRetry(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{LaunchDelay: 3 * time.Microsecond, MemoryBytes: 64 << 10})
+	stop := make(chan struct{})
+	wait := churn(d, 4, func(w, i int) int { return 1024 * (1 + w) }, stop) // four size classes
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	if err := wait(); err != nil {
+		t.Error(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFake(t, f)
+}
+
+// TestFakeFinalizers: buffers dropped without Release while their kernels are queued go back
+// through their cleanups without a command using freed memory, and the live bytes return to 0.
+func TestFakeFinalizers(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{LaunchDelay: 2 * time.Microsecond})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range 1500 {
+				x, _ := Full(d, 1000+i%7, 1)
+				_, _ = Exp(x)
+				if i%300 == 0 {
+					runtime.GC()
+					_ = d.Collect(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := 0; i < 50 && d.Stats().LiveBytes != 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if live := d.Stats().LiveBytes; live != 0 {
+		t.Errorf("live bytes %d after the cleanups", live)
+	}
+	checkFake(t, f)
+}
+
+// TestFakeUploads: staged (pinned ring) and synchronous uploads from many goroutines, each
+// followed by an op and a download.
+func TestFakeUploads(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 30 {
+				n := []int{10, 300000, 3 << 20}[(i+w)%3]
+				x, err := FromFloat32(d, make([]float32, n))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				y, err := Exp(x)
+				x.Release()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := y.Float32s(); err != nil {
+					t.Error(err)
+				}
+				y.Release()
+			}
+		})
+	}
+	wg.Wait()
+	checkFake(t, f)
+}
+
+// TestFakeLaunchRefused: a launch the driver refuses fails the queue: that op or a later one,
+// Sync and downloads report it, nothing hangs, and releasing everything brings the live bytes
+// back to 0.
+func TestFakeLaunchRefused(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{LaunchDelay: 2 * time.Microsecond})
+	x, err := Full(d, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.FailLaunches(driver.ErrInvalidValue)
+	var ys []*Buffer
+	for range 20 {
+		y, err := Exp(x)
+		if err != nil {
+			break
+		}
+		ys = append(ys, y)
+	}
+	err = d.Sync()
+	if !errors.Is(err, driver.ErrInvalidValue) {
+		t.Errorf("Sync after a refused launch: %v, want CUDA_ERROR_INVALID_VALUE", err)
+	}
+	if _, err := x.Float32s(); !errors.Is(err, driver.ErrInvalidValue) {
+		t.Errorf("download after a refused launch: %v", err)
+	}
+	if _, err := Exp(x); !errors.Is(err, driver.ErrInvalidValue) {
+		t.Errorf("op after a refused launch: %v", err)
+	}
+	f.FailLaunches(driver.Success)
+	x.Release()
+	for _, y := range ys {
+		y.Release()
+	}
+	if live := d.Stats().LiveBytes; live != 0 {
+		t.Errorf("live bytes %d after releasing everything", live)
+	}
+	checkFake(t, f)
+}
+
+// TestFakeDeviceLost: a sticky error from cuCtxSynchronize makes every later path report a
+// lost device, without hanging.
+func TestFakeDeviceLost(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	x, err := Full(d, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	f.FailSynchronize(driver.ErrIllegalAddress)
+	if err := d.Sync(); !driver.IsDeviceLost(err) {
+		t.Fatalf("Sync: %v, want device lost", err)
+	}
+	for name, fn := range map[string]func() error{
+		"op":       func() error { _, err := Exp(x); return err },
+		"zeros":    func() error { _, err := Zeros(d, 1<<22); return err },
+		"download": func() error { _, err := x.Float32s(); return err },
+		"upload":   func() error { _, err := FromFloat32(d, []float32{1, 2}); return err },
+		"collect":  func() error { return d.Collect(true) },
+		"sync":     func() error { return d.Sync() },
+	} {
+		if err := fn(); !driver.IsDeviceLost(err) {
+			t.Errorf("%s after the device was lost: %v, want device lost", name, err)
+		}
+	}
+}
