@@ -49,3 +49,27 @@ func ExampleSession() {
 	// step 300: loss 0.000003
 	// b2 = 0.1030
 }
+
+// Clip the gradients between the backward pass and the optimizer step, as
+// torch.nn.utils.clip_grad_norm_ does: here the loss sum(3*w) gives w the gradient [3 3 3 3],
+// of norm 6, scaled to norm 1.
+func ExampleClipGradNorm() {
+	sess := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer sess.Close()
+	w := sess.Param("w", []int{4}, []float32{1, 2, 3, 4})
+	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: 0.5})
+	sess.Backward(sess.Sum(sess.Scale(sess.Use(w), 3)))
+	norm, err := autograd.ClipGradNorm(sess.Params(), 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, _ := w.Grad().Float32s()
+	fmt.Printf("norm before %.1f, gradient now %.4f\n", norm, g)
+	opt.Step()
+	v, _ := w.Host()
+	fmt.Printf("w = %.4f\n", v)
+	// Output:
+	// norm before 6.0, gradient now [0.5000 0.5000 0.5000 0.5000]
+	// w = [0.7500 1.7500 2.7500 3.7500]
+}
