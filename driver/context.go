@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// Context is a retained primary context of one device. It is safe for
+// Context is a retained primary context of one device, from CUDA.PrimaryContext
+// (the zero Context is not usable: its methods panic). It is safe for
 // concurrent use by many goroutines, each bracketing its calls with Lock and
 // Unlock.
 //

@@ -266,8 +266,19 @@ type Device struct {
 // Ordinal returns the index the device was opened with.
 func (d Device) Ordinal() int { return d.ordinal }
 
+// usable returns the error of a call on the zero Device (one not from CUDA.Device).
+func (d Device) usable(call string) error {
+	if d.c == nil {
+		return &Error{Call: call, Err: ErrNotInitialized, Detail: "the zero Device (get one from CUDA.Device)"}
+	}
+	return nil
+}
+
 // Name returns the device's product name.
 func (d Device) Name() (string, error) {
+	if err := d.usable("cuDeviceGetName"); err != nil {
+		return "", err
+	}
 	buf := new([256]byte)
 	if err := d.c.call("cuDeviceGetName", d.c.fn.deviceGetName,
 		uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)-1), uintptr(d.h)); err != nil {
@@ -300,6 +311,9 @@ const (
 
 // Attribute returns one cuDeviceGetAttribute value.
 func (d Device) Attribute(a DeviceAttribute) (int, error) {
+	if err := d.usable("cuDeviceGetAttribute"); err != nil {
+		return 0, err
+	}
 	var v int32
 	if err := d.c.call("cuDeviceGetAttribute", d.c.fn.deviceGetAttribute,
 		uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(d.h)); err != nil {
@@ -324,6 +338,9 @@ func (d Device) SMCount() (int, error) { return d.Attribute(AttrMultiprocessorCo
 
 // TotalMem returns the device memory size in bytes.
 func (d Device) TotalMem() (uint64, error) {
+	if err := d.usable("cuDeviceTotalMem_v2"); err != nil {
+		return 0, err
+	}
 	var n uint64
 	if err := d.c.call("cuDeviceTotalMem_v2", d.c.fn.deviceTotalMem,
 		uintptr(unsafe.Pointer(&n)), uintptr(d.h)); err != nil {

@@ -268,7 +268,11 @@ func (e *Error) Error() string {
 	if e.Refused {
 		s += "not issued, device lost earlier: "
 	}
-	s += e.Err.Error()
+	if e.Err != nil {
+		s += e.Err.Error()
+	} else {
+		s += "error"
+	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}

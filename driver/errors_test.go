@@ -159,3 +159,21 @@ func TestZeroValuesDoNotCrash(t *testing.T) {
 		t.Errorf("zero Function attribute: %v", err)
 	}
 }
+
+// TestZeroValues: the zero Device reports an error instead of dereferencing a nil library, and
+// the zero Error prints.
+func TestZeroValues(t *testing.T) {
+	var d Device
+	if _, err := d.Name(); !errors.Is(err, ErrNotInitialized) {
+		t.Errorf("Name of the zero Device: %v", err)
+	}
+	if _, err := d.SMCount(); !errors.Is(err, ErrNotInitialized) {
+		t.Errorf("SMCount of the zero Device: %v", err)
+	}
+	if _, err := d.TotalMem(); !errors.Is(err, ErrNotInitialized) {
+		t.Errorf("TotalMem of the zero Device: %v", err)
+	}
+	if s := (&Error{Call: "x"}).Error(); s == "" {
+		t.Error("empty message")
+	}
+}
