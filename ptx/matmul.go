@@ -1,7 +1,11 @@
 package ptx
 
-// Matmul is the batched matrix-product family (matmul.cu).
-const Matmul Module = "matmul"
+// Matmul is the batched matrix-product family (matmul.cu); MatmulTiny holds its entries with
+// 32 x 32 output tiles (matmul_tiny.cu), for products of few outputs.
+const (
+	Matmul     Module = "matmul"
+	MatmulTiny Module = "matmul_tiny"
+)
 
 // Matmul kernels: C_t = op(A_t) · op(B_t) for t < batch, with op the identity (n) or the
 // transpose (t) of the operand as stored, in two tile configurations. Every entry takes
@@ -16,12 +20,22 @@ var (
 	MatmulSmallNT = newKernel(Matmul, "matmul_s_nt")
 	MatmulSmallTN = newKernel(Matmul, "matmul_s_tn")
 	MatmulSmallTT = newKernel(Matmul, "matmul_s_tt")
+
+	MatmulTinyNN = newKernel(MatmulTiny, "matmul_t_nn")
+	MatmulTinyNT = newKernel(MatmulTiny, "matmul_t_nt")
+	MatmulTinyTN = newKernel(MatmulTiny, "matmul_t_tn")
+	MatmulTinyTT = newKernel(MatmulTiny, "matmul_t_tt")
 )
 
 // The tile configurations of matmul.cu: rows and columns of C per block, threads per block.
 const (
 	matmulLargeRows, matmulLargeCols, matmulLargeThreads = 128, 128, 256 // matmul_*
 	matmulSmallRows, matmulSmallCols, matmulSmallThreads = 64, 128, 128  // matmul_s_*
+	matmulTinyRows, matmulTinyCols, matmulTinyThreads    = 32, 32, 256   // matmul_t_*
+
+	// matmulTinyBelow: products of fewer 64 x 128 tiles than this take the 32 x 32 ones (about
+	// one block per multiprocessor of an H100 at most, where most of the GPU would idle).
+	matmulTinyBelow = 128
 )
 
 // MatmulLaunch picks the kernel and launch geometry of the batched product
@@ -47,7 +61,9 @@ const (
 // 256 threads, one block per multiprocessor) when n > 256, there are at least 256 such tiles
 // and 128-row tiles pad m no more than 64-row ones, else matmul_s_* (64 x 128 tiles, 128
 // threads, two blocks per multiprocessor), which fills the GPU better and is the faster of the
-// two for short K. Each block takes one tile, or
+// two for short K; below matmulTinyBelow such tiles, matmul_t_* (32 x 32 tiles, 256 threads,
+// one block per tile), which spreads a small product over more multiprocessors. Each block of
+// the other two families takes one tile, or
 // when n <= 256 tiles/256 of them (1 to 8), so that a tile's first loads overlap the previous
 // tile's last step and stores. Tuned on an H100 (132 multiprocessors). Sizes of zero are fine:
 // the grid is then one block with nothing to do. Static shared memory only (<= 48 KB).
@@ -69,6 +85,11 @@ func MatmulLaunch(batch, m, n, p int, transA, transB bool) (k *Kernel, grid, blo
 	if n > 256 && rowsFit && tiles(matmulLargeRows, matmulLargeCols) >= 256 {
 		family = [4]*Kernel{MatmulNN, MatmulNT, MatmulTN, MatmulTT}
 		t, threads = tiles(matmulLargeRows, matmulLargeCols), matmulLargeThreads
+	}
+	if t < matmulTinyBelow {
+		family = [4]*Kernel{MatmulTinyNN, MatmulTinyNT, MatmulTinyTN, MatmulTinyTT}
+		t = min(max(tiles(matmulTinyRows, matmulTinyCols), 1), 1<<31-1)
+		return family[which], [3]uint32{uint32(t), 1, 1}, [3]uint32{matmulTinyThreads, 1, 1}
 	}
 	perBlock := uint64(1)
 	if n <= 256 {
