@@ -1,6 +1,7 @@
-// sgemm.cu: device harness for the matmul kernels of ptx/matmul.ptx (host code only; the kernels
-// are the committed PTX, loaded with cuModuleLoadData and launched with cuLaunchKernel, as the Go
-// runtime does). Built and run by run.sh on the GPU machine:
+// sgemm.cu: device harness for the matmul kernels of ptx/matmul.ptx and ptx/matmul_tiny.ptx (the
+// second found next to the first; host code only; the kernels are the committed PTX, loaded with
+// cuModuleLoadData and launched with cuLaunchKernel, as the Go runtime does). Built and run by
+// run.sh on the GPU machine:
 //
 //   sgemm check    ptx/matmul.ptx                 bit-exactness against a host fmaf chain
 //   sgemm sanitize ptx/matmul.ptx                 a few small shapes (for compute-sanitizer)
@@ -32,9 +33,10 @@ struct Family {
   bool nnOnly;
 };
 
-// The two families of ptx/matmul.cu.
+// The two families of ptx/matmul.cu and the one of ptx/matmul_tiny.cu.
 static const Family kLarge = {"matmul", 128, 128, 256, false};
 static const Family kSmall = {"matmul_s", 64, 128, 128, false};
+static const Family kTiny = {"matmul_t", 32, 32, 256, false};
 
 static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
   return batch * ((m + f.BM - 1) / f.BM) * ((p + f.BN - 1) / f.BN);
@@ -42,6 +44,8 @@ static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
 
 // launchFor mirrors ptx.MatmulLaunch: the family, and the tiles per block (perBlock).
 static const Family& launchFor(u64 batch, u64 m, u64 n, u64 p, u64* perBlock) {
+  *perBlock = 1;
+  if (tilesOf(kSmall, batch, m, p) < 128) return kTiny;  // matmulTinyBelow
   const bool rowsFit = (m + 127) / 128 * 128 == (m + 63) / 64 * 64;
   const Family* f = n > 256 && rowsFit && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge : &kSmall;
   *perBlock = 1;
@@ -63,7 +67,7 @@ static void geometry(const Family& f, u64 batch, u64 m, u64 n, u64 p, u64 perBlo
 }
 
 static std::map<std::string, CUfunction> gFuncs;
-static CUmodule gMain = 0, gVariants = 0;
+static CUmodule gMain = 0, gVariants = 0, gTiny = 0;
 
 static CUfunction getFunc(CUmodule mod, const std::string& name) {
   auto it = gFuncs.find(name);
@@ -81,7 +85,7 @@ static CUfunction getFunc(CUmodule mod, const std::string& name) {
 static CUfunction entry(const Family& f, bool ta, bool tb) {
   if (f.nnOnly) return getFunc(gVariants, f.prefix);
   std::string name = f.prefix + "_" + (ta ? "t" : "n") + (tb ? "t" : "n");
-  return getFunc(gMain, name);
+  return getFunc(&f == &kTiny ? gTiny : gMain, name);
 }
 
 static void launch(const Family& f, bool ta, bool tb, CUdeviceptr C, CUdeviceptr A, CUdeviceptr B,
@@ -221,7 +225,7 @@ static void runCase(const Case& c, const std::vector<const Family*>& fams, std::
 
 static void checkMode(bool small) {
   std::mt19937_64 rng(12345);
-  std::vector<const Family*> both = {&kLarge, &kSmall};
+  std::vector<const Family*> both = {&kLarge, &kSmall, &kTiny};
   std::vector<Case> cases;
   auto add = [&](u64 b, u64 m, u64 n, u64 p, int oa = 0, int ob = 0, int oc = 0, int dist = 0,
                  u64 samples = 0) { cases.push_back({b, m, n, p, oa, ob, oc, dist, samples}); };
@@ -235,6 +239,7 @@ static void checkMode(bool small) {
     add(1, 5, 0, 7);
     add(0, 5, 3, 7);
     add(1, 129, 20, 131);
+    add(1, 128, 100, 40);
   } else {
     add(1, 1, 1, 1);
     add(1, 1, 7, 1);
@@ -273,9 +278,12 @@ static void checkMode(bool small) {
     add(64, 512, 64, 512, 0, 0, 0, 0, 20000);
     add(1, 256, 4096, 1000, 0, 0, 0, 0, 3000);
     add(1, 1000, 333, 1001, 0, 0, 0, 0, 20000);
+    add(1, 128, 784, 512);           // the layers of a small MLP (32 x 32 tiles)
+    add(1, 128, 512, 10);
+    add(1, 784, 128, 512, 0, 0, 0, 1);
   }
   for (const Case& c : cases) runCase(c, both, rng);
-  printf("check%s: %zu cases x 4 transposes x 2 families x 3 grids, %ld outputs compared, %d "
+  printf("check%s: %zu cases x 4 transposes x 3 families x 3 grids, %ld outputs compared, %d "
          "failures\n",
          small ? " (small)" : "", cases.size(), gChecked, gFail);
 }
@@ -341,7 +349,7 @@ static void benchMode(const std::vector<Family>& variants) {
     float ms = timeOne(chosen, 0, s, dC, dA, dB, 15);
     printf("BENCH shape=%s kernel=%s(auto,t%llu) ms=%.4f tflops=%.2f\n", s.name,
            chosen.prefix.c_str(), pbAuto, ms, flop / (ms * 1e-3) / 1e12);
-    std::vector<const Family*> fams = {&kLarge, &kSmall};
+    std::vector<const Family*> fams = {&kLarge, &kSmall, &kTiny};
     if (!s.ta && !s.tb)
       for (const Family& v : variants) fams.push_back(&v);
     for (const Family* f : fams)
@@ -366,6 +374,11 @@ int main(int argc, char** argv) {
   drvDevice0();
   std::vector<char> src = readFile(argv[2]);
   CK(cuModuleLoadData(&gMain, src.data()));
+  std::string tinyPath = argv[2];
+  size_t slash = tinyPath.find_last_of('/');
+  tinyPath = (slash == std::string::npos ? "" : tinyPath.substr(0, slash + 1)) + "matmul_tiny.ptx";
+  std::vector<char> tsrc = readFile(tinyPath.c_str());
+  CK(cuModuleLoadData(&gTiny, tsrc.data()));
   std::vector<Family> variants;
   if (argc > 3) {
     std::vector<char> vsrc = readFile(argv[3]);
