@@ -33,9 +33,11 @@ const (
 	matmulSmallRows, matmulSmallCols, matmulSmallThreads = 64, 128, 128  // matmul_s_*
 	matmulTinyRows, matmulTinyCols, matmulTinyThreads    = 32, 32, 256   // matmul_t_*
 
-	// matmulTinyBelow: products of fewer 64 x 128 tiles than this take the 32 x 32 ones (about
-	// one block per multiprocessor of an H100 at most, where most of the GPU would idle).
-	matmulTinyBelow = 128
+	// matmulTinyBelow: products of fewer 64 x 128 tiles than this take the 32 x 32 ones. Measured
+	// on an H100 (internal/bench/sgemm, `sgemm tiny`): 32 x 32 tiles take 0.54-0.65 of the time
+	// at 2-16 tiles, 0.81-0.88 at 32; 1.04-1.22 at 40-48, 1.1-1.6 at 56-64 (K >= 128; equal at
+	// 64 tiles with K = 64), 1.7-2.8 at 96-128.
+	matmulTinyBelow = 36
 )
 
 // MatmulLaunch picks the kernel and launch geometry of the batched product
@@ -61,8 +63,8 @@ const (
 // 256 threads, one block per multiprocessor) when n > 256, there are at least 256 such tiles
 // and 128-row tiles pad m no more than 64-row ones, else matmul_s_* (64 x 128 tiles, 128
 // threads, two blocks per multiprocessor), which fills the GPU better and is the faster of the
-// two for short K; below matmulTinyBelow such tiles, matmul_t_* (32 x 32 tiles, 256 threads,
-// one block per tile), which spreads a small product over more multiprocessors. Each block of
+// two for short K; below matmulTinyBelow (36) such tiles, matmul_t_* (32 x 32 tiles, 256
+// threads, one block per tile), which spreads a small product over more multiprocessors. Each block of
 // the other two families takes one tile, or
 // when n <= 256 tiles/256 of them (1 to 8), so that a tile's first loads overlap the previous
 // tile's last step and stores. Tuned on an H100 (132 multiprocessors). Sizes of zero are fine:

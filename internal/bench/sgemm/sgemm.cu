@@ -8,6 +8,7 @@
 //   sgemm bench    ptx/matmul.ptx [variants.ptx]  timings: MatmulLaunch's choice, each family with
 //                                                 1, 2, 4, 6, 8 tiles per block, and the variants
 //   sgemm prof     ptx/matmul.ptx [variants.ptx]  one bmm each for ncu (run.sh prof)
+//   sgemm tiny     ptx/matmul.ptx                 matmul_s against matmul_t on small products
 //
 // The launch geometry mirrors ptx.MatmulLaunch (ptx/matmul.go): keep launchFor in step with it.
 // Exit status 1 on any mismatch or CUDA error.
@@ -45,7 +46,7 @@ static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
 // launchFor mirrors ptx.MatmulLaunch: the family, and the tiles per block (perBlock).
 static const Family& launchFor(u64 batch, u64 m, u64 n, u64 p, u64* perBlock) {
   *perBlock = 1;
-  if (tilesOf(kSmall, batch, m, p) < 128) return kTiny;  // matmulTinyBelow
+  if (tilesOf(kSmall, batch, m, p) < 36) return kTiny;  // matmulTinyBelow
   const bool rowsFit = (m + 127) / 128 * 128 == (m + 63) / 64 * 64;
   const Family* f = n > 256 && rowsFit && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge : &kSmall;
   *perBlock = 1;
@@ -389,7 +390,39 @@ int main(int argc, char** argv) {
     for (int i = 0; i < (int)(sizeof table / sizeof table[0]); i++)
       variants.push_back({"v" + std::to_string(i), table[i][0], table[i][1], table[i][2], true});
   }
-  if (mode == "check") {
+  if (mode == "tiny") {
+    // matmul_s (one tile per block) against matmul_t on products of few 64 x 128 tiles: where
+    // MatmulLaunch's matmulTinyBelow should lie.
+    const u64 shapes[][4] = {{1, 128, 784, 512},   {1, 128, 512, 10},    {1, 256, 512, 512},
+                             {1, 256, 1024, 1024}, {1, 64, 4096, 4096},  {8, 128, 64, 512},
+                             {1, 512, 1024, 1024}, {1, 512, 4096, 1024}, {1, 768, 1024, 1024},
+                             {1, 1024, 128, 1024}, {1, 1024, 1024, 1024}, {1, 1536, 1024, 1024},
+                             {1, 512, 128, 784},   {1, 320, 1024, 1024}, {1, 384, 1024, 1024},
+                             {1, 448, 512, 1024},  {1, 384, 256, 1024},  {4, 128, 256, 512}};
+    std::mt19937_64 rng(5);
+    for (const auto& sh : shapes) {
+      Shape s = {"", sh[0], sh[1], sh[2], sh[3], false, false};
+      std::vector<float> A(s.batch * s.m * s.n), B(s.batch * s.n * s.p);
+      fill(A, rng, 2, false);
+      fill(B, rng, 2, false);
+      CUdeviceptr dA, dB, dC;
+      CK(cuMemAlloc(&dA, A.size() * 4));
+      CK(cuMemAlloc(&dB, B.size() * 4));
+      CK(cuMemAlloc(&dC, s.batch * s.m * s.p * 4));
+      CK(cuMemcpyHtoD(dA, A.data(), A.size() * 4));
+      CK(cuMemcpyHtoD(dB, B.data(), B.size() * 4));
+      for (int tr = 0; tr < 2; tr++) {
+        s.ta = tr == 1;
+        float ms = timeOne(kSmall, 1, s, dC, dA, dB, 21), mt = timeOne(kTiny, 1, s, dC, dA, dB, 21);
+        printf("TINY %llux%llux%llux%llu %s tiles_s=%llu matmul_s=%.4f matmul_t=%.4f ms (t/s %.2f)\n",
+               s.batch, s.m, s.n, s.p, s.ta ? "tn" : "nn", tilesOf(kSmall, s.batch, s.m, s.p), ms, mt,
+               mt / ms);
+      }
+      CK(cuMemFree(dA));
+      CK(cuMemFree(dB));
+      CK(cuMemFree(dC));
+    }
+  } else if (mode == "check") {
     checkMode(false);
   } else if (mode == "sanitize") {
     checkMode(true);
