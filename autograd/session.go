@@ -545,8 +545,10 @@ func (r Ints) Indices() *ops.Indices {
 }
 
 // Param is a trainable tensor of a Session. Its value lives in a persistent buffer on the
-// session's device (Value), which optimizers update in place; a host copy is kept in sync
-// explicitly: Sync and Host download it when an update made it stale, Set uploads new values.
+// session's device (Value), which optimizers update in place (an optimizer step between a forward
+// pass and its backward pass first moves the parameter to a copy, leaving the recorded buffer to
+// the pass until Reset); a host copy is kept in sync explicitly: Sync and Host download it when
+// an update made it stale, Set uploads new values.
 type Param struct {
 	s            *Session
 	name         string
@@ -565,7 +567,8 @@ func (p *Param) Name() string { return p.name }
 func (p *Param) Shape() []int { return slices.Clone(p.shape) }
 
 // Value returns the device buffer holding the parameter (owned by the parameter; read it, do not
-// update it in place: use Set or an optimizer). Set replaces it.
+// update it in place: use Set or an optimizer). Set replaces it, and so does an optimizer step
+// between a forward pass and its backward pass: take it again after those.
 func (p *Param) Value() *ops.Buffer { return p.buf }
 
 // Grad returns the accumulated gradient (owned by the parameter), or nil when there is none

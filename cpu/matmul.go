@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Batched matrix product: the twin of ptx/matmul.cu.
+// Batched matrix product: the twin of ptx/matmul.cu and ptx/matmul_tiny.cu (the GPU's tile
+// families share one arithmetic, so one twin serves them all).
 
 // Bmm computes C_t = op(A_t) · op(B_t) for t < batch. Logically A_t is (m, n), B_t is (n, p) and
 // C_t is (m, p), each row-major and contiguous, the batch strides m*n, n*p and m*p. transA means

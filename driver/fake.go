@@ -16,10 +16,11 @@ import (
 // Fake is an in-process stand-in for libcuda, for tests of the packages above driver on
 // machines without a GPU: the real call path runs (purego, Args, the lost state, everything that
 // ops builds on a Context), while the "device" only keeps books. It allocates device addresses
-// from a private range and records a violation when a command is issued that uses an address
-// outside every live allocation (a launch's pointer parameters, a memset, a copy, a transfer),
-// when a device call comes from a thread on which cuCtxSetCurrent never ran, and on a double
-// free. Kernels compute nothing and downloads leave the destination as it was.
+// from a private range and records a violation when a command is issued whose start address is
+// outside every live allocation (a launch's pointer parameters, a memset, a copy, a transfer;
+// extents are not checked), when a device call comes from a thread on which cuCtxSetCurrent
+// never ran in this process, and on a double free. Kernels compute nothing and downloads leave
+// the destination as it was.
 //
 // The C entry points are purego callbacks, created once per process, that serve the most
 // recent Fake: use one Fake at a time (tests of one package run sequentially unless they call
@@ -221,12 +222,19 @@ func fakeSymbols() map[string]uintptr {
 				fakeWrite(pp, uint64(uintptr(unsafe.Pointer(&b[0]))))
 				return 0
 			}),
-			"cuMemFreeHost":      cb(func(p uintptr) uintptr { return 0 }),
-			"cuEventCreate":      cb(func(pe, flags uintptr) uintptr { fakeWrite(pe, 1); return 0 }),
-			"cuEventRecord":      cb(func(e, s uintptr) uintptr { return 0 }),
-			"cuEventSynchronize": cb(func(e uintptr) uintptr { return 0 }),
-			"cuEventQuery":       cb(func(e uintptr) uintptr { return 0 }),
-			"cuEventDestroy_v2":  cb(func(e uintptr) uintptr { return 0 }),
+			"cuMemFreeHost": cb(func(p uintptr) uintptr { return 0 }),
+			"cuDeviceGetName": cb(func(buf, n, dev uintptr) uintptr {
+				if n >= 5 {
+					copy(unsafe.Slice((*byte)(fakeAddr(buf)), 5), "fake\x00")
+				}
+				return 0
+			}),
+			"cuDevicePrimaryCtxRelease_v2": cb(func(dev uintptr) uintptr { return 0 }),
+			"cuEventCreate":                cb(func(pe, flags uintptr) uintptr { fakeWrite(pe, 1); return 0 }),
+			"cuEventRecord":                cb(func(e, s uintptr) uintptr { return 0 }),
+			"cuEventSynchronize":           cb(func(e uintptr) uintptr { return 0 }),
+			"cuEventQuery":                 cb(func(e uintptr) uintptr { return 0 }),
+			"cuEventDestroy_v2":            cb(func(e uintptr) uintptr { return 0 }),
 			"cuModuleLoadDataEx": cb(func(pm, image, n, opts, vals uintptr) uintptr {
 				f().onThread("cuModuleLoadDataEx")
 				fakeWrite(pm, 1)

@@ -31,7 +31,7 @@ type Staging struct {
 // NewStaging allocates slots slots of slotBytes pinned bytes (cuMemAllocHost_v2) and their
 // events. Requires Lock.
 func (x *Context) NewStaging(slots, slotBytes int) (*Staging, error) {
-	if slots < 1 || slotBytes < 1 || slots > (1<<40)/slotBytes {
+	if slots < 1 || slotBytes < 1 || int64(slots) > (int64(1)<<40)/int64(slotBytes) {
 		return nil, fmt.Errorf("driver: staging of %d slots of %d bytes (want both >= 1, at most 2^40 bytes)", slots, slotBytes)
 	}
 	s := &Staging{x: x, slotBytes: slotBytes, events: make([]Event, slots), used: make([]bool, slots)}

@@ -36,7 +36,8 @@ var cpuCacheLimit = sync.OnceValue(func() int64 {
 // grain is the smallest slice worth a goroutine.
 const grain = 1 << 15
 
-// checkedBytes is the size from which an allocation first checks the memory available now.
+// checkedBytes is the size from which an allocation that the cache cannot serve first checks the
+// memory available now.
 const checkedBytes = 256 << 20
 
 func (c *cpuBackend) alloc(n int) (storage, error) {
@@ -45,11 +46,6 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	if total := hostMemory(); total > 0 && uint64(n) > total/4 {
 		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of memory (RAM, cgroup and address-space limits)",
 			ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
-	}
-	if 4*uint64(n) >= checkedBytes {
-		if avail, ok := c.available(4 * uint64(n)); !ok {
-			return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)))
-		}
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)
 	c.mu.Lock()
@@ -61,23 +57,30 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 		return storage{host: s[:n]}, nil
 	}
 	c.mu.Unlock()
+	if 4*uint64(class) >= checkedBytes {
+		if avail, ok := c.available(4 * uint64(class)); !ok {
+			return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(class)), MiB(int64(avail)))
+		}
+	}
 	return storage{host: make([]float32, n, class)}, nil
 }
 
-// available reports whether size bytes fit in the memory available now (hostAvailableBytes,
-// plus the free memory of the Go heap), and that memory. When they do not, it first drops the
-// cache and returns the garbage collector's free memory to the system, and asks again.
+// available reports whether size bytes fit in the memory available now, and that memory:
+// hostAvailable plus the Go heap's free memory (resident, and reused before the heap grows).
+// When they do not fit, it first drops the cache and returns the garbage collector's free
+// memory to the system, and asks again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
-		avail, known := hostAvailableBytes()
-		if !known {
-			return 0, true
+		avail := hostAvailable()
+		if avail == 0 {
+			return 0, true // unknown
 		}
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			avail += sample[0].Value.Uint64()
 		}
+		avail-- // hostAvailable's bound is one more than the bytes
 		return avail, size <= avail
 	}
 	if avail, ok := ask(); ok {

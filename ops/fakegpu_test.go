@@ -261,3 +261,15 @@ func TestFakeDeviceLost(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeDevice: the fake's context names its device and releases.
+func TestFakeDevice(t *testing.T) {
+	f, ctx := driver.NewFake(driver.FakeOptions{})
+	if name, err := ctx.Device().Name(); name != "fake" || err != nil {
+		t.Errorf("device name %q (%v)", name, err)
+	}
+	if err := ctx.Release(); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	checkFake(t, f)
+}

@@ -3,53 +3,42 @@ package ops
 import (
 	"bytes"
 	"os"
+	"path"
 	"strconv"
 	"syscall"
 )
 
 // hostMemoryBytes returns the most memory the process can have: the least of the machine's
-// RAM, the memory limit of its cgroup and its address-space limit (RLIMIT_AS); 0 if none is
-// known.
+// RAM, the memory limits of its cgroup and the cgroup's ancestors, and its address-space limit
+// (RLIMIT_AS); 0 if none is known.
 func hostMemoryBytes() uint64 {
 	var limit uint64
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) == nil {
 		limit = least(limit, uint64(si.Totalram)*uint64(si.Unit))
 	}
-	if cg, _ := cgroupMemory(); cg > 0 {
-		limit = least(limit, cg)
+	for _, g := range cgroupLevels() {
+		limit = least(limit, g.limit)
 	}
-	if as := addressSpaceLimit(); as > 0 {
-		limit = least(limit, as)
-	}
-	return limit
+	return least(limit, addressSpaceLimit())
 }
 
-// hostAvailableBytes returns the memory a new allocation can take now, and whether that is
-// known: the least of the kernel's MemAvailable, the cgroup's limit less its usage, and the
-// address-space limit less the address space in use.
-func hostAvailableBytes() (uint64, bool) {
+// hostAvailable returns the memory a new allocation can take now (0: unknown): the least of
+// the kernel's MemAvailable and, for the process's cgroup and each ancestor with a limit, the
+// limit less its working set (usage less the inactive file pages, which the kernel reclaims
+// before it kills anything). The address-space limit is left to hostMemoryBytes: what is left
+// of it depends on how the Go runtime can reuse its own mappings, which is not visible here.
+func hostAvailable() uint64 {
 	var avail uint64
-	known := false
-	take := func(v uint64) { avail, known = least(avail, v), true }
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if kb, ok := field(b, "MemAvailable:"); ok {
-			take(kb << 10)
+			avail = least(avail, kb<<10+1) // +1: a known 0 is not "unknown"
 		}
 	}
-	if limit, used := cgroupMemory(); limit > 0 && used > 0 {
-		take(limit - min(limit, used))
+	for _, g := range cgroupLevels() {
+		avail = least(avail, g.limit-min(g.limit, g.used)+1)
 	}
-	if as := addressSpaceLimit(); as > 0 {
-		if b, err := os.ReadFile("/proc/self/statm"); err == nil {
-			if f := bytes.Fields(b); len(f) > 0 {
-				if pages, err := strconv.ParseUint(string(f[0]), 10, 64); err == nil {
-					take(as - min(as, pages*uint64(os.Getpagesize())))
-				}
-			}
-		}
-	}
-	return avail, known
+	return avail
 }
 
 // least returns the smaller of a and b, where 0 stands for "unknown" (larger than any value).
@@ -60,28 +49,79 @@ func least(a, b uint64) uint64 {
 	return a
 }
 
-// cgroupMemory returns the memory limit of the process's cgroup and its usage (cgroup v2
-// memory.max and memory.current, or v1 memory.limit_in_bytes and memory.usage_in_bytes, as
-// mounted in containers); 0 where there is none or it is unknown.
-func cgroupMemory() (limit, used uint64) {
-	read := func(path string) uint64 {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return 0
+// cgroupLevel is the memory limit of one cgroup and its working set.
+type cgroupLevel struct{ limit, used uint64 }
+
+// cgroupLevels returns the process's memory cgroup and its ancestors that have a limit: cgroup
+// v2 (memory.max, memory.current, memory.stat inactive_file) or v1 (memory.limit_in_bytes,
+// memory.usage_in_bytes, memory.stat total_inactive_file), found through /proc/self/cgroup
+// under /sys/fs/cgroup. In a container whose cgroup is mounted at the root of /sys/fs/cgroup
+// the path from /proc/self/cgroup does not exist there; the root is then the process's cgroup.
+func cgroupLevels() []cgroupLevel {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var v2, v1 string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		parts := bytes.SplitN(line, []byte(":"), 3)
+		if len(parts) != 3 {
+			continue
 		}
-		v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64) // "max" gives 0
-		if err != nil || v >= 1<<62 {                                   // v1's "no limit" is near 2^63
-			return 0
+		switch ctrl := string(parts[1]); {
+		case string(parts[0]) == "0" && ctrl == "":
+			v2 = string(parts[2])
+		case ctrl == "memory" || bytes.Contains([]byte(","+ctrl+","), []byte(",memory,")):
+			v1 = string(parts[2])
 		}
-		return v
 	}
-	if limit = read("/sys/fs/cgroup/memory.max"); limit > 0 {
-		return limit, read("/sys/fs/cgroup/memory.current")
+	type files struct{ root, max, cur, inactive string }
+	var fs files
+	var rel string
+	switch {
+	case v2 != "" && exists("/sys/fs/cgroup/memory.max") || v2 != "" && exists(path.Join("/sys/fs/cgroup", v2, "memory.max")):
+		fs, rel = files{"/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file"}, v2
+	case v1 != "" || exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+		fs, rel = files{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}, v1
+	default:
+		return nil
 	}
-	if limit = read("/sys/fs/cgroup/memory/memory.limit_in_bytes"); limit > 0 {
-		return limit, read("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+	dir := path.Join(fs.root, path.Clean("/"+rel))
+	if !exists(path.Join(dir, fs.max)) {
+		dir = fs.root // namespaced: the root is the process's cgroup
 	}
-	return 0, 0
+	var levels []cgroupLevel
+	for {
+		if limit := readUint(path.Join(dir, fs.max)); limit > 0 {
+			used := readUint(path.Join(dir, fs.cur))
+			if st, err := os.ReadFile(path.Join(dir, "memory.stat")); err == nil {
+				if inactive, ok := field(append([]byte("\n"), st...), "\n"+fs.inactive+" "); ok {
+					used -= min(used, inactive)
+				}
+			}
+			levels = append(levels, cgroupLevel{limit, used})
+		}
+		if dir == fs.root || len(dir) <= len(fs.root) {
+			return levels
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// readUint returns the number in the file at p, 0 if there is none or it means no limit ("max",
+// or v1's value near 2^63).
+func readUint(p string) uint64 {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil || v >= 1<<62 {
+		return 0
+	}
+	return v
 }
 
 // addressSpaceLimit returns the soft RLIMIT_AS in bytes, 0 when there is none.

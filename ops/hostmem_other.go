@@ -5,5 +5,5 @@ package ops
 // hostMemoryBytes returns 0 (unknown) where the memory limits are not queried.
 func hostMemoryBytes() uint64 { return 0 }
 
-// hostAvailableBytes reports the available memory as unknown where it is not queried.
-func hostAvailableBytes() (uint64, bool) { return 0, false }
+// hostAvailable reports the available memory as unknown where it is not queried.
+func hostAvailable() uint64 { return 0 }

@@ -8,7 +8,7 @@ import (
 	"github.com/torchlean-go/torchlean/ptx"
 )
 
-// bmmOps are the batched matrix products (ptx/matmul.cu, cpu.Bmm), indexed by
+// bmmOps are the batched matrix products (ptx/matmul.cu and ptx/matmul_tiny.cu, cpu.Bmm), indexed by
 // 2*transA + transB. Sizes are (batch, m, n, p); ptx.MatmulLaunch picks the kernel and shape.
 var bmmOps = [4]*kernelOp{bmmOp(false, false), bmmOp(false, true), bmmOp(true, false), bmmOp(true, true)}
 

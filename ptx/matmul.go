@@ -8,7 +8,8 @@ const (
 )
 
 // Matmul kernels: C_t = op(A_t) · op(B_t) for t < batch, with op the identity (n) or the
-// transpose (t) of the operand as stored, in two tile configurations. Every entry takes
+// transpose (t) of the operand as stored, in three tile configurations (two in matmul.cu, one in
+// matmul_tiny.cu). Every entry takes
 // (C, A, B, batch, m, n, p): three pointers, then four u64 sizes. See MatmulLaunch.
 var (
 	MatmulNN = newKernel(Matmul, "matmul_nn")
@@ -27,7 +28,8 @@ var (
 	MatmulTinyTT = newKernel(MatmulTiny, "matmul_t_tt")
 )
 
-// The tile configurations of matmul.cu: rows and columns of C per block, threads per block.
+// The tile configurations of matmul.cu and matmul_tiny.cu: rows and columns of C per block,
+// threads per block.
 const (
 	matmulLargeRows, matmulLargeCols, matmulLargeThreads = 128, 128, 256 // matmul_*
 	matmulSmallRows, matmulSmallCols, matmulSmallThreads = 64, 128, 128  // matmul_s_*
