@@ -62,6 +62,11 @@ func cgroupLevels() []cgroupLevel {
 	if err != nil {
 		return nil
 	}
+	return cgroupLevelsAt(b, "/sys/fs/cgroup")
+}
+
+// cgroupLevelsAt is cgroupLevels for the /proc/self/cgroup text b and the cgroup mount mnt.
+func cgroupLevelsAt(b []byte, mnt string) []cgroupLevel {
 	var v2, v1 string
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		parts := bytes.SplitN(line, []byte(":"), 3)
@@ -79,10 +84,10 @@ func cgroupLevels() []cgroupLevel {
 	var fs files
 	var rel string
 	switch {
-	case v2 != "" && exists("/sys/fs/cgroup/memory.max") || v2 != "" && exists(path.Join("/sys/fs/cgroup", v2, "memory.max")):
-		fs, rel = files{"/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file"}, v2
-	case v1 != "" || exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-		fs, rel = files{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}, v1
+	case v2 != "" && (exists(path.Join(mnt, "memory.max")) || exists(path.Join(mnt, v2, "memory.max"))):
+		fs, rel = files{mnt, "memory.max", "memory.current", "inactive_file"}, v2
+	case v1 != "" || exists(path.Join(mnt, "memory", "memory.limit_in_bytes")):
+		fs, rel = files{path.Join(mnt, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}, v1
 	default:
 		return nil
 	}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -42,5 +43,51 @@ func TestAddressSpaceLimit(t *testing.T) {
 		}
 		b.Release()
 		runtime.GC()
+	}
+}
+
+// TestCgroupLevels reads memory limits from fake cgroup trees: v2 with the process in a limited
+// child of a limited parent, v2 namespaced (the process's cgroup at the mount root), and v1;
+// the working set leaves out inactive file pages.
+func TestCgroupLevels(t *testing.T) {
+	write := func(dir, name, text string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/"+name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := t.TempDir()
+	write(v2+"/job", "memory.max", "2000\n")
+	write(v2+"/job", "memory.current", "500\n")
+	write(v2+"/job", "memory.stat", "anon 100\nfile 400\ninactive_file 300\n")
+	write(v2+"/job/step", "memory.max", "max\n")
+	write(v2+"/job/step", "memory.current", "450\n")
+	write(v2+"/job/step/task", "memory.max", "1000\n")
+	write(v2+"/job/step/task", "memory.current", "900\n")
+	write(v2+"/job/step/task", "memory.stat", "anon 200\ninactive_file 600\n")
+	ns := t.TempDir()
+	write(ns, "memory.max", "4096\n")
+	write(ns, "memory.current", "1024\n")
+	v1 := t.TempDir()
+	write(v1+"/memory/slurm/job1", "memory.limit_in_bytes", "8192\n")
+	write(v1+"/memory/slurm/job1", "memory.usage_in_bytes", "5000\n")
+	write(v1+"/memory/slurm/job1", "memory.stat", "cache 3000\ntotal_inactive_file 2500\n")
+	write(v1+"/memory", "memory.limit_in_bytes", "9223372036854771712\n") // no limit
+	for _, c := range []struct {
+		name, proc, mnt string
+		want        []cgroupLevel
+	}{
+		{"v2 nested", "0::/job/step/task\n", v2, []cgroupLevel{{1000, 300}, {2000, 200}}},
+		{"v2 namespaced", "0::/some/host/path\n", ns, []cgroupLevel{{4096, 1024}}},
+		{"v1", "12:pids:/\n4:memory:/slurm/job1\n1:name=systemd:/\n", v1, []cgroupLevel{{8192, 2500}}},
+		{"none", "0::/\n", t.TempDir(), nil},
+	} {
+		got := cgroupLevelsAt([]byte(c.proc), c.mnt)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
