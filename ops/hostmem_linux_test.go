@@ -78,7 +78,7 @@ func TestCgroupLevels(t *testing.T) {
 	write(v1+"/memory", "memory.limit_in_bytes", "9223372036854771712\n") // no limit
 	for _, c := range []struct {
 		name, proc, mnt string
-		want        []cgroupLevel
+		want            []cgroupLevel
 	}{
 		{"v2 nested", "0::/job/step/task\n", v2, []cgroupLevel{{1000, 300}, {2000, 200}}},
 		{"v2 namespaced", "0::/some/host/path\n", ns, []cgroupLevel{{4096, 1024}}},
