@@ -353,3 +353,25 @@ func TestOptimizerOfFailedParam(t *testing.T) {
 		t.Errorf("Step: %v, want the session's error about the values", err)
 	}
 }
+
+// TestStepAfterNoGradEval: a step after an evaluation under NoGrad (no node requires grad, so no
+// backward pass can read the recorded values) updates the parameter in place, without a copy.
+func TestStepAfterNoGradEval(t *testing.T) {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s.Close()
+	w := s.Param("w", []int{2}, []float32{1, 2})
+	opt := autograd.NewSGD(s.Params(), autograd.SGDOptions{LR: 0.5})
+	s.Backward(s.Sum(s.Use(w)))
+	s.Reset()
+	before := w.Value()
+	s.NoGrad(func() { s.Sum(s.Mul(s.Use(w), s.Use(w))) })
+	if err := opt.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Value() != before {
+		t.Error("a step after a NoGrad evaluation copied the parameter")
+	}
+	if h, _ := w.Host(); !slices.Equal(h, []float32{0.5, 1.5}) {
+		t.Errorf("w after the step: %v", h)
+	}
+}

@@ -649,12 +649,12 @@ func (p *Param) replace(b *ops.Buffer) {
 }
 
 // unshare gives the parameter a copy of its buffer when the current recording holds the buffer
-// and still needs its values (no backward pass ran yet), so that an in-place update leaves the
-// recorded values as they were (PyTorch raises an error here instead: "a variable needed for
-// gradient computation has been modified by an inplace operation").
+// and a backward pass may still read it (none ran yet, and a node requires grad), so that an
+// in-place update leaves the recorded values as they were (PyTorch raises an error here instead:
+// "a variable needed for gradient computation has been modified by an inplace operation").
 func (p *Param) unshare() error {
-	if p.s.done || !p.recorded() {
-		return nil
+	if p.s.done || !p.recorded() || !slices.ContainsFunc(p.s.nodes, func(n node) bool { return n.requires }) {
+		return nil // no backward pass will read the recorded values
 	}
 	c, err := ops.Copy(p.buf)
 	if err != nil {
