@@ -37,3 +37,22 @@ func ExampleBuffer_Release() {
 	fmt.Println(d.Stats().LiveBytes-before, b.Release(), b.Release(), d.Stats().LiveBytes-before)
 	// Output: 4096 true false 0
 }
+
+// A matrix product with the second operand read transposed, as a backward pass uses it: every
+// output is one fma chain over k ascending, the same bits on the CPU and on a GPU.
+func ExampleBmmWithTranspose() {
+	d := ops.CPU()
+	a, _ := ops.FromFloat32(d, []float32{1, 2, 3, 4, 5, 6})  // A: 2 x 3
+	bt, _ := ops.FromFloat32(d, []float32{1, 0, 1, 0, 1, 1}) // B stored transposed: 2 x 3 (B is 3 x 2)
+	defer a.Release()
+	defer bt.Release()
+	c, err := ops.BmmWithTranspose(a, bt, 1, 2, 3, 2, false, true) // C = A · B, 2 x 2
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Release()
+	v, _ := c.Float32s()
+	fmt.Println(v)
+	// Output: [4 5 10 11]
+}
