@@ -332,18 +332,34 @@ static float timeOne(const Family& f, u64 pb, const Shape& s, CUdeviceptr C, CUd
   return ms[ms.size() / 2];
 }
 
+// Operands are the device buffers of one timed product: A and B uniform in [-1, 1) (fill's dist
+// 2), C for the result; freed with the value.
+struct Operands {
+  CUdeviceptr A = 0, B = 0, C = 0;
+  Operands(const Shape& s, std::mt19937_64& rng) {
+    std::vector<float> a(s.batch * s.m * s.n), b(s.batch * s.n * s.p);
+    fill(a, rng, 2, false);
+    fill(b, rng, 2, false);
+    CK(cuMemAlloc(&A, std::max<size_t>(a.size(), 1) * 4));
+    CK(cuMemAlloc(&B, std::max<size_t>(b.size(), 1) * 4));
+    CK(cuMemAlloc(&C, std::max<u64>(s.batch * s.m * s.p, 1) * 4));
+    if (!a.empty()) CK(cuMemcpyHtoD(A, a.data(), a.size() * 4));
+    if (!b.empty()) CK(cuMemcpyHtoD(B, b.data(), b.size() * 4));
+  }
+  ~Operands() {
+    cuMemFree(A);
+    cuMemFree(B);
+    cuMemFree(C);
+  }
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+};
+
 static void benchMode(const std::vector<Family>& variants) {
   std::mt19937_64 rng(7);
   for (const Shape& s : kShapes) {
-    std::vector<float> A(s.batch * s.m * s.n), B(s.batch * s.n * s.p);
-    fill(A, rng, 2, false);
-    fill(B, rng, 2, false);
-    CUdeviceptr dA, dB, dC;
-    CK(cuMemAlloc(&dA, A.size() * 4));
-    CK(cuMemAlloc(&dB, B.size() * 4));
-    CK(cuMemAlloc(&dC, s.batch * s.m * s.p * 4));
-    CK(cuMemcpyHtoD(dA, A.data(), A.size() * 4));
-    CK(cuMemcpyHtoD(dB, B.data(), B.size() * 4));
+    Operands o(s, rng);
+    const CUdeviceptr dA = o.A, dB = o.B, dC = o.C;
     double flop = 2.0 * s.batch * s.m * s.n * s.p;
     u64 pbAuto;
     const Family& chosen = launchFor(s.batch, s.m, s.n, s.p, &pbAuto);
@@ -360,9 +376,6 @@ static void benchMode(const std::vector<Family>& variants) {
                pb, ms, flop / (ms * 1e-3) / 1e12);
       }
     fflush(stdout);
-    CK(cuMemFree(dA));
-    CK(cuMemFree(dB));
-    CK(cuMemFree(dC));
   }
 }
 
@@ -402,15 +415,8 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(5);
     for (const auto& sh : shapes) {
       Shape s = {"", sh[0], sh[1], sh[2], sh[3], false, false};
-      std::vector<float> A(s.batch * s.m * s.n), B(s.batch * s.n * s.p);
-      fill(A, rng, 2, false);
-      fill(B, rng, 2, false);
-      CUdeviceptr dA, dB, dC;
-      CK(cuMemAlloc(&dA, A.size() * 4));
-      CK(cuMemAlloc(&dB, B.size() * 4));
-      CK(cuMemAlloc(&dC, s.batch * s.m * s.p * 4));
-      CK(cuMemcpyHtoD(dA, A.data(), A.size() * 4));
-      CK(cuMemcpyHtoD(dB, B.data(), B.size() * 4));
+      Operands o(s, rng);
+      const CUdeviceptr dA = o.A, dB = o.B, dC = o.C;
       for (int tr = 0; tr < 2; tr++) {
         s.ta = tr == 1;
         float ms = timeOne(kSmall, 1, s, dC, dA, dB, 21), mt = timeOne(kTiny, 1, s, dC, dA, dB, 21);
@@ -418,9 +424,6 @@ int main(int argc, char** argv) {
                s.batch, s.m, s.n, s.p, s.ta ? "tn" : "nn", tilesOf(kSmall, s.batch, s.m, s.p), ms, mt,
                mt / ms);
       }
-      CK(cuMemFree(dA));
-      CK(cuMemFree(dB));
-      CK(cuMemFree(dC));
     }
   } else if (mode == "check") {
     checkMode(false);
@@ -429,16 +432,9 @@ int main(int argc, char** argv) {
   } else if (mode == "prof") {
     // One bmm (nn) with matmul_s (8 tiles per block) and, given variants.ptx, v0 (6), for ncu.
     const Shape& s = kShapes[4];
-    std::vector<float> A(s.batch * s.m * s.n), B(s.batch * s.n * s.p);
     std::mt19937_64 rng(7);
-    fill(A, rng, 2, false);
-    fill(B, rng, 2, false);
-    CUdeviceptr dA, dB, dC;
-    CK(cuMemAlloc(&dA, A.size() * 4));
-    CK(cuMemAlloc(&dB, B.size() * 4));
-    CK(cuMemAlloc(&dC, s.batch * s.m * s.p * 4));
-    CK(cuMemcpyHtoD(dA, A.data(), A.size() * 4));
-    CK(cuMemcpyHtoD(dB, B.data(), B.size() * 4));
+    Operands o(s, rng);
+    const CUdeviceptr dA = o.A, dB = o.B, dC = o.C;
     launch(kSmall, false, false, dC, dA, dB, s.batch, s.m, s.n, s.p, 8);
     if (!variants.empty()) launch(variants[0], false, false, dC, dA, dB, s.batch, s.m, s.n, s.p, 6);
     CK(cuCtxSynchronize());
