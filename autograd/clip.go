@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -92,11 +91,8 @@ func clipGrads(op string, params []*Param) ([]*Param, error) {
 	return grads, nil
 }
 
-// mapGrad replaces the accumulated gradient g with f(g).
+// mapGrad replaces the accumulated gradient g (not nil) with f(g).
 func (p *Param) mapGrad(f func(g *ops.Buffer) (*ops.Buffer, error)) error {
-	if p.grad == nil {
-		return errors.New("no gradient")
-	}
 	g, err := f(p.grad)
 	if err != nil {
 		return err

@@ -71,16 +71,15 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 // memory to the system, and asks again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
-		avail := hostAvailable()
-		if avail == 0 {
-			return 0, true // unknown
+		avail, known := hostAvailable()
+		if !known {
+			return 0, true
 		}
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			avail += sample[0].Value.Uint64()
 		}
-		avail-- // hostAvailable's bound is one more than the bytes
 		return avail, size <= avail
 	}
 	if avail, ok := ask(); ok {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -23,22 +24,27 @@ func hostMemoryBytes() uint64 {
 	return least(limit, addressSpaceLimit())
 }
 
-// hostAvailable returns the memory a new allocation can take now (0: unknown): the least of
-// the kernel's MemAvailable and, for the process's cgroup and each ancestor with a limit, the
-// limit less its working set (usage less the inactive file pages, which the kernel reclaims
-// before it kills anything). The address-space limit is left to hostMemoryBytes: what is left
-// of it depends on how the Go runtime can reuse its own mappings, which is not visible here.
-func hostAvailable() uint64 {
-	var avail uint64
+// hostAvailable returns the memory a new allocation can take now, and whether that is known:
+// the least of the kernel's MemAvailable and, for the process's cgroup and each ancestor with a
+// limit, the limit less its working set (usage less the inactive file pages, which the kernel
+// reclaims before it kills anything). The address-space limit is left to hostMemoryBytes: what
+// is left of it depends on how the Go runtime can reuse its own mappings, which is not visible
+// here.
+func hostAvailable() (avail uint64, known bool) {
+	take := func(v uint64) {
+		if !known || v < avail {
+			avail, known = v, true
+		}
+	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if kb, ok := field(b, "MemAvailable:"); ok {
-			avail = least(avail, kb<<10+1) // +1: a known 0 is not "unknown"
+			take(kb << 10)
 		}
 	}
 	for _, g := range cgroupLevels() {
-		avail = least(avail, g.limit-min(g.limit, g.used)+1)
+		take(g.limit - min(g.limit, g.used))
 	}
-	return avail
+	return avail, known
 }
 
 // least returns the smaller of a and b, where 0 stands for "unknown" (larger than any value).
@@ -76,7 +82,7 @@ func cgroupLevelsAt(b []byte, mnt string) []cgroupLevel {
 		switch ctrl := string(parts[1]); {
 		case string(parts[0]) == "0" && ctrl == "":
 			v2 = string(parts[2])
-		case ctrl == "memory" || bytes.Contains([]byte(","+ctrl+","), []byte(",memory,")):
+		case strings.Contains(","+ctrl+",", ",memory,"): // "memory" or a list of controllers
 			v1 = string(parts[2])
 		}
 	}

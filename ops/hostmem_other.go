@@ -6,4 +6,4 @@ package ops
 func hostMemoryBytes() uint64 { return 0 }
 
 // hostAvailable reports the available memory as unknown where it is not queried.
-func hostAvailable() uint64 { return 0 }
+func hostAvailable() (avail uint64, known bool) { return 0, false }
