@@ -180,44 +180,30 @@ func TestLaunchQueueRefused(t *testing.T) {
 // were still queued: an illegal address on the device). Every result is checked.
 func TestCollectWhileQueued(t *testing.T) {
 	d := openCUDAForTest(t)
-	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	errs := make(chan error, 8)
-	for w := range 4 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				n := 4096 + 64*w + i%7
-				x, err := Full(d, n, float64(w))
-				if err != nil {
-					errs <- err
-					return
-				}
-				y, err := Exp(x)
-				x.Release()
-				if err != nil {
-					errs <- err
-					return
-				}
-				if i%64 == 0 { // check a result now and then (a download waits for the queue)
-					v, err := y.Float32s()
-					if err == nil && v[n-1] != cpu.Expf(float32(w)) {
-						err = fmt.Errorf("exp(%d) = %v, want %v", w, v[n-1], cpu.Expf(float32(w)))
-					}
-					if err != nil {
-						errs <- fmt.Errorf("worker %d, op %d: %w", w, i, err)
-						y.Release()
-						return
-					}
-				}
-				y.Release()
+	wait := untilStopped(4, stop, func(w, i int) error {
+		n := 4096 + 64*w + i%7
+		x, err := Full(d, n, float64(w))
+		if err != nil {
+			return err
+		}
+		y, err := Exp(x)
+		x.Release()
+		if err != nil {
+			return err
+		}
+		defer y.Release()
+		if i%64 == 0 { // check a result now and then (a download waits for the queue)
+			v, err := y.Float32s()
+			if err == nil && v[n-1] != cpu.Expf(float32(w)) {
+				err = fmt.Errorf("exp(%d) = %v, want %v", w, v[n-1], cpu.Expf(float32(w)))
 			}
-		})
-	}
+			if err != nil {
+				return fmt.Errorf("worker %d, op %d: %w", w, i, err)
+			}
+		}
+		return nil
+	})
 	for range 300 {
 		if err := d.Collect(true); err != nil {
 			t.Errorf("Collect: %v", err)
@@ -225,12 +211,37 @@ func TestCollectWhileQueued(t *testing.T) {
 		}
 	}
 	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := wait(); err != nil {
 		t.Error(err)
 	}
 	if err := d.Sync(); err != nil {
 		t.Fatalf("device after the run: %v", err)
+	}
+}
+
+// untilStopped runs workers goroutines that call op(w, i) for i = 0, 1, ... until stop is closed
+// or op fails, and returns a function that waits for them and returns the first failure.
+func untilStopped(workers int, stop chan struct{}, op func(w, i int) error) (wait func() error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := op(w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	return func() error {
+		wg.Wait()
+		close(errs)
+		return <-errs
 	}
 }

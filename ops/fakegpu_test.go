@@ -52,44 +52,43 @@ func checkFake(t *testing.T, f *driver.Fake) {
 }
 
 // churn runs workers goroutines that each queue Full and Exp and release both until stop is
-// closed, and returns their first error (after stop).
+// closed (out of memory skips a round), and returns the wait of untilStopped.
 func churn(d *Device, workers int, sizes func(w, i int) int, stop chan struct{}) func() error {
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				x, err := Full(d, sizes(w, i), 1)
-				if errors.Is(err, ErrOutOfMemory) {
-					continue
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				y, err := Exp(x)
-				x.Release()
-				if errors.Is(err, ErrOutOfMemory) {
-					continue
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				y.Release()
-			}
-		})
+	return untilStopped(workers, stop, func(w, i int) error {
+		x, err := Full(d, sizes(w, i), 1)
+		if err != nil {
+			return skipOOM(err)
+		}
+		y, err := Exp(x)
+		x.Release()
+		if err != nil {
+			return skipOOM(err)
+		}
+		y.Release()
+		return nil
+	})
+}
+
+// skipOOM is err unless it is an out-of-memory error.
+func skipOOM(err error) error {
+	if errors.Is(err, ErrOutOfMemory) {
+		return nil
 	}
-	return func() error {
-		wg.Wait()
-		close(errs)
-		return <-errs
+	return err
+}
+
+// stopChurn closes stop, waits for churn's workers (their error fails the test), syncs d and
+// checks the fake's books.
+func stopChurn(t *testing.T, d *Device, f *driver.Fake, stop chan struct{}, wait func() error) {
+	t.Helper()
+	close(stop)
+	if err := wait(); err != nil {
+		t.Error(err)
 	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFake(t, f)
 }
 
 // TestFakeCollectWhileQueued: Collect(true) while other goroutines queue ops and release their
@@ -104,14 +103,7 @@ func TestFakeCollectWhileQueued(t *testing.T) {
 			break
 		}
 	}
-	close(stop)
-	if err := wait(); err != nil {
-		t.Error(err)
-	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	checkFake(t, f)
+	stopChurn(t, d, f, stop, wait)
 	if f.Launches() == 0 || f.Frees() == 0 {
 		t.Fatalf("%d launches, %d frees: the test did not run", f.Launches(), f.Frees())
 	}
@@ -124,14 +116,7 @@ func TestFakeOutOfMemoryRetry(t *testing.T) {
 	stop := make(chan struct{})
 	wait := churn(d, 4, func(w, i int) int { return 1024 * (1 + w) }, stop) // four size classes
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	if err := wait(); err != nil {
-		t.Error(err)
-	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	checkFake(t, f)
+	stopChurn(t, d, f, stop, wait)
 }
 
 // TestFakeFinalizers: buffers dropped without Release while their kernels are queued go back
