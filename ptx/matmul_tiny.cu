@@ -76,23 +76,19 @@ __device__ __forceinline__ void matmul_tiny(float* C, const float* A, const floa
       if (k0 + MT_BK < n) mt_load<TA, TB>(a, b, At, Bt, m, n, p, i0, j0, k0 + MT_BK);
       const u32 kn = (u32)min((u64)MT_BK, n - k0);
       const u32 r0 = 2 * ty, c0 = 2 * tx;
+      // term kk of the step: the thread's 2 x 2 outputs, one fma each
+      auto term = [&](u32 kk) {
+        float a0 = As[kk][r0], a1 = As[kk][r0 + 1], b0 = Bs[kk][c0], b1 = Bs[kk][c0 + 1];
+        acc00 = __fmaf_rn(a0, b0, acc00);
+        acc01 = __fmaf_rn(a0, b1, acc01);
+        acc10 = __fmaf_rn(a1, b0, acc10);
+        acc11 = __fmaf_rn(a1, b1, acc11);
+      };
       if (kn == MT_BK) {
 #pragma unroll
-        for (u32 kk = 0; kk < MT_BK; kk++) {
-          float a0 = As[kk][r0], a1 = As[kk][r0 + 1], b0 = Bs[kk][c0], b1 = Bs[kk][c0 + 1];
-          acc00 = __fmaf_rn(a0, b0, acc00);
-          acc01 = __fmaf_rn(a0, b1, acc01);
-          acc10 = __fmaf_rn(a1, b0, acc10);
-          acc11 = __fmaf_rn(a1, b1, acc11);
-        }
+        for (u32 kk = 0; kk < MT_BK; kk++) term(kk);
       } else {
-        for (u32 kk = 0; kk < kn; kk++) {
-          float a0 = As[kk][r0], a1 = As[kk][r0 + 1], b0 = Bs[kk][c0], b1 = Bs[kk][c0 + 1];
-          acc00 = __fmaf_rn(a0, b0, acc00);
-          acc01 = __fmaf_rn(a0, b1, acc01);
-          acc10 = __fmaf_rn(a1, b0, acc10);
-          acc11 = __fmaf_rn(a1, b1, acc11);
-        }
+        for (u32 kk = 0; kk < kn; kk++) term(kk);
       }
     }
     float* Ct = C + bt * m * p;
