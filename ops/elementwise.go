@@ -143,14 +143,14 @@ func Gelu(x *Buffer) (*Buffer, error) { return geluOp.one([]*Buffer{x}) }
 // SafeLog returns log(softplus(x) + eps); the seeds' default eps is 1e-6. eps must be finite as
 // a float32 and >= 0.
 func SafeLog(x *Buffer, eps float64) (*Buffer, error) {
-	if err := safeLogEps(safeLogOp.name, eps); err != nil {
+	if err := checkEps(safeLogOp.name, eps); err != nil {
 		return nil, err
 	}
 	return safeLogOp.one([]*Buffer{x}, eps)
 }
 
-// safeLogEps checks the eps of SafeLog and SafeLogBwd.
-func safeLogEps(op string, eps float64) error {
+// checkEps checks an epsilon (SafeLog, SafeLogBwd, LayerNormFwd): finite as a float32 and >= 0.
+func checkEps(op string, eps float64) error {
 	if !nonNegative(float64(float32(eps))) {
 		return fmt.Errorf("ops: %s: eps %v (want finite as a float32 and >= 0)", op, eps)
 	}
@@ -230,7 +230,7 @@ func GeluBwd(x, g *Buffer) (*Buffer, error) { return geluBwdOp.one([]*Buffer{x, 
 
 // SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps) (cpu.SafeLogBwdf), eps as for SafeLog.
 func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
-	if err := safeLogEps(safeLogBwdOp.name, eps); err != nil {
+	if err := checkEps(safeLogBwdOp.name, eps); err != nil {
 		return nil, err
 	}
 	return safeLogBwdOp.one([]*Buffer{x, g}, eps)

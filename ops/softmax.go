@@ -205,9 +205,8 @@ func chunksOf(k int) func(s []int) int { return func(s []int) int { return colCh
 // may still be finite.
 func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mean, sd *Buffer, err error) {
 	const op = "layer_norm_fwd"
-	e := float32(eps)
-	if !nonNegative(float64(e)) {
-		return nil, nil, nil, fmt.Errorf("ops: %s: eps %v (want finite as a float32 and >= 0)", op, eps)
+	if err := checkEps(op, eps); err != nil {
+		return nil, nil, nil, err
 	}
 	if err := matrix(op, "x", x, rows, cols); err != nil {
 		return nil, nil, nil, err
@@ -226,7 +225,7 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mea
 		fwd = layerNormFwdRowOp
 	}
 	o, err := fwd.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
-		[]int{rows, cols}, 1/float32(cols), e)
+		[]int{rows, cols}, 1/float32(cols), float32(eps))
 	if err != nil {
 		return nil, nil, nil, err
 	}
