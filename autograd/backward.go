@@ -10,7 +10,14 @@ import (
 
 // Backward runs reverse mode from loss, a value of one element, with the seed cotangent 1. It is
 // BackwardWith(loss, ones).
+//
+// On a session's tape (Session.Tape), Backward, BackwardWith, BackwardFrom and BackwardParams are
+// the session's methods of those names, so that code written against *Tape trains a session's
+// parameters when handed its tape.
 func (t *Tape) Backward(loss Var) error {
+	if t.sess != nil {
+		return t.sess.Backward(loss)
+	}
 	return t.backward("backward", []Var{loss}, nil, nil)
 }
 
@@ -19,6 +26,9 @@ func (t *Tape) Backward(loss Var) error {
 // not depend on it. Gradients of nodes used several times accumulate. Each node's retained
 // workspace is released as soon as its VJP ran. A tape runs one backward pass per Reset.
 func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
+	if t.sess != nil {
+		return t.sess.BackwardWith(y, seed)
+	}
 	return t.backward("backward", []Var{y}, []*ops.Buffer{seed}, nil)
 }
 
@@ -27,6 +37,9 @@ func (t *Tape) BackwardWith(y Var, seed *ops.Buffer) error {
 // gradient is the sum of the contributions of all the outputs, and an output listed twice gets
 // the sum of its seeds.
 func (t *Tape) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
+	if t.sess != nil {
+		return t.sess.BackwardFrom(ys, seeds)
+	}
 	if seeds == nil {
 		seeds = []*ops.Buffer{} // nil would stand for ones
 	}
@@ -38,6 +51,9 @@ func (t *Tape) BackwardFrom(ys []Var, seeds []*ops.Buffer) error {
 // from a parameter to loss are differentiated. A parameter that loss does not depend on gets a
 // zero gradient. Each parameter must require grad.
 func (t *Tape) BackwardParams(loss Var, params ...Var) error {
+	if t.sess != nil {
+		return t.sess.BackwardParams(loss, params...)
+	}
 	if params == nil {
 		params = []Var{}
 	}

@@ -308,6 +308,28 @@ func gradCases() []gradCase {
 		add(gradCase{name: "bmm", in: [][]int{{3, m, n}, {3, n, p}},
 			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Bmm(x[0], x[1]) },
 			ref: func(x [][]float64) []float64 { return bmmRef(x[0], x[1], 3, m, n, p) }})
+		for v := range 4 {
+			ta, tb := v >= 2, v%2 == 1
+			sa, sb := []int{2, m, n}, []int{2, n, p}
+			if ta {
+				sa = []int{2, n, m}
+			}
+			if tb {
+				sb = []int{2, p, n}
+			}
+			add(gradCase{name: fmt.Sprintf("bmm_with_transpose_%v_%v", ta, tb), in: [][]int{sa, sb},
+				op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.BmmWithTranspose(x[0], x[1], ta, tb) },
+				ref: func(x [][]float64) []float64 {
+					a, b := x[0], x[1]
+					if ta {
+						a = transposeBatch(a, 2, n, m)
+					}
+					if tb {
+						b = transposeBatch(b, 2, p, n)
+					}
+					return bmmRef(a, b, 2, m, n, p)
+				}})
+		}
 	}
 	// (batch or 0 for a vector, in, out); batch 6 as (2, 3) leading axes
 	for _, dims := range [][3]int{{0, 1, 1}, {0, 3, 4}, {1, 3, 2}, {5, 4, 3}, {6, 4, 3}} {
@@ -437,7 +459,31 @@ func gradCases() []gradCase {
 	add(gradCase{name: "layer_norm_eps", in: [][]int{{3, 4}, {4}, {4}},
 		op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.LayerNormEps(x[0], x[1], x[2], 0.5) },
 		ref: func(x [][]float64) []float64 { return layerNormRef(x[0], x[1], x[2], 4, 0.5) }})
+	for _, s := range [][]int{{1, 1, 1}, {3, 2, 5}, {2, 7}, {4, 3, 2, 2}} {
+		c := s[0]
+		hw := size(s) / c
+		add(gradCase{name: "batchnorm_channel_first", in: [][]int{s, {c}, {c}},
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var {
+				return tp.BatchNormChannelFirst(x[0], x[1], x[2])
+			},
+			ref: func(x [][]float64) []float64 {
+				// Layer norm of the (C, H*W) view with unit scale, then the channel's scale.
+				y := layerNormRef(x[0], slices.Repeat([]float64{1}, hw), make([]float64, hw), hw, ops.LayerNormEps)
+				for i := range y {
+					y[i] = y[i]*x[1][i/hw] + x[2][i/hw]
+				}
+				return y
+			}})
+	}
 	return cs
+}
+
+func size(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 func mapIdx(n int, f func(i int) float64) []float64 {
@@ -532,6 +578,14 @@ func bmmRef(a, b []float64, batch, m, n, p int) []float64 {
 			s += a[t*m*n+r*n+k] * b[t*n*p+k*p+c]
 		}
 		return s
+	})
+}
+
+// transposeBatch returns the batch (r, c) matrices of x transposed to (c, r).
+func transposeBatch(x []float64, batch, r, c int) []float64 {
+	return mapIdx(batch*r*c, func(i int) float64 {
+		t, j, k := i/(r*c), i/r%c, i%r // element (j, k) of the (c, r) result
+		return x[t*r*c+k*c+j]
 	})
 }
 

@@ -19,7 +19,7 @@ func (t *Tape) MatMul(a, b Var) Var {
 	if len(sa) != 2 || len(sb) != 2 || sa[1] != sb[0] {
 		return t.failf(op, "shapes %v and %v do not multiply", sa, sb)
 	}
-	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, 1, sa[0], sa[1], sb[1], []int{sa[0], sb[1]})
+	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, 1, sa[0], sa[1], sb[1], false, false, []int{sa[0], sb[1]})
 }
 
 // Bmm returns the batched product of a (batch, m, n) and b (batch, n, p): (batch, m, p).
@@ -33,16 +33,78 @@ func (t *Tape) Bmm(a, b Var) Var {
 	if len(sa) != 3 || len(sb) != 3 || sa[0] != sb[0] || sa[2] != sb[1] {
 		return t.failf(op, "shapes %v and %v do not multiply in batches", sa, sb)
 	}
-	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, sa[0], sa[1], sa[2], sb[2], []int{sa[0], sa[1], sb[2]})
+	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, sa[0], sa[1], sa[2], sb[2], false, false, []int{sa[0], sa[1], sb[2]})
 }
 
-// bmm records C = A·B for batch matrices A (m, n) and B (n, p): dA = dC·Bᵀ, dB = Aᵀ·dC.
-func (t *Tape) bmm(op string, a, b Var, ab, bb *ops.Buffer, batch, m, n, p int, shape []int) Var {
-	y, err := ops.Bmm(ab, bb, batch, m, n, p)
+// BmmWithTranspose is Bmm with either operand read transposed in place (no copy): with transA, a
+// is (batch, n, m) and the product uses each of its matrices transposed; with transB, b is
+// (batch, p, n). The result is (batch, m, p). Attention's scores q·kᵀ are
+// BmmWithTranspose(q, k, false, true) (PyTorch's q @ k.transpose(-2, -1)). The gradients have
+// a's and b's shapes, as stored.
+func (t *Tape) BmmWithTranspose(a, b Var, transA, transB bool) Var {
+	const op = "bmm"
+	vs, ok := t.args(op, a, b)
+	if !ok {
+		return Var{}
+	}
+	sa, sb := vs[0].shape, vs[1].shape
+	if len(sa) != 3 || len(sb) != 3 || sa[0] != sb[0] {
+		return t.failf(op, "shapes %v and %v do not multiply in batches", sa, sb)
+	}
+	m, n := sa[1], sa[2]
+	if transA {
+		m, n = n, m
+	}
+	nb, p := sb[1], sb[2]
+	if transB {
+		nb, p = p, nb
+	}
+	if n != nb {
+		return t.failf(op, "shapes %v and %v (transposed: %v, %v) do not multiply in batches", sa, sb, transA, transB)
+	}
+	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, sa[0], m, n, p, transA, transB, []int{sa[0], m, p})
+}
+
+// bmm records C = op(A)·op(B) for batch matrices op(A) (m, n) and op(B) (n, p), op the
+// transpose where transA / transB say (ops.BmmWithTranspose). With G = dC, the gradients of the
+// stored operands are: (n, n) dA = G·Bᵀ, dB = Aᵀ·G; (n, t) dA = G·B, dB = Gᵀ·A; (t, n) dA =
+// B·Gᵀ, dB = A·G; (t, t) dA = Bᵀ·Gᵀ, dB = Gᵀ·Aᵀ: each one product read in place. shape is the
+// result's (m, p) or (batch, m, p).
+func (t *Tape) bmm(op string, a, b Var, ab, bb *ops.Buffer, batch, m, n, p int, transA, transB bool, shape []int) Var {
+	y, err := ops.BmmWithTranspose(ab, bb, batch, m, n, p, transA, transB)
+	var da, db func(g *ops.Buffer) (*ops.Buffer, error)
+	switch {
+	case !transA && !transB:
+		da = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, true)
+		}
+		db = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(ab, g, batch, n, m, p, true, false)
+		}
+	case !transA && transB:
+		da = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, false)
+		}
+		db = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(g, ab, batch, p, m, n, true, false)
+		}
+	case transA && !transB:
+		da = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(bb, g, batch, n, p, m, false, true)
+		}
+		db = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(ab, g, batch, n, m, p, false, false)
+		}
+	default:
+		da = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(bb, g, batch, n, p, m, true, true)
+		}
+		db = func(g *ops.Buffer) (*ops.Buffer, error) {
+			return ops.BmmWithTranspose(g, ab, batch, p, m, n, true, true)
+		}
+	}
 	return t.record(op, shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
-		return grads(need,
-			func() (*ops.Buffer, error) { return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, true) },
-			func() (*ops.Buffer, error) { return ops.BmmWithTranspose(ab, g, batch, n, m, p, true, false) })
+		return grads(need, func() (*ops.Buffer, error) { return da(g) }, func() (*ops.Buffer, error) { return db(g) })
 	})
 }
 

@@ -33,3 +33,78 @@ func (t *Tape) LayerNormEps(x, gamma, beta Var, eps float64) Var {
 		return []*ops.Buffer{dx, dg, db}, err
 	})
 }
+
+// BatchNormChannelFirst is the seeds' batch norm of one channel-first sample x of shape (C, ...)
+// (an image (C, H, W); no batch axis, no running statistics, no train/eval switch): each channel
+// is normalized over its other axes, as LayerNorm normalizes a row of the (C, H*W) view (the
+// biased variance, epsilon ops.LayerNormEps), then scaled and shifted by its entries of gamma
+// and beta (C each): y = x̂ * gamma[c] + beta[c], two roundings. The backward pass is layer
+// norm's for x, with dgamma[c] = Σ dy * x̂ and dbeta[c] = Σ dy over the channel (row sums).
+func (t *Tape) BatchNormChannelFirst(x, gamma, beta Var) Var {
+	const op = "batchnorm_channel_first"
+	vs, ok := t.args(op, x, gamma, beta)
+	if !ok {
+		return Var{}
+	}
+	vx, vg, vb := vs[0], vs[1], vs[2]
+	if len(vx.shape) < 2 || vx.shape[0] == 0 || vx.len() == 0 || len(vg.shape) != 1 || vg.shape[0] != vx.shape[0] ||
+		len(vb.shape) != 1 || vb.shape[0] != vx.shape[0] {
+		return t.failf(op, "input %v, gamma %v and beta %v do not fit (want (C, ...) with no empty axis, (C), (C))",
+			vx.shape, vg.shape, vb.shape)
+	}
+	c := vx.shape[0]
+	hw := vx.len() / c
+	var norm, mean, sd, ones, gb, y *ops.Buffer
+	fwd := func() error {
+		var zeros *ops.Buffer
+		var err error
+		if ones, err = ops.Full(t.dev, hw, 1); err != nil {
+			return err
+		}
+		if zeros, err = ops.Zeros(t.dev, hw); err != nil {
+			return err
+		}
+		// x̂ = x̂ * 1 + 0 (the only change: -0 becomes +0).
+		norm, mean, sd, err = ops.LayerNormFwd(vx.buf, ones, zeros, c, hw, ops.LayerNormEps)
+		zeros.Release()
+		if err != nil {
+			return err
+		}
+		if gb, err = ops.BroadcastVecToCols(vg.buf, c, hw); err != nil {
+			return err
+		}
+		bb, err := ops.BroadcastVecToCols(vb.buf, c, hw)
+		if err != nil {
+			return err
+		}
+		scaled, err := ops.Mul(norm, gb)
+		if err == nil {
+			y, err = ops.Add(scaled, bb)
+		}
+		ops.ReleaseThen(nil, scaled, bb)
+		return err
+	}
+	err := fwd()
+	work := []releaser{norm, mean, sd, ones, gb}
+	return t.record(op, vx.shape, y, err, work, []Var{x, gamma, beta}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need,
+			func() (*ops.Buffer, error) {
+				dn, err := ops.Mul(g, gb)
+				if err != nil {
+					return nil, err
+				}
+				dx, dg, db, err := ops.LayerNormBwd(dn, vx.buf, mean, sd, ones, c, hw)
+				ops.ReleaseThen(nil, dn, dg, db)
+				return dx, err
+			},
+			func() (*ops.Buffer, error) {
+				gn, err := ops.Mul(g, norm)
+				if err != nil {
+					return nil, err
+				}
+				defer gn.Release()
+				return ops.ReduceSumByRow(gn, c, hw)
+			},
+			func() (*ops.Buffer, error) { return ops.ReduceSumByRow(g, c, hw) })
+	})
+}

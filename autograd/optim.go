@@ -105,6 +105,19 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 
 // ready returns the error that prevents using the optimizer, if any.
 func (o *optimizer) ready() error {
+	if err := o.open(); err != nil {
+		return err
+	}
+	if o.s == nil {
+		return nil
+	}
+	return o.s.Err()
+}
+
+// open returns the error that prevents reading the optimizer's state: its own error, or that it
+// or its session is closed. Unlike ready, a recorded session error does not: State still returns
+// the state of the last completed step.
+func (o *optimizer) open() error {
 	switch {
 	case o.err != nil:
 		return o.err
@@ -112,8 +125,10 @@ func (o *optimizer) ready() error {
 		return nil // no parameters
 	case o.closed:
 		return o.s.failf(o.name, "the optimizer is closed")
+	case o.s.closed:
+		return o.s.Err()
 	}
-	return o.s.Err()
+	return nil
 }
 
 // step runs update on every parameter that has a gradient, with its state (zeros, allocated
@@ -172,9 +187,11 @@ func (o *optimizer) Close() {
 // "<parameter name>.<key>": for SGD with momentum the key momentum_buffer; for Adam and AdamW
 // exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length) and step (one
 // element: the number of steps taken, a whole number, at most 2^24). Parameters that have
-// taken no step have no entries.
+// taken no step have no entries. State works after the session recorded an error (not after
+// Close), like Param.Host, so that the last good state can still be saved; a Step that failed
+// part way (a device error) may have updated some parameters and their state and not others.
 func (o *optimizer) State() (map[string]*ops.Buffer, error) {
-	if err := o.ready(); err != nil {
+	if err := o.open(); err != nil {
 		return nil, err
 	}
 	out := map[string]*ops.Buffer{}

@@ -105,6 +105,29 @@ func (t *Tape) LogSoftmax(x Var) Var {
 	return t.rowwise("log_softmax", x, ops.LogSoftmax, ops.LogSoftmaxBwd)
 }
 
+// MaskedSoftmax is the hard-masked softmax of x along its last axis (ops.MaskedSoftmax): the
+// entries whose mask (x's shape; 1 keeps, 0 blocks; no gradient) is 0 are left out of their row's
+// max and sum and give 0, and a fully blocked row gives zeros. A causal attention mask is the
+// lower triangle of ones. Blocked entries get no gradient, nor does the mask (a zero gradient
+// where it requires one).
+func (t *Tape) MaskedSoftmax(x, mask Var) Var {
+	const op = "masked_softmax"
+	vs, ok := t.args(op, x, mask)
+	if !ok {
+		return Var{}
+	}
+	vx, vm := vs[0], vs[1]
+	if !slices.Equal(vx.shape, vm.shape) {
+		return t.failf(op, "mask %v for input %v (want the same shape)", vm.shape, vx.shape)
+	}
+	r, c := lastAxis(vx.shape)
+	y, err := ops.MaskedSoftmax(vx.buf, vm.buf, r, c)
+	return t.record(op, vx.shape, y, err, nil, []Var{x, mask}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.SoftmaxBwd(y, g, r, c) },
+			func() (*ops.Buffer, error) { return ops.Zeros(t.dev, r*c) })
+	})
+}
+
 // rowwise records a row op along the last axis whose VJP takes the op's output y.
 func (t *Tape) rowwise(op string, x Var, fwd func(x *ops.Buffer, r, c int) (*ops.Buffer, error),
 	bwd func(y, g *ops.Buffer, r, c int) (*ops.Buffer, error)) Var {

@@ -34,9 +34,9 @@ type Options struct {
 //	opt.ZeroGrad()
 //
 // Reset, Backward, BackwardWith, BackwardFrom, BackwardParams, Err and Dropout are the session's
-// own versions of the Tape methods of those names (call them, not s.Tape's); every other Tape
-// method (the ops, Leaf, Const, Value, Grad, NoGrad...) works on the session as documented on
-// Tape.
+// own versions of the Tape methods of those names; the first six called on s.Tape are the
+// session's too, so code written against *Tape may be handed s.Tape. Every other Tape method
+// (the ops, Leaf, Const, Value, Grad, NoGrad...) works on the session as documented on Tape.
 //
 // # Errors
 //
@@ -92,7 +92,9 @@ func NewSession(o Options) *Session {
 	if o.Deterministic {
 		ops.SetDeterministic(true)
 	}
-	return &Session{Tape: NewTape(o.Device), seed: o.Seed, names: map[string]bool{}}
+	s := &Session{Tape: NewTape(o.Device), seed: o.Seed, names: map[string]bool{}}
+	s.Tape.sess = s
+	return s
 }
 
 // Err returns the session's first error (of a session method, an op recorded on the tape, a
@@ -124,7 +126,7 @@ func (s *Session) failf(op, format string, args ...any) error {
 // makes their handles stale. A recorded error survives Reset.
 func (s *Session) Reset() {
 	s.Err()
-	s.Tape.Reset()
+	s.Tape.reset()
 	if s.err != nil {
 		s.Tape.fail(s.err)
 	}
@@ -345,23 +347,25 @@ func (s *Session) backward(op string, ys []Var, seeds []*ops.Buffer, inputs []Va
 }
 
 // Item returns the value of v, which must have one element (PyTorch's item()), downloading it;
-// 0 on an error (recorded).
+// NaN on an error (recorded), so that a loss printed after a failed step cannot pass for a
+// result.
 func (s *Session) Item(v Var) float32 {
+	nan := float32(math.NaN())
 	b := s.Value(v)
 	switch {
 	case s.Err() != nil:
-		return 0
+		return nan
 	case b == nil:
 		s.failf("item", "%v", errInvalid)
-		return 0
+		return nan
 	case b.Len() != 1:
 		s.failf("item", "the value has shape %v, not one element", s.Shape(v))
-		return 0
+		return nan
 	}
 	f, err := b.Float32s()
 	if err != nil {
 		s.fail(fmt.Errorf("autograd: item: %w", err))
-		return 0
+		return nan
 	}
 	return f[0]
 }

@@ -144,6 +144,38 @@ func TestSessionErrors(t *testing.T) {
 		if h, err := w.Host(); err != nil || !slices.Equal(h, []float32{1, 2, 3, 4, 5, 6}) {
 			t.Errorf("a parameter of a failed session reads %v, %v", h, err)
 		}
+		if v := s.Item(bad); !math.IsNaN(float64(v)) {
+			t.Errorf("Item after the error: %v, want NaN", v)
+		}
+		if st, err := opt.State(); err != nil || len(st) != 0 {
+			t.Errorf("State after the error: %v, %v; want the (empty) state", st, err)
+		}
+	})
+
+	// The optimizer state of the last good step can be saved after an error.
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d})
+		defer s.Close()
+		w := s.Param("w", []int{2}, []float32{1, 2})
+		opt := autograd.NewAdam(s.Params(), autograd.AdamOptions{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+		s.Backward(s.Sum(s.Mul(s.Use(w), s.Use(w))))
+		opt.Step()
+		s.Reset()
+		s.Input([]float32{1}, 2) // the error
+		st, err := opt.State()
+		if err != nil || len(st) != 3 {
+			t.Fatalf("State after an error: %d entries, %v", len(st), err)
+		}
+		if h, _ := st["w.step"].Float32s(); !slices.Equal(h, []float32{1}) {
+			t.Errorf("step %v, want [1]", h)
+		}
+		for _, b := range st {
+			b.Release()
+		}
+		s.Close()
+		if _, err := opt.State(); err == nil {
+			t.Error("State after Close: no error")
+		}
 	})
 
 	// Each of these is recorded as the session's first error, with a clear message; Close
@@ -475,6 +507,41 @@ func TestSessionBackwardVariants(t *testing.T) {
 		r := s2.Param("r", []int{1}, []float32{2})
 		if err := s2.BackwardFrom([]autograd.Var{s2.Use(r)}, nil); err == nil || !strings.Contains(err.Error(), "1 outputs and 0 seeds") {
 			t.Errorf("BackwardFrom without seeds: %v", err)
+		}
+	})
+}
+
+// TestSessionTape: code written against *Tape, handed a session's tape, trains the session's
+// parameters: the tape's Backward and Reset are the session's (no silently missing gradient, no
+// inputs left live after its Reset).
+func TestSessionTape(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		base := d.Stats().LiveBytes
+		s := autograd.NewSession(autograd.Options{Device: d})
+		w := s.Param("w", []int{2}, []float32{1, 2})
+		var tp *autograd.Tape = s.Tape
+		var after []int64
+		for range 3 {
+			x := s.Input([]float32{3, 4}, 2)
+			if err := tp.Backward(tp.Sum(tp.Mul(s.Use(w), x))); err != nil {
+				t.Fatal(err)
+			}
+			tp.Reset()
+			after = append(after, d.Stats().LiveBytes)
+		}
+		g, err := w.Grad().Float32s()
+		if err != nil || !slices.Equal(g, []float32{9, 12}) {
+			t.Errorf("gradient %v, %v; want [9 12] (three steps through the tape)", g, err)
+		}
+		if after[2] != after[0] {
+			t.Errorf("live bytes after each step's Reset: %v (the inputs must be released)", after)
+		}
+		if tp.Leaf(nil, nil, false); tp.Err() == nil || s.Err() != tp.Err() {
+			t.Errorf("the tape's Err %v, the session's %v: want the same error", tp.Err(), s.Err())
+		}
+		s.Close()
+		if live := d.Stats().LiveBytes; live != base {
+			t.Errorf("live bytes %d after Close, %d before", live, base)
 		}
 	})
 }

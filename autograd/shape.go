@@ -67,15 +67,20 @@ func (t *Tape) Transpose2d(x Var) Var {
 	})
 }
 
-// SwapAdjacent returns x with the axes depth and depth+1 swapped. As in the seeds, a depth
-// without two such axes gives x itself.
+// SwapAdjacent returns x with the axes depth and depth+1 swapped (depth = rank-2 swaps the last
+// two, PyTorch's x.transpose(-2, -1)). As in the seeds, a depth past the last pair of axes gives x
+// itself. A negative depth is an error: the seeds' depth is a natural number, and counting it
+// from the end would be ambiguous (Permute takes negative axes).
 func (t *Tape) SwapAdjacent(x Var, depth int) Var {
 	const op = "swap_adjacent"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
 	}
-	if depth < 0 || depth+1 >= len(vx.shape) {
+	if depth < 0 {
+		return t.failf(op, "negative depth %d (depth %d swaps the last two axes of shape %v)", depth, len(vx.shape)-2, vx.shape)
+	}
+	if depth+1 >= len(vx.shape) {
 		return x
 	}
 	shape := slices.Clone(vx.shape)

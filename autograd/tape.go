@@ -21,6 +21,9 @@ type Tape struct {
 	done      bool   // a backward pass ran since the last Reset
 	gen       uint64 // incremented by Reset: older handles are stale
 	noGrad    bool   // inside NoGrad: new nodes do not require grad
+	// sess is the session whose tape this is (nil for NewTape's): Backward, BackwardWith,
+	// BackwardFrom, BackwardParams, Reset and Err called on the tape are the session's.
+	sess *Session
 }
 
 // Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.
@@ -77,8 +80,14 @@ func (t *Tape) Device() *ops.Device { return t.dev }
 // Len returns the number of recorded nodes.
 func (t *Tape) Len() int { return len(t.nodes) }
 
-// Err returns the first error recorded since the last Reset, or nil.
-func (t *Tape) Err() error { return t.err }
+// Err returns the first error recorded since the last Reset, or nil. On a session's tape it is
+// the session's Err.
+func (t *Tape) Err() error {
+	if t.sess != nil {
+		return t.sess.Err()
+	}
+	return t.err
+}
 
 // Leaf records buf, holding the row-major contents of shape, as an input of the computation.
 // With requiresGrad, backward passes compute its gradient. buf is borrowed: the tape never
@@ -194,8 +203,18 @@ func (t *Tape) NoGrad(f func()) {
 
 // Reset releases every buffer the tape owns (op results, retained workspace, gradients,
 // prepared indices), forgets all nodes and clears the error. Buffers passed in by the caller
-// are not released. Handles from before the Reset become stale.
+// are not released. Handles from before the Reset become stale. On a session's tape it is the
+// session's Reset (which also releases the step's inputs and keeps the session's error).
 func (t *Tape) Reset() {
+	if t.sess != nil {
+		t.sess.Reset()
+		return
+	}
+	t.reset()
+}
+
+// reset is Reset of the tape alone.
+func (t *Tape) reset() {
 	t.releaseGrads()
 	for i := range t.nodes {
 		n := &t.nodes[i]

@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -285,6 +286,10 @@ func TestStickyErrors(t *testing.T) {
 			{"permute", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Permute(x, 0, 0) }, "permute: [0 0] is not a permutation"},
 			{"broadcast", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.BroadcastTo(x, 4, 3) }, "broadcast_to: ops: broadcast_to: input axis 0 of size 2 cannot broadcast to 4"},
 			{"linear", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Linear(x, x, x) }, "linear: input [2 3], weight [2 3] and bias [2 3] do not fit"},
+			{"batchnorm", func(tp *autograd.Tape, x autograd.Var) autograd.Var {
+				return tp.BatchNormChannelFirst(x, tp.Slice(x, 0, 1), x)
+			},
+				"batchnorm_channel_first: input [2 3], gamma [1 3] and beta [2 3] do not fit"},
 			{"invalid", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Relu(autograd.Var{}) }, "relu: operand 0: invalid Var"},
 		} {
 			tp.Reset()
@@ -350,8 +355,9 @@ func TestBuffers(t *testing.T) {
 	})
 }
 
-// TestPermuteIdentity: the identity permutation and an out-of-range SwapAdjacent depth (the
-// seeds' rule) return x itself, recording nothing.
+// TestPermuteIdentity: the identity permutation and a SwapAdjacent depth past the last pair of
+// axes (the seeds' rule) return x itself, recording nothing; a negative depth (PyTorch's
+// transpose(-2, -1) habit) is an error, never a silent identity.
 func TestPermuteIdentity(t *testing.T) {
 	forDevices(t, func(t *testing.T, d *ops.Device) {
 		xb := upload(t, d, 1, 2, 3, 4, 5, 6)
@@ -359,11 +365,15 @@ func TestPermuteIdentity(t *testing.T) {
 		tp := autograd.NewTape(d)
 		defer tp.Reset()
 		x := tp.Leaf(xb, []int{1, 2, 3}, true)
-		if tp.Permute(x, 0, 1, 2) != x || tp.SwapAdjacent(x, 2) != x || tp.SwapAdjacent(x, -1) != x || tp.Len() != 1 {
+		if tp.Permute(x, 0, 1, 2) != x || tp.SwapAdjacent(x, 2) != x || tp.SwapAdjacent(x, 5) != x || tp.Len() != 1 {
 			t.Errorf("identity permutations must return x")
 		}
 		if y := tp.Permute(x, 2, 1, 0); !slices.Equal(tp.Shape(y), []int{3, 2, 1}) || tp.Len() != 4 {
 			t.Errorf("permute (2, 1, 0): shape %v with %d nodes", tp.Shape(y), tp.Len())
+		}
+		if y := tp.SwapAdjacent(x, -1); y.Valid() || tp.Err() == nil ||
+			tp.Err().Error() != "autograd: swap_adjacent: negative depth -1 (depth 1 swaps the last two axes of shape [1 2 3])" {
+			t.Errorf("negative depth: %v", tp.Err())
 		}
 	})
 }
@@ -537,4 +547,71 @@ func TestLinearLeadingAxes(t *testing.T) {
 	if got := tp.Shape(y); tp.Err() != nil || !slices.Equal(got, []int{2, 3, 5}) {
 		t.Errorf("Linear of (2, 3, 4) by (5, 4): shape %v, error %v", got, tp.Err())
 	}
+}
+
+// TestMaskedSoftmax: the causal (lower-triangular) hard mask plus one fully blocked row, the
+// forward values and the gradient y ⊙ (w - Σ w·y) of Σ w ⊙ softmax against float64; blocked
+// entries are 0 and get no gradient, and the mask's gradient (it is a leaf that requires grad
+// here) is zero.
+func TestMaskedSoftmax(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		const rows, cols = 8, 4 // two (4, 4) score matrices
+		xs, ws, ms := make([]float64, rows*cols), make([]float64, rows*cols), make([]float64, rows*cols)
+		for i := range xs {
+			r, c := i/cols, i%cols
+			xs[i], ws[i] = math.Sin(float64(3*i+1)), math.Cos(float64(5*i+2))
+			if c <= r%4 && r != 6 { // causal; row 6 fully blocked
+				ms[i] = 1
+			}
+		}
+		xb, wb, mb := upload(t, d, xs...), upload(t, d, ws...), upload(t, d, ms...)
+		defer ops.ReleaseThen(nil, xb, wb, mb)
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x, m := tp.Leaf(xb, []int{2, 4, 4}, true), tp.Leaf(mb, []int{2, 4, 4}, true)
+		y := tp.MaskedSoftmax(x, m)
+		if err := tp.Backward(tp.Sum(tp.Mul(y, tp.Const(wb, []int{2, 4, 4})))); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := tp.Value(y).Float64s()
+		dx, _ := tp.Grad(x).Float64s()
+		dm, _ := tp.Grad(m).Float64s()
+		for r := range rows {
+			mx := math.Inf(-1)
+			for c := range cols {
+				if ms[r*cols+c] == 1 {
+					mx = max(mx, xs[r*cols+c])
+				}
+			}
+			var s, sw float64
+			want := make([]float64, cols)
+			for c := range cols {
+				if ms[r*cols+c] == 1 {
+					want[c] = math.Exp(xs[r*cols+c] - mx)
+					s += want[c]
+				}
+			}
+			for c := range cols {
+				if s > 0 {
+					want[c] /= s
+				}
+				sw += ws[r*cols+c] * want[c]
+			}
+			for c := range cols {
+				i := r*cols + c
+				wantDx := want[c] * (ws[i] - sw)
+				if math.Abs(got[i]-want[c]) > 1e-6 || math.Abs(dx[i]-wantDx) > 1e-6 || dm[i] != 0 {
+					t.Errorf("(%d, %d): y %v dx %v dmask %v, want %v, %v, 0", r, c, got[i], dx[i], dm[i], want[c], wantDx)
+				}
+				if ms[i] == 0 && (got[i] != 0 || dx[i] != 0) {
+					t.Errorf("(%d, %d) is blocked: y %v, dx %v; want 0, 0", r, c, got[i], dx[i])
+				}
+			}
+		}
+		tp.Reset()
+		tp.MaskedSoftmax(tp.Leaf(xb, []int{2, 4, 4}, true), tp.Leaf(mb, []int{8, 4}, false))
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "masked_softmax: mask [8 4] for input [2 4 4]") {
+			t.Errorf("mask of another shape: %v", err)
+		}
+	})
 }

@@ -458,12 +458,30 @@ func TestErrorsNameTheOp(t *testing.T) {
 	}
 }
 
-// TestEnvOn: the switch values of TORCHLEAN_DETERMINISTIC.
+// TestEnvOn: the switch values of TORCHLEAN_DETERMINISTIC, and TorchLean's variable beside it.
 func TestEnvOn(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "0": false, "false": false, "False": false, "off": false,
 		"NO": false, " 0 ": false, "1": true, "true": true, "on": true, "yes": true, "2": true} {
 		if got := envOn(v); got != want {
 			t.Errorf("envOn(%q) = %v, want %v", v, got, want)
+		}
+	}
+	// TorchLean's variable counts only when ours is unset.
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "1"}, true},
+		{map[string]string{"TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "off"}, true}, // TorchLean's rule
+		{map[string]string{"TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "0"}, false},
+		{map[string]string{"TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": ""}, false},
+		{map[string]string{"TORCHLEAN_DETERMINISTIC": "0", "TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "1"}, false},
+		{map[string]string{"TORCHLEAN_DETERMINISTIC": "on"}, true},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+		if got := deterministicFromEnv(lookup); got != c.want {
+			t.Errorf("environment %v: deterministic %v, want %v", c.env, got, c.want)
 		}
 	}
 }

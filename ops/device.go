@@ -104,7 +104,11 @@ func (c *counters) released(bytes int64) {
 	c.live.Add(-bytes)
 }
 
-// Stats is a snapshot of a device's allocator telemetry.
+// Stats is a snapshot of a device's allocator telemetry. The counts cover every buffer the
+// package creates on the device: results, and also the ops' internal partials (e.g. Sum's chunk
+// sums) and uploaded index lists (Indices), which are released before the op returns or with
+// their owner; so one op may add more than one to AllocCount and raise PeakBytes above its
+// inputs plus its result. (TorchLean counted kernel scratch apart.)
 type Stats struct {
 	LiveBytes   int64  // bytes of live (unreleased) buffers: 4 per element
 	PeakBytes   int64  // high-water mark of LiveBytes
@@ -161,7 +165,19 @@ func (d *Device) Collect(force bool) error {
 // Deterministic-reductions mode (see SetDeterministic).
 var deterministic atomic.Bool
 
-func init() { deterministic.Store(envOn(os.Getenv("TORCHLEAN_DETERMINISTIC"))) }
+func init() { deterministic.Store(deterministicFromEnv(os.LookupEnv)) }
+
+// deterministicFromEnv is the initial deterministic mode: TORCHLEAN_DETERMINISTIC (envOn) when it
+// is set, else TorchLean's own variable TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS with TorchLean's
+// rule (off when unset, empty or 0, on otherwise), so that a run configured for TorchLean gets
+// the mode it asked for.
+func deterministicFromEnv(lookup func(string) (string, bool)) bool {
+	if v, ok := lookup("TORCHLEAN_DETERMINISTIC"); ok {
+		return envOn(v)
+	}
+	v, _ := lookup("TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS")
+	return v != "" && v != "0"
+}
 
 // envOn reads a switch from the environment: off when v is empty or one of 0, false, off, no
 // (any case), on otherwise.
@@ -178,7 +194,8 @@ func envOn(v string) bool {
 // sums, pooling backward) run fixed-order code instead and are bit-identical to the CPU; a
 // kernel without a deterministic path returns an error. The initial value comes from
 // TORCHLEAN_DETERMINISTIC (off when unset, empty, 0, false, off or no; on for 1, true, on or
-// any other value).
+// any other value) or, when that is unset, TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS
+// (on unless empty or 0).
 func SetDeterministic(on bool) { deterministic.Store(on) }
 
 // Deterministic reports the mode.
