@@ -34,7 +34,7 @@ func kernelBenches() []kernelBench {
 		ks = append(ks, kernelBench{name: name, ins: ins, bytes: bytes, run: run})
 	}
 	for _, s := range [][4]int{{1, 1024, 1024, 1024}, {1, 2048, 2048, 2048}, {1, 4096, 4096, 4096}, {1, 256, 4096, 4096},
-		{64, 512, 64, 512}} {
+		{64, 512, 64, 512}, {64, 512, 512, 64}} {
 		batch, m, n, p := s[0], s[1], s[2], s[3]
 		name := fmt.Sprintf("matmul_%dx%dx%d", m, n, p)
 		if batch > 1 {

@@ -88,11 +88,13 @@ func mirrorCases() []mirrorCase {
 
 // mirrorMatmuls are (batch, m, n, p) products: empty batches and K, vectors, sizes off every
 // tile (the 32 x 32-tile kernel takes the small ones, up to the layers of an MLP), the 64 x
-// 128-tile kernel with ragged edges and with several tiles per block (short K), and the
-// 128 x 128-tile kernel with ragged edges.
+// 128-tile kernel with ragged edges and with several tiles per block (short K), the
+// 128 x 128-tile kernel with ragged edges, and the 128 x 64-tile kernel (p of at most 64) with
+// 16-byte and scalar loads, ragged edges and several tiles per block.
 var mirrorMatmuls = [][4]int{{1, 1, 1, 1}, {0, 5, 7, 3}, {2, 3, 0, 4}, {1, 1, 257, 300}, {1, 300, 257, 1},
 	{1, 17, 33, 65}, {3, 17, 33, 65}, {1, 127, 129, 255}, {1, 128, 784, 512}, {1, 128, 512, 10},
-	{1, 1000, 33, 1100}, {32, 256, 64, 512}, {1, 2049, 300, 2055}}
+	{1, 1000, 33, 1100}, {32, 256, 64, 512}, {1, 2049, 300, 2055},
+	{20, 256, 300, 64}, {16, 260, 300, 61}, {600, 130, 20, 33}}
 
 // matmulCases run every product of mirrorMatmuls in the four transpose variants; one also with
 // NaN and infinities in its inputs.

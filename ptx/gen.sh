@@ -9,8 +9,9 @@
 # <name>_sm<NN> (kernels that need sm_<NN> features, e.g. cp.async on sm_80), with
 # --fmad=false so that nvcc never contracts a*b+c into an fma (the CPU twin in package cpu rounds
 # every operation separately) and without fast-math. Each file is headed by the nvcc version and the
-# sha256 of its sources (the .cu, then the .cuh files it includes, directly or through another
-# .cuh, in name order); a plain CPU test fails when they no longer match. Regenerate the families
+# sha256 of its sources (the .cu, then the files of this folder it includes, directly or through
+# another included file, in name order: .cuh headers, or another family's .cu whose templates it
+# instantiates); a plain CPU test fails when they no longer match. Regenerate the families
 # whose sources changed: nvcc 11.8's output for a large module (matmul) varies from run to run in
 # register numbering and the placement of a load, so an untouched family is best left as it is.
 #
@@ -30,15 +31,15 @@ fi
 version=$(nvcc --version | sed -n 's/^Cuda compilation tools, //p')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# deps prints the .cuh files that the file $1 includes, directly or through other .cuh files,
-# one per line in name order.
+# deps prints the .cuh (or .cu) files that the file $1 includes, directly or through other
+# included files, one per line in name order.
 deps() {
   local -A have=()
   local todo=("$1") f inc
   while [ ${#todo[@]} -gt 0 ]; do
     f=${todo[0]}
     todo=("${todo[@]:1}")
-    for inc in $(sed -n 's/^#include "\([^"/]*\.cuh\)".*/\1/p' "$f"); do
+    for inc in $(sed -n 's/^#include "\([^"/]*\.cuh\{0,1\}\)".*/\1/p' "$f"); do
       if [ -z "${have[$inc]:-}" ]; then
         have[$inc]=1
         todo+=("$inc")

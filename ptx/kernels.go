@@ -16,7 +16,7 @@ const (
 )
 
 // Modules lists every family; each has <name>.cu and a generated <name>.ptx.
-var Modules = []Module{Elementwise, ElementwiseMath, RNG, Reduce, Layout, ReduceAxis, Softmax, SoftmaxSM80, Index, Matmul, MatmulTiny, Optim}
+var Modules = []Module{Elementwise, ElementwiseMath, RNG, Reduce, Layout, ReduceAxis, Softmax, SoftmaxSM80, Index, Matmul, MatmulTiny, MatmulNarrow, Optim}
 
 // Elementwise kernels (modules Elementwise and ElementwiseMath): forward.
 var (

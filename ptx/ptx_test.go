@@ -14,11 +14,12 @@ import (
 	"testing"
 )
 
-// includeLine matches a .cu or .cuh file's include of a header of this folder.
-var includeLine = regexp.MustCompile(`(?m)^#include "([^"/]*\.cuh)"`)
+// includeLine matches a .cu or .cuh file's include of a file of this folder: a header, or another
+// family's .cu whose templates it instantiates.
+var includeLine = regexp.MustCompile(`(?m)^#include "([^"/]*\.cuh?)"`)
 
-// sourceHash is gen.sh's source-sha256 of a family: the .cu, then the .cuh files it includes
-// (directly or through another .cuh), in name order.
+// sourceHash is gen.sh's source-sha256 of a family: the .cu, then the files it includes
+// (directly or through another included file), in name order.
 func sourceHash(cu []byte) ([sha256.Size]byte, error) {
 	have := map[string][]byte{}
 	todo := [][]byte{cu}

@@ -282,6 +282,9 @@ def kernel_table(torch, F, dev):
         "matmul_4096x4096x4096": (matmul(4096, 4096, 4096), 0.9),
         "matmul_256x4096x4096": (matmul(256, 4096, 4096), 0.75),
         "bmm_64x512x64x512": (matmul(512, 64, 512, batch=64), 1.5),
+        # The 64-column product of attention's backward (dA = dC · B^T has this shape): 128 x 64
+        # tiles; no target.
+        "bmm_64x512x512x64": (matmul(512, 512, 64, batch=64), None),
     }
 
 

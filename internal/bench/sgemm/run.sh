@@ -2,15 +2,18 @@
 # run.sh: the matmul kernels on the GPU machine, from the repo root, in one call:
 #
 #   bash internal/bench/sgemm/run.sh [steps]     # steps: comma list of ptxas,check,sanitize,bench,
-#                                                # sweep (default: all but sweep)
+#                                                # sweep,tiny,prof (default: the first four)
 #
-#   ptxas     registers / spills of ptx/matmul.ptx under the device's ptxas for sm_90
+#   ptxas     registers / spills of ptx/matmul.ptx and matmul_narrow.ptx under the device's ptxas
+#             for sm_90
 #   check     bit-exactness of every entry against a host fmaf chain (sgemm check)
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes (sgemm sanitize)
 #   bench     our kernels and PyTorch (cuBLAS, TF32 off) on the timing shapes; the merged table
 #             is printed last
 #   sweep     with bench: also the tile configurations of variants.cu (compiled here to PTX)
 #   prof      ncu stall reasons on the bmm (64 x 512x64 @ 64x512), matmul_s and matmul_p
+#   tiny      the family crossovers: matmul_s against matmul_t on small products, and matmul_s,
+#             matmul_t and matmul_n on 64-column ones (sgemm tiny)
 #
 # Logs under $OUT (when set) or /tmp/sgemm-out: sgemm-*.log, torch.log, table.txt.
 set -u
@@ -44,10 +47,11 @@ if want sweep || want prof; then
 fi
 
 if want ptxas; then
-  echo "== ptxas -arch=sm_90 (device toolkit) on $ptx"
-  ptxas -arch=sm_90 -v "$ptx" -o "$work/m.cubin" 2>&1 | grep -E "Compiling|registers|spill" | paste - - - |
-    sed -E 's/ptxas info *: //g; s/Compiling entry function//; s/for .sm_90.//' | awk '{$1=$1; print}' |
-    tee "$OUT/ptxas.log"
+  echo "== ptxas -arch=sm_90 (device toolkit) on $ptx and ptx/matmul_narrow.ptx"
+  for f in "$ptx" ptx/matmul_narrow.ptx; do
+    ptxas -arch=sm_90 -v "$f" -o "$work/m.cubin" 2>&1 | grep -E "Compiling|registers|spill" | paste - - - |
+      sed -E 's/ptxas info *: //g; s/Compiling entry function//; s/for .sm_90.//' | awk '{$1=$1; print}'
+  done | tee "$OUT/ptxas.log"
 fi
 
 if want check; then
@@ -81,6 +85,11 @@ if want bench; then
   grep TORCH_INFO "$OUT/torch.log"
   grep BENCH "$OUT/sgemm-bench.log" | awk "{print \$2, \$3, \$5}"
   python3 "$here/combine.py" "$OUT/sgemm-bench.log" "$OUT/torch.log" | tee "$OUT/table.txt"
+fi
+if want tiny; then
+  echo "== tiny (family crossovers)"
+  "$work/sgemm" tiny "$ptx" > "$OUT/sgemm-tiny.log" 2>&1 || rc=1
+  grep -E "TINY|NARROW" "$OUT/sgemm-tiny.log"
 fi
 if want prof; then
   echo "== ncu (bmm nn: matmul_s with 8 tiles per block, variant v0 with 6)"

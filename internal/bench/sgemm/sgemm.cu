@@ -1,14 +1,15 @@
-// sgemm.cu: device harness for the matmul kernels of ptx/matmul.ptx and ptx/matmul_tiny.ptx (the
-// second found next to the first; host code only; the kernels are the committed PTX, loaded with
-// cuModuleLoadData and launched with cuLaunchKernel, as the Go runtime does). Built and run by
-// run.sh on the GPU machine:
+// sgemm.cu: device harness for the matmul kernels of ptx/matmul.ptx, ptx/matmul_tiny.ptx and
+// ptx/matmul_narrow.ptx (the last two found next to the first; host code only; the kernels are the
+// committed PTX, loaded with cuModuleLoadData and launched with cuLaunchKernel, as the Go runtime
+// does). Built and run by run.sh on the GPU machine:
 //
 //   sgemm check    ptx/matmul.ptx                 bit-exactness against a host fmaf chain
 //   sgemm sanitize ptx/matmul.ptx                 a few small shapes (for compute-sanitizer)
 //   sgemm bench    ptx/matmul.ptx [variants.ptx]  timings: MatmulLaunch's choice, each family with
 //                                                 1, 2, 4, 6, 8 tiles per block, and the variants
 //   sgemm prof     ptx/matmul.ptx [variants.ptx]  one bmm each for ncu (run.sh prof)
-//   sgemm tiny     ptx/matmul.ptx                 matmul_s against matmul_t on small products
+//   sgemm tiny     ptx/matmul.ptx                 matmul_s against matmul_t on small products,
+//                                                 and matmul_n on 64-column ones
 //
 // The launch geometry mirrors ptx.MatmulLaunch (ptx/matmul.go): keep launchFor in step with it.
 // Exit status 1 on any mismatch or CUDA error.
@@ -34,10 +35,12 @@ struct Family {
   bool nnOnly;
 };
 
-// The two families of ptx/matmul.cu and the one of ptx/matmul_tiny.cu.
+// The two families of ptx/matmul.cu, the one of ptx/matmul_tiny.cu and the one of
+// ptx/matmul_narrow.cu.
 static const Family kLarge = {"matmul", 128, 128, 256, false};
 static const Family kSmall = {"matmul_s", 64, 128, 128, false};
 static const Family kTiny = {"matmul_t", 32, 32, 256, false};
+static const Family kNarrow = {"matmul_n", 128, 64, 128, false};
 
 static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
   return batch * ((m + f.BM - 1) / f.BM) * ((p + f.BN - 1) / f.BN);
@@ -46,9 +49,16 @@ static u64 tilesOf(const Family& f, u64 batch, u64 m, u64 p) {
 // launchFor mirrors ptx.MatmulLaunch: the family, and the tiles per block (perBlock).
 static const Family& launchFor(u64 batch, u64 m, u64 n, u64 p, u64* perBlock) {
   *perBlock = 1;
-  if (tilesOf(kSmall, batch, m, p) < 36) return kTiny;  // matmulTinyBelow
-  const bool rowsFit = (m + 127) / 128 * 128 == (m + 63) / 64 * 64;
-  const Family* f = n > 256 && rowsFit && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge : &kSmall;
+  auto padded = [&](const Family& f) {
+    return (m + f.BM - 1) / f.BM * f.BM * ((p + f.BN - 1) / f.BN * f.BN);
+  };
+  // 128 x 64 tiles where they pad the product less than 64 x 128 ones.
+  const bool narrow = padded(kNarrow) < padded(kSmall);
+  if (tilesOf(narrow ? kNarrow : kSmall, batch, m, p) < 36) return kTiny;  // matmulTinyBelow
+  const bool rowsFit = padded(kLarge) == padded(kSmall);
+  const Family* f = narrow ? &kNarrow
+                    : n > 256 && rowsFit && tilesOf(kLarge, batch, m, p) >= 256 ? &kLarge
+                                                                                 : &kSmall;
   *perBlock = 1;
   if (n <= 256) *perBlock = std::max<u64>(1, std::min<u64>(8, tilesOf(*f, batch, m, p) / 256));
   return *f;
@@ -68,7 +78,7 @@ static void geometry(const Family& f, u64 batch, u64 m, u64 n, u64 p, u64 perBlo
 }
 
 static std::map<std::string, CUfunction> gFuncs;
-static CUmodule gMain = 0, gVariants = 0, gTiny = 0;
+static CUmodule gMain = 0, gVariants = 0, gTiny = 0, gNarrow = 0;
 
 static CUfunction getFunc(CUmodule mod, const std::string& name) {
   auto it = gFuncs.find(name);
@@ -86,7 +96,7 @@ static CUfunction getFunc(CUmodule mod, const std::string& name) {
 static CUfunction entry(const Family& f, bool ta, bool tb) {
   if (f.nnOnly) return getFunc(gVariants, f.prefix);
   std::string name = f.prefix + "_" + (ta ? "t" : "n") + (tb ? "t" : "n");
-  return getFunc(&f == &kTiny ? gTiny : gMain, name);
+  return getFunc(&f == &kTiny ? gTiny : &f == &kNarrow ? gNarrow : gMain, name);
 }
 
 static void launch(const Family& f, bool ta, bool tb, CUdeviceptr C, CUdeviceptr A, CUdeviceptr B,
@@ -226,7 +236,7 @@ static void runCase(const Case& c, const std::vector<const Family*>& fams, std::
 
 static void checkMode(bool small) {
   std::mt19937_64 rng(12345);
-  std::vector<const Family*> both = {&kLarge, &kSmall, &kTiny};
+  std::vector<const Family*> both = {&kLarge, &kSmall, &kTiny, &kNarrow};
   std::vector<Case> cases;
   auto add = [&](u64 b, u64 m, u64 n, u64 p, int oa = 0, int ob = 0, int oc = 0, int dist = 0,
                  u64 samples = 0) { cases.push_back({b, m, n, p, oa, ob, oc, dist, samples}); };
@@ -241,6 +251,8 @@ static void checkMode(bool small) {
     add(0, 5, 3, 7);
     add(1, 129, 20, 131);
     add(1, 128, 100, 40);
+    add(2, 130, 20, 33);
+    add(1, 128, 300, 64, 1, 1, 1);
   } else {
     add(1, 1, 1, 1);
     add(1, 1, 7, 1);
@@ -282,9 +294,14 @@ static void checkMode(bool small) {
     add(1, 128, 784, 512);           // the layers of a small MLP (32 x 32 tiles)
     add(1, 128, 512, 10);
     add(1, 784, 128, 512, 0, 0, 0, 1);
+    add(12, 256, 300, 64);           // 128 x 64 tiles: 16-byte and scalar loads, ragged edges,
+    add(8, 260, 300, 61);            // several tiles per block, misaligned bases
+    add(600, 130, 20, 33);
+    add(3, 129, 45, 64, 1, 1, 1);
+    add(64, 512, 512, 64, 0, 0, 0, 0, 20000);
   }
   for (const Case& c : cases) runCase(c, both, rng);
-  printf("check%s: %zu cases x 4 transposes x 3 families x 3 grids, %ld outputs compared, %d "
+  printf("check%s: %zu cases x 4 transposes x 4 families x 3 grids, %ld outputs compared, %d "
          "failures\n",
          small ? " (small)" : "", cases.size(), gChecked, gFail);
 }
@@ -308,6 +325,9 @@ static const Shape kShapes[] = {
     {"bmm64x512x128x512", 64, 512, 128, 512, false, false},
     {"bmm64x512x512x64_nt", 64, 512, 512, 64, false, true},
     {"bmm64x64x512x512_tn", 64, 64, 512, 512, true, false},
+    {"bmm64x512x512x64", 64, 512, 512, 64, false, false},
+    {"4096x1024x64", 1, 4096, 1024, 64, false, false},
+    {"16384x1024x64_tn", 1, 16384, 1024, 64, true, false},
 };
 
 static float timeOne(const Family& f, u64 pb, const Shape& s, CUdeviceptr C, CUdeviceptr A,
@@ -366,7 +386,7 @@ static void benchMode(const std::vector<Family>& variants) {
     float ms = timeOne(chosen, 0, s, dC, dA, dB, 15);
     printf("BENCH shape=%s kernel=%s(auto,t%llu) ms=%.4f tflops=%.2f\n", s.name,
            chosen.prefix.c_str(), pbAuto, ms, flop / (ms * 1e-3) / 1e12);
-    std::vector<const Family*> fams = {&kLarge, &kSmall, &kTiny};
+    std::vector<const Family*> fams = {&kLarge, &kSmall, &kTiny, &kNarrow};
     if (!s.ta && !s.tb)
       for (const Family& v : variants) fams.push_back(&v);
     for (const Family* f : fams)
@@ -388,11 +408,13 @@ int main(int argc, char** argv) {
   drvDevice0();
   std::vector<char> src = readFile(argv[2]);
   CK(cuModuleLoadData(&gMain, src.data()));
-  std::string tinyPath = argv[2];
-  size_t slash = tinyPath.find_last_of('/');
-  tinyPath = (slash == std::string::npos ? "" : tinyPath.substr(0, slash + 1)) + "matmul_tiny.ptx";
-  std::vector<char> tsrc = readFile(tinyPath.c_str());
+  std::string dir = argv[2];
+  size_t slash = dir.find_last_of('/');
+  dir = slash == std::string::npos ? "" : dir.substr(0, slash + 1);
+  std::vector<char> tsrc = readFile((dir + "matmul_tiny.ptx").c_str());
   CK(cuModuleLoadData(&gTiny, tsrc.data()));
+  std::vector<char> nsrc = readFile((dir + "matmul_narrow.ptx").c_str());
+  CK(cuModuleLoadData(&gNarrow, nsrc.data()));
   std::vector<Family> variants;
   if (argc > 3) {
     std::vector<char> vsrc = readFile(argv[3]);
@@ -424,6 +446,28 @@ int main(int argc, char** argv) {
                s.batch, s.m, s.n, s.p, s.ta ? "tn" : "nn", tilesOf(kSmall, s.batch, s.m, s.p), ms, mt,
                mt / ms);
       }
+    }
+    // 64-column products: matmul_s, matmul_t and matmul_n (each with launchFor's tiles per block
+    // for short K, else one), and the family launchFor picks.
+    const u64 narrow[][4] = {{1, 512, 1024, 64},   {1, 1024, 1024, 64}, {1, 2048, 1024, 64},
+                             {1, 4096, 1024, 64},  {1, 8192, 1024, 64}, {1, 16384, 1024, 64},
+                             {4, 512, 512, 64},    {16, 512, 512, 64},  {64, 512, 512, 64},
+                             {64, 512, 64, 64},    {1, 4096, 4096, 64}, {1, 4096, 512, 40}};
+    for (const auto& sh : narrow) {
+      Shape s = {"", sh[0], sh[1], sh[2], sh[3], false, false};
+      Operands o(s, rng);
+      u64 pb;
+      const Family& chosen = launchFor(s.batch, s.m, s.n, s.p, &pb);
+      float t[3];
+      const Family* fs[3] = {&kSmall, &kTiny, &kNarrow};
+      for (int f = 0; f < 3; f++) {
+        u64 pbf = s.n <= 256 ? std::max<u64>(1, std::min<u64>(8, tilesOf(*fs[f], s.batch, s.m, s.p) / 256)) : 1;
+        if (fs[f] == &kTiny) pbf = 1;
+        t[f] = timeOne(*fs[f], pbf, s, o.C, o.A, o.B, 21);
+      }
+      printf("NARROW %llux%llux%llux%llu matmul_s=%.4f matmul_t=%.4f matmul_n=%.4f ms (n/s %.2f, "
+             "n/t %.2f) auto=%s\n", s.batch, s.m, s.n, s.p, t[0], t[1], t[2], t[2] / t[0],
+             t[2] / t[1], chosen.prefix.c_str());
     }
   } else if (mode == "check") {
     checkMode(false);

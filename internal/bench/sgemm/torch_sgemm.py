@@ -21,6 +21,9 @@ SHAPES = [
     ("bmm64x512x128x512", 64, 512, 128, 512, False, False),
     ("bmm64x512x512x64_nt", 64, 512, 512, 64, False, True),
     ("bmm64x64x512x512_tn", 64, 64, 512, 512, True, False),
+    ("bmm64x512x512x64", 64, 512, 512, 64, False, False),
+    ("4096x1024x64", 1, 4096, 1024, 64, False, False),
+    ("16384x1024x64_tn", 1, 16384, 1024, 64, True, False),
 ]
 
 
