@@ -20,8 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,11 +111,11 @@ func SaveTensors(w io.Writer, tensors map[string]NamedTensor, metadata map[strin
 
 	var head [8]byte
 	binary.LittleEndian.PutUint64(head[:], uint64(hdr.Len()))
-	if _, err := w.Write(head[:]); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+	if err := writeAll(w, head[:]); err != nil {
+		return err
 	}
-	if _, err := w.Write(hdr.Bytes()); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+	if err := writeAll(w, hdr.Bytes()); err != nil {
+		return err
 	}
 	var chunk []byte
 	for _, name := range names {
@@ -127,11 +129,24 @@ func SaveTensors(w io.Writer, tensors map[string]NamedTensor, metadata map[strin
 			for _, v := range data[:k] {
 				chunk = binary.LittleEndian.AppendUint32(chunk, math.Float32bits(v))
 			}
-			if _, err := w.Write(chunk); err != nil {
-				return fmt.Errorf("autograd: save tensors: %w", err)
+			if err := writeAll(w, chunk); err != nil {
+				return err
 			}
 			data = data[k:]
 		}
+	}
+	return nil
+}
+
+// writeAll writes b to w; a short write without an error (a writer breaking io.Writer's
+// contract) is io.ErrShortWrite.
+func writeAll(w io.Writer, b []byte) error {
+	n, err := w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("autograd: save tensors: %w", err)
 	}
 	return nil
 }
@@ -213,11 +228,19 @@ func ReleaseTensors(ts map[string]NamedTensor) {
 }
 
 // SaveTensorsFile writes a safetensors file at path (SaveTensors). It writes a temporary file
-// in the same directory and renames it over path, so path never holds a partial checkpoint.
+// in the same directory, syncs it and renames it over path (then syncs the directory where the
+// system allows it), so path never holds a partial checkpoint. A new file gets the permissions
+// os.Create gives (0666 less the umask); a file replaced keeps its permissions.
 func SaveTensorsFile(path string, tensors map[string]NamedTensor, metadata map[string]string) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	fail := func(err error) error { return fmt.Errorf("autograd: save tensors: %w", err) }
+	perm, keep := os.FileMode(0o666), false
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		perm, keep = fi.Mode().Perm(), true
+	}
+	dir := filepath.Dir(path)
+	f, err := createTemp(dir, "."+filepath.Base(path)+".", ".tmp", perm)
 	if err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+		return fail(err)
 	}
 	defer func() {
 		if err != nil {
@@ -230,21 +253,40 @@ func SaveTensorsFile(path string, tensors map[string]NamedTensor, metadata map[s
 		return err
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+		return fail(err)
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+	if keep { // the replaced file's permissions, whatever the umask
+		if err := f.Chmod(perm); err != nil {
+			return fail(err)
+		}
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+		return fail(err)
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("autograd: save tensors: %w", err)
+		return fail(err)
+	}
+	if d, err := os.Open(dir); err == nil { // the rename itself durable (not possible everywhere)
+		d.Sync()
+		d.Close()
 	}
 	return nil
+}
+
+// createTemp creates a new file dir/prefix<random>suffix with the permissions perm less the
+// umask (os.CreateTemp's are 0600).
+func createTemp(dir, prefix, suffix string, perm os.FileMode) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36)+suffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no unused temporary name in %s", dir)
 }
 
 // LoadTensorsFile reads the safetensors file at path onto dev (LoadTensors).

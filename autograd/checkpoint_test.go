@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -274,6 +275,11 @@ func (w *errWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// shortWriter writes one byte less than asked, without an error (breaking io.Writer's contract).
+type shortWriter struct{}
+
+func (shortWriter) Write(p []byte) (int, error) { return max(len(p)-1, 0), nil }
+
 func TestSaveTensorsErrors(t *testing.T) {
 	d := ops.CPU()
 	two := upload(t, d, 1, 2)
@@ -314,6 +320,9 @@ func TestSaveTensorsErrors(t *testing.T) {
 		if err := autograd.SaveTensors(&errWriter{n}, ok, nil); !errors.Is(err, errBroken) {
 			t.Errorf("writer failing after %d bytes: %v", n, err)
 		}
+	}
+	if err := autograd.SaveTensors(shortWriter{}, ok, nil); !errors.Is(err, io.ErrShortWrite) {
+		t.Errorf("a writer that writes less without an error: %v, want io.ErrShortWrite", err)
 	}
 	// A failed file save leaves neither the file nor a temporary.
 	dir := t.TempDir()

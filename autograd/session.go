@@ -84,8 +84,9 @@ type intsEntry struct {
 	ix   *ops.Indices
 }
 
-// errClosed is the error of every use of a closed session.
-var errClosed = errors.New("autograd: the session is closed")
+// ErrClosed is the error (compare with errors.Is) of every use of a session after Close, unless
+// an error was recorded before.
+var ErrClosed = errors.New("autograd: the session is closed")
 
 // NewSession returns an empty session with the given options.
 func NewSession(o Options) *Session {
@@ -161,7 +162,7 @@ func (s *Session) Close() error {
 	}
 	s.optims = nil
 	s.closed = true
-	s.fail(errClosed)
+	s.fail(ErrClosed)
 	return err
 }
 
@@ -356,7 +357,7 @@ func (s *Session) Item(v Var) float32 {
 	case s.Err() != nil:
 		return nan
 	case b == nil:
-		s.failf("item", "%v", errInvalid)
+		s.fail(fmt.Errorf("autograd: item: %w", ErrInvalidVar))
 		return nan
 	case b.Len() != 1:
 		s.failf("item", "the value has shape %v, not one element", s.Shape(v))
@@ -471,6 +472,10 @@ func (s *Session) Use(p *Param) Var {
 	}
 	if p == nil || p.s != s || p.buf == nil {
 		s.failf("use", "the parameter is nil, from another session, or was not created")
+		return Var{}
+	}
+	if err := p.buf.Err(); err != nil {
+		s.fail(fmt.Errorf("autograd: use: parameter %s: %w (its Value belongs to the parameter: release a copy instead)", p.name, err))
 		return Var{}
 	}
 	v := s.Leaf(p.buf, p.shape, p.requiresGrad)

@@ -257,8 +257,9 @@ func (t *Tape) failf(op, format string, args ...any) Var {
 	return t.fail(fmt.Errorf("autograd: %s: %s", op, fmt.Sprintf(format, args...)))
 }
 
-// errInvalid is the message for a handle that is not a current one of the tape.
-var errInvalid = errors.New("invalid Var (the zero Var, stale after Reset, or from another tape)")
+// ErrInvalidVar is the error (wrapped; compare with errors.Is) of an op given a handle that is
+// not a current one of its tape: the zero Var, a Var made stale by Reset, or one of another tape.
+var ErrInvalidVar = errors.New("invalid Var (the zero Var, stale after Reset, or from another tape)")
 
 // args returns the values of the operands of op, or false (with the error recorded) when the
 // tape holds an error or a handle is invalid.
@@ -269,7 +270,7 @@ func (t *Tape) args(op string, vs ...Var) ([]value, bool) {
 	out := make([]value, len(vs))
 	for k, v := range vs {
 		if !t.owns(v) {
-			t.fail(fmt.Errorf("autograd: %s: operand %d: %w", op, k, errInvalid))
+			t.fail(fmt.Errorf("autograd: %s: operand %d: %w", op, k, ErrInvalidVar))
 			return nil, false
 		}
 		out[k] = t.nodes[v.id].val

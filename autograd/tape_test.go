@@ -298,6 +298,9 @@ func TestStickyErrors(t *testing.T) {
 			if err := tp.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 			}
+			if err := tp.Err(); c.name == "invalid" && !errors.Is(err, autograd.ErrInvalidVar) {
+				t.Errorf("invalid: %v is not ErrInvalidVar", err)
+			}
 		}
 	})
 }

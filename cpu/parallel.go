@@ -9,7 +9,9 @@ import (
 // runs f on each, concurrently; it returns when all are done. Kernels are independent per index
 // (or per chunk), so the split never changes a result. Ranges of 4096 or more start at multiples
 // of 16, so that float32 arrays aligned at their start stay aligned for the ranges' vector
-// stores (the non-temporal stores of large outputs need it).
+// stores (the non-temporal stores of large outputs need it). A panic in f is raised again on the
+// caller's goroutine once every range has ended (one of them, if several ranges panic), so a
+// deferred recover of the caller sees it.
 func Parallel(n, grain int, f func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
 	parts := min(workers, n/max(grain, 1))
@@ -24,9 +26,22 @@ func Parallel(n, grain int, f func(lo, hi int)) {
 		step = (step + 15) &^ 15 // ranges start 64 bytes apart from 0 (aligned vector stores)
 	}
 	var wg sync.WaitGroup
-	for lo := step; lo < n; lo += step {
-		wg.Go(func() { f(lo, min(n, lo+step)) })
+	var once sync.Once
+	var panicked any
+	run := func(lo, hi int) {
+		defer func() {
+			if r := recover(); r != nil {
+				once.Do(func() { panicked = r })
+			}
+		}()
+		f(lo, hi)
 	}
-	f(0, step)
+	for lo := step; lo < n; lo += step {
+		wg.Go(func() { run(lo, min(n, lo+step)) })
+	}
+	run(0, step)
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }

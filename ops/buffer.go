@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 )
@@ -13,6 +14,10 @@ import (
 // never a read of freed memory, also when Release races with an op on another goroutine: the op
 // either fails with ErrReleased or runs to completion on the memory, which goes back to the
 // device when the op is done with it.
+//
+// No op writes into a buffer it did not create, except the optimizer steps (SGDStep, AdamStep),
+// which update their parameter and state buffers in place: running one while another goroutine
+// reads or updates the same buffers is a data race, as it would be for a Go slice.
 type Buffer struct {
 	dev   *Device
 	n     int
@@ -32,8 +37,9 @@ var ErrReleased = errors.New("ops: use of released buffer")
 var ErrOutOfMemory = errors.New("ops: out of memory")
 
 // maxBufferLen bounds a buffer's length: 2^46 floats (256 TiB), beyond which byte counts
-// overflow and no allocator could serve the request anyway.
-const maxBufferLen = 1 << 46
+// overflow and no allocator could serve the request anyway; where int has 32 bits, the most
+// floats whose byte count fits in an int.
+const maxBufferLen = min(1<<46, math.MaxInt/4)
 
 // newBuffer allocates an uninitialized length-n buffer on d.
 func newBuffer(d *Device, n int) (*Buffer, error) {

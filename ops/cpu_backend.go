@@ -59,26 +59,49 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	c.mu.Unlock()
 	if 4*uint64(class) >= checkedBytes {
 		if avail, ok := c.available(4 * uint64(class)); !ok {
-			return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(class)), MiB(int64(avail)))
+			if avail < 4*uint64(n) {
+				return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)))
+			}
+			class = n // fits without the size class's rounding (such a slice is never cached)
 		}
 	}
 	return storage{host: make([]float32, n, class)}, nil
 }
 
-// available reports whether size bytes fit in the memory available now, and that memory:
-// hostAvailable plus the Go heap's free memory (resident, and reused before the heap grows).
-// When they do not fit, it first drops the cache and returns the garbage collector's free
-// memory to the system, and asks again.
+// addressSpaceMargin is what available keeps back of the address space for the Go runtime's own
+// mappings when the heap grows (arenas are mapped 64 MiB at a time, with metadata beside them).
+const addressSpaceMargin = 256 << 20
+
+// available reports whether size bytes fit in the memory available now, and that memory: the
+// least of hostAvailable plus the Go heap's free memory (resident, and reused before the heap
+// grows) and, under an address-space limit, what is left of it plus the heap's free and released
+// pages (mapped already, reused before new mappings), less addressSpaceMargin. When size does not
+// fit, it first drops the cache and returns the garbage collector's free memory to the system,
+// and asks again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+		metrics.Read(sample)
+		var free, released uint64
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			free = sample[0].Value.Uint64()
+		}
+		if sample[1].Value.Kind() == metrics.KindUint64 {
+			released = sample[1].Value.Uint64()
+		}
 		avail, known := hostAvailable()
+		if known {
+			avail += free
+		}
+		if limit, used, ok := addressSpace(); ok {
+			left := limit - min(limit, used) + free + released
+			left -= min(left, addressSpaceMargin)
+			if !known || left < avail {
+				avail, known = left, true
+			}
+		}
 		if !known {
 			return 0, true
-		}
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			avail += sample[0].Value.Uint64()
 		}
 		return avail, size <= avail
 	}
@@ -95,6 +118,9 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 func (c *cpuBackend) free(s storage, n int) {
 	class := cap(s.host)
 	size := 4 * int64(class)
+	if roundBytes(uint64(size)) != uint64(size) {
+		return // allocated without its size class (alloc): never cached
+	}
 	limit := c.limit
 	if limit == 0 {
 		limit = cpuCacheLimit()

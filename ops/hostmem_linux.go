@@ -27,9 +27,7 @@ func hostMemoryBytes() uint64 {
 // hostAvailable returns the memory a new allocation can take now, and whether that is known:
 // the least of the kernel's MemAvailable and, for the process's cgroup and each ancestor with a
 // limit, the limit less its working set (usage less the inactive file pages, which the kernel
-// reclaims before it kills anything). The address-space limit is left to hostMemoryBytes: what
-// is left of it depends on how the Go runtime can reuse its own mappings, which is not visible
-// here.
+// reclaims before it kills anything). The address-space limit is addressSpace's.
 func hostAvailable() (avail uint64, known bool) {
 	take := func(v uint64) {
 		if !known || v < avail {
@@ -133,6 +131,20 @@ func readUint(p string) uint64 {
 		return 0
 	}
 	return v
+}
+
+// addressSpace returns the address-space limit (the soft RLIMIT_AS) and the process's mapped
+// address space (VmSize), in bytes; ok is false when there is no limit or the size is unknown.
+func addressSpace() (limit, used uint64, ok bool) {
+	if limit = addressSpaceLimit(); limit == 0 {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	kb, ok := field(b, "VmSize:")
+	return limit, kb << 10, ok
 }
 
 // addressSpaceLimit returns the soft RLIMIT_AS in bytes, 0 when there is none.

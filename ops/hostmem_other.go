@@ -7,3 +7,6 @@ func hostMemoryBytes() uint64 { return 0 }
 
 // hostAvailable reports the available memory as unknown where it is not queried.
 func hostAvailable() (avail uint64, known bool) { return 0, false }
+
+// addressSpace reports no address-space limit where it is not queried.
+func addressSpace() (limit, used uint64, ok bool) { return 0, 0, false }

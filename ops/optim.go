@@ -45,13 +45,13 @@ type SGDParams struct {
 func (p SGDParams) Check() error {
 	switch {
 	case !nonNegative(p.LR):
-		return fmt.Errorf("ops: sgd: learning rate %v is not finite and >= 0", p.LR)
+		return fmt.Errorf("ops: sgd: learning rate %v is not a finite float32 >= 0", p.LR)
 	case !nonNegative(p.Momentum):
-		return fmt.Errorf("ops: sgd: momentum %v is not finite and >= 0", p.Momentum)
+		return fmt.Errorf("ops: sgd: momentum %v is not a finite float32 >= 0", p.Momentum)
 	case !finite(p.Dampening):
-		return fmt.Errorf("ops: sgd: dampening %v is not finite", p.Dampening)
+		return fmt.Errorf("ops: sgd: dampening %v is not a finite float32", p.Dampening)
 	case !nonNegative(p.WeightDecay):
-		return fmt.Errorf("ops: sgd: weight decay %v is not finite and >= 0", p.WeightDecay)
+		return fmt.Errorf("ops: sgd: weight decay %v is not a finite float32 >= 0", p.WeightDecay)
 	case p.Nesterov && (p.Momentum <= 0 || p.Dampening != 0):
 		return fmt.Errorf("ops: sgd: Nesterov momentum needs a momentum > 0 and zero dampening (momentum %v, dampening %v)",
 			p.Momentum, p.Dampening)
@@ -121,13 +121,13 @@ type AdamParams struct {
 func (p AdamParams) Check() error {
 	switch {
 	case !nonNegative(p.LR):
-		return fmt.Errorf("ops: adam: learning rate %v is not finite and >= 0", p.LR)
+		return fmt.Errorf("ops: adam: learning rate %v is not a finite float32 >= 0", p.LR)
 	case !(p.Beta1 >= 0 && p.Beta1 < 1) || !(p.Beta2 >= 0 && p.Beta2 < 1):
 		return fmt.Errorf("ops: adam: betas (%v, %v) are not in [0, 1)", p.Beta1, p.Beta2)
-	case !nonNegative(p.Eps) || p.Eps == 0:
-		return fmt.Errorf("ops: adam: eps %v is not finite and > 0", p.Eps)
+	case !nonNegative(p.Eps) || float32(p.Eps) == 0:
+		return fmt.Errorf("ops: adam: eps %v is not a finite float32 > 0", p.Eps)
 	case !nonNegative(p.WeightDecay):
-		return fmt.Errorf("ops: adam: weight decay %v is not finite and >= 0", p.WeightDecay)
+		return fmt.Errorf("ops: adam: weight decay %v is not a finite float32 >= 0", p.WeightDecay)
 	}
 	return nil
 }
@@ -202,7 +202,12 @@ func powInt(b float64, t int) float64 {
 	return r
 }
 
-func finite(x float64) bool      { return !math.IsInf(x, 0) && !math.IsNaN(x) }
+// finite reports whether x is finite as a float32 (the kernels' scalars are float32s: 1e300
+// would be +Inf there); nonNegative, whether it is also >= 0.
+func finite(x float64) bool {
+	f := float64(float32(x))
+	return !math.IsInf(f, 0) && !math.IsNaN(f)
+}
 func nonNegative(x float64) bool { return finite(x) && x >= 0 }
 
 // checkStepOperands checks that the operands of an optimizer step are live, distinct, on one

@@ -204,6 +204,8 @@ func TestOptimErrors(t *testing.T) {
 		{SGDStep(p, g, nil, SGDParams{LR: 0.1, Momentum: 0.9}, true), "nil buffer"},
 		{SGDStep(p, g, nil, SGDParams{LR: 0.1, Nesterov: true}, true), "Nesterov"},
 		{SGDStep(p, g, nil, SGDParams{LR: math.Inf(1)}, true), "learning rate"},
+		{SGDStep(p, g, nil, SGDParams{LR: 1e300}, true), "learning rate 1e+300 is not a finite float32"},
+		{AdamStep(p, g, m, v, AdamParams{LR: 1, Beta2: 0.5, Eps: 1e-50}, 1), "eps 1e-50 is not a finite float32 > 0"},
 		{SGDStep(p, short, nil, SGDParams{LR: 0.1}, true), "operand 1 has 1 elements"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
