@@ -53,7 +53,19 @@ func (t *Tape) MSELoss(yhat, target Var) Var {
 // against integer class labels, one per row. A label outside [0, classes) is an error. The
 // log-softmax and the uploaded indices are retained for the backward pass.
 func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
-	const op = "cross_entropy"
+	return t.crossEntropy("cross_entropy", logits, labels, 0, false)
+}
+
+// CrossEntropyIgnore is CrossEntropy leaving out the rows whose label is ignore (PyTorch's
+// ignore_index, whose default is -100: the padding positions of a batch of sequences): the mean
+// runs over the other rows, and the ignored rows get a zero gradient. When every row is
+// ignored the loss is NaN (as in PyTorch) and every gradient zero.
+func (t *Tape) CrossEntropyIgnore(logits Var, labels []int, ignore int) Var {
+	return t.crossEntropy("cross_entropy", logits, labels, ignore, true)
+}
+
+// crossEntropy is CrossEntropy, leaving out the rows labelled ignore when skip is set.
+func (t *Tape) crossEntropy(op string, logits Var, labels []int, ignore int, skip bool) Var {
 	vx, ok := t.arg(op, logits)
 	if !ok {
 		return Var{}
@@ -62,13 +74,17 @@ func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
 	if len(vx.shape) == 0 || len(labels) != r {
 		return t.failf(op, "%d labels for logits of shape %v", len(labels), vx.shape)
 	}
-	flat := make([]int, r)
+	flat := make([]int, 0, r) // the positions of the kept rows' labels in the (r, c) log-softmax
 	for i, l := range labels {
+		if skip && l == ignore {
+			continue
+		}
 		if l < 0 || l >= c {
 			return t.failf(op, "label %d at position %d is outside [0, %d)", l, i, c)
 		}
-		flat[i] = i*c + l
+		flat = append(flat, i*c+l)
 	}
+	k := len(flat)
 	ix, err := ops.NewIndices(t.dev, flat)
 	if err != nil {
 		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
@@ -84,7 +100,7 @@ func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
 	return t.record(op, []int{}, y, err, []releaser{ix, ls}, []Var{logits}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return grads(need, func() (*ops.Buffer, error) {
 			return then(g,
-				func(g *ops.Buffer) (*ops.Buffer, error) { return spread(g, -1/float64(r), r) },
+				func(g *ops.Buffer) (*ops.Buffer, error) { return spread(g, -1/float64(max(k, 1)), k) },
 				func(s *ops.Buffer) (*ops.Buffer, error) { return scatterZeros(s, r*c, 1, ix) },
 				func(d *ops.Buffer) (*ops.Buffer, error) { return ops.LogSoftmaxBwd(ls, d, r, c) })
 		})

@@ -618,3 +618,69 @@ func TestMaskedSoftmax(t *testing.T) {
 		}
 	})
 }
+
+// TestCrossEntropyIgnore: the rows labelled with the ignored index drop out of the mean and get
+// zero gradients; the other rows' loss and gradients are bit for bit those of CrossEntropy on
+// them alone. Every row ignored: NaN, zero gradients.
+func TestCrossEntropyIgnore(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		const rows, cols = 5, 3
+		xs := make([]float64, rows*cols)
+		for i := range xs {
+			xs[i] = math.Sin(float64(7*i + 3))
+		}
+		labels := []int{2, -100, 0, -100, 1}
+		kept := []int{0, 2, 4}
+		var keptXs []float64
+		for _, r := range kept {
+			keptXs = append(keptXs, xs[r*cols:(r+1)*cols]...)
+		}
+		xb, kb := upload(t, d, xs...), upload(t, d, keptXs...)
+		defer ops.ReleaseThen(nil, xb, kb)
+		run := func(b *ops.Buffer, n int, f func(tp *autograd.Tape, x autograd.Var) autograd.Var) (loss, grad []float32) {
+			tp := autograd.NewTape(d)
+			defer tp.Reset()
+			x := tp.Leaf(b, []int{n, cols}, true)
+			l := f(tp, x)
+			if err := tp.Backward(l); err != nil {
+				t.Fatal(err)
+			}
+			loss, _ = tp.Value(l).Float32s()
+			grad, _ = tp.Grad(x).Float32s()
+			return loss, grad
+		}
+		l1, g1 := run(xb, rows, func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropyIgnore(x, labels, -100) })
+		l2, g2 := run(kb, len(kept), func(tp *autograd.Tape, x autograd.Var) autograd.Var {
+			return tp.CrossEntropy(x, []int{labels[0], labels[2], labels[4]})
+		})
+		if !sameBits(l1, l2) {
+			t.Errorf("loss %v, want %v (CrossEntropy of the kept rows)", l1, l2)
+		}
+		for r := range rows {
+			want := make([]float32, cols)
+			if k := slices.Index(kept, r); k >= 0 {
+				want = g2[k*cols : (k+1)*cols]
+			}
+			if got := g1[r*cols : (r+1)*cols]; !sameBits(got, want) {
+				t.Errorf("row %d: gradient %v, want %v", r, got, want)
+			}
+		}
+		l3, g3 := run(xb, rows, func(tp *autograd.Tape, x autograd.Var) autograd.Var {
+			return tp.CrossEntropyIgnore(x, []int{7, 7, 7, 7, 7}, 7)
+		})
+		if !math.IsNaN(float64(l3[0])) || slices.ContainsFunc(g3, func(v float32) bool { return v != 0 }) {
+			t.Errorf("every row ignored: loss %v, gradient %v; want NaN and zeros", l3, g3)
+		}
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		tp.CrossEntropyIgnore(tp.Leaf(xb, []int{rows, cols}, true), []int{2, -100, 3, 0, 0}, -100)
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "label 3 at position 2 is outside [0, 3)") {
+			t.Errorf("a label out of range that is not the ignored one: %v", err)
+		}
+	})
+}
+
+// sameBits reports whether a and b hold the same float32 bit patterns.
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
