@@ -135,6 +135,10 @@ func TestFillCopyEmpty(t *testing.T) {
 				t.Errorf("Zeros(%d): %v, want ErrOutOfMemory", n, err)
 			}
 		}
+		// An op's failed allocation names the op.
+		if _, err := RandUniform(d, 1<<50, 1); !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "ops: rand_uniform: ") {
+			t.Errorf("RandUniform of 2^50: %v, want ErrOutOfMemory naming rand_uniform", err)
+		}
 	}
 }
 

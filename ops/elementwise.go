@@ -76,7 +76,7 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	for k := range op.outs {
 		if outs[k], err = newBuffer(d, n); err != nil {
 			ReleaseThen(nil, outs[:k]...)
-			return [2]*Buffer{}, err
+			return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)
 		}
 	}
 	if n == 0 {

@@ -123,7 +123,7 @@ func (op *kernelOp) call(outLens []int, ins []*Buffer, idx []*Indices, sizes []i
 		b, err := newBuffer(d, n)
 		if err != nil {
 			releaseAll(outs[:k])
-			return nil, err
+			return nil, fmt.Errorf("ops: %s: %w", op.name, err)
 		}
 		outs[k] = b
 		empty = empty && n == 0

@@ -24,8 +24,11 @@ func KeyOf(seed, counter uint64) uint64 { return cpu.SplitMix64(cpu.SplitMix64(s
 
 func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer, error) {
 	out, err := newBuffer(d, n)
-	if err != nil || n == 0 {
-		return out, err
+	if err != nil {
+		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+	}
+	if n == 0 {
+		return out, nil
 	}
 	var sc [2]float32
 	for k, v := range scalars {
