@@ -159,16 +159,19 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.Truncate(b.Len() - 1)
 }
 
-// LoadTensors reads a safetensors stream written by SaveTensors (or any safetensors file whose
-// tensors are all F32) and uploads each tensor to dev. It returns the tensors by name and the
+// LoadTensors reads a safetensors stream written by SaveTensors, or any safetensors file (a
+// PyTorch state_dict saved with safetensors, a BF16 checkpoint), and uploads each tensor to dev
+// as float32: F32 as stored, F16 and BF16 exactly, F64 rounded to nearest, and the integer types
+// I64, I32, I16, I8, U8 and BOOL (e.g. BatchNorm's num_batches_tracked) when each value is exact
+// as a float32 (|v| <= 2^24; BOOL 0 or 1), else an error. It returns the tensors by name and the
 // metadata (an empty map when there is none); the caller owns the buffers (ReleaseTensors).
 //
 // The input is validated completely: the header length (at most MaxHeaderBytes), UTF-8 JSON
 // starting with '{' and followed only by spaces, no duplicate keys at any level, no unknown
-// fields, metadata values strings, dtype F32 (others are an error naming the dtype), shapes of
-// non-negative integers whose product times 4 is the tensor's byte length without overflow,
-// data offsets that cover the data section exactly (contiguous, no gap, no overlap), and no
-// bytes after the data. Memory use is bounded by the input actually read, whatever the header
+// fields, metadata values strings, one of those dtypes (others are an error naming the dtype),
+// shapes of non-negative integers whose product times the element size is the tensor's byte
+// length without overflow, data offsets that cover the data section exactly (contiguous, no gap,
+// no overlap), and no bytes after the data. Memory use is bounded by the input actually read, whatever the header
 // claims. On error no buffer stays allocated.
 func LoadTensors(r io.Reader, dev *ops.Device) (map[string]NamedTensor, map[string]string, error) {
 	if dev == nil {
@@ -201,7 +204,7 @@ func LoadTensors(r io.Reader, dev *ops.Device) (map[string]NamedTensor, map[stri
 	}
 	scratch := make([]byte, 1<<15)
 	for _, e := range entries { // in data order
-		data, err := readFloats(r, int((e.end-e.begin)/4), scratch)
+		data, err := readFloats(r, e.dtype, int((e.end-e.begin)/int64(e.dtype.size)), scratch)
 		if err != nil {
 			return fail(fmt.Errorf("data of %q: %w", e.name, eofIsUnexpected(err)))
 		}
@@ -303,7 +306,50 @@ func LoadTensorsFile(path string, dev *ops.Device) (map[string]NamedTensor, map[
 type entry struct {
 	name       string
 	shape      []int
+	dtype      dtype
 	begin, end int64 // byte offsets in the data section
+}
+
+// dtype is a safetensors element type that LoadTensors converts to float32: its name, size in
+// bytes, and the value of one little-endian element (ok false: not exact as a float32 where the
+// type is an integer, or not 0 or 1 for BOOL).
+type dtype struct {
+	name string
+	size int
+	conv func(b []byte) (v float32, ok bool)
+}
+
+// dtypes are the element types LoadTensors reads: floats are rounded to float32 (F64 to
+// nearest; F16 and BF16 exactly), integers and booleans must be exact as float32s (|v| <= 2^24).
+var dtypes = map[string]dtype{
+	"F32": {"F32", 4, func(b []byte) (float32, bool) { return math.Float32frombits(binary.LittleEndian.Uint32(b)), true }},
+	"F64": {"F64", 8, func(b []byte) (float32, bool) { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))), true }},
+	"F16": {"F16", 2, func(b []byte) (float32, bool) { return halfToFloat32(binary.LittleEndian.Uint16(b)), true }},
+	"BF16": {"BF16", 2, func(b []byte) (float32, bool) {
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16), true
+	}},
+	"I64":  {"I64", 8, func(b []byte) (float32, bool) { return exactInt(int64(binary.LittleEndian.Uint64(b))) }},
+	"I32":  {"I32", 4, func(b []byte) (float32, bool) { return exactInt(int64(int32(binary.LittleEndian.Uint32(b)))) }},
+	"I16":  {"I16", 2, func(b []byte) (float32, bool) { return float32(int16(binary.LittleEndian.Uint16(b))), true }},
+	"I8":   {"I8", 1, func(b []byte) (float32, bool) { return float32(int8(b[0])), true }},
+	"U8":   {"U8", 1, func(b []byte) (float32, bool) { return float32(b[0]), true }},
+	"BOOL": {"BOOL", 1, func(b []byte) (float32, bool) { return float32(b[0]), b[0] <= 1 }},
+}
+
+// exactInt returns v as a float32, and whether that is exact (|v| <= 2^24).
+func exactInt(v int64) (float32, bool) { return float32(v), v >= -1<<24 && v <= 1<<24 }
+
+// halfToFloat32 returns the IEEE binary16 value h as a float32 (exactly: every half is a float32).
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp, mant := uint32(h>>10)&0x1f, uint32(h)&0x3ff
+	switch {
+	case exp == 0x1f: // ±Inf, NaN (payload kept)
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0: // ±0 and subnormals: mant * 2^-24
+		return math.Float32frombits(sign | math.Float32bits(float32(mant)*0x1p-24))
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
 
 // parseHeader validates a header and returns its tensors in data order and its metadata.
@@ -386,8 +432,8 @@ func parseEntry(dec *json.Decoder) (entry, error) {
 		return e, err
 	case dtype == "":
 		return e, errors.New("no dtype")
-	case dtype != "F32":
-		return e, fmt.Errorf("dtype %q is not supported (only F32)", dtype)
+	case dtypes[dtype].size == 0:
+		return e, fmt.Errorf("dtype %q is not supported (F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL)", dtype)
 	case !haveShape:
 		return e, errors.New("no shape")
 	case !haveOffs:
@@ -408,9 +454,10 @@ func parseEntry(dec *json.Decoder) (entry, error) {
 		return e, err
 	}
 	count := int64(n)
+	e.dtype = dtypes[dtype]
 	e.begin, e.end = offs[0], offs[1]
-	if e.end-e.begin != 4*count {
-		return e, fmt.Errorf("shape %v needs %d bytes, data_offsets %v hold %d", shape, 4*count, offs, e.end-e.begin)
+	if size := int64(e.dtype.size); e.end-e.begin != size*count {
+		return e, fmt.Errorf("shape %v of %s needs %d bytes, data_offsets %v hold %d", shape, dtype, size*count, offs, e.end-e.begin)
 	}
 	return e, nil
 }
@@ -484,17 +531,26 @@ func jsonInts(dec *json.Decoder) ([]int64, error) {
 	return out, nil
 }
 
-// readFloats reads n little-endian float32 values, through scratch (a multiple of 4 bytes).
-// The result grows as data arrives, so a short input never causes a large allocation.
-func readFloats(r io.Reader, n int, scratch []byte) ([]float32, error) {
-	out := make([]float32, 0, min(n, len(scratch)/4))
+// readFloats reads n little-endian elements of type t as float32s, through scratch (a multiple
+// of 8 bytes). The result grows as data arrives, so a short input never causes a large
+// allocation.
+func readFloats(r io.Reader, t dtype, n int, scratch []byte) ([]float32, error) {
+	out := make([]float32, 0, min(n, len(scratch)/t.size))
+	per := len(scratch) / 8 * 8 // a whole number of elements of every size
 	for len(out) < n {
-		k := min(len(scratch), 4*(n-len(out)))
+		k := min(per, t.size*(n-len(out)))
 		if _, err := io.ReadFull(r, scratch[:k]); err != nil {
 			return nil, err
 		}
-		for i := 0; i < k; i += 4 {
-			out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(scratch[i:])))
+		for i := 0; i < k; i += t.size {
+			v, ok := t.conv(scratch[i : i+t.size])
+			if !ok && t.name == "BOOL" {
+				return nil, fmt.Errorf("element %d of BOOL is %d, not 0 or 1", len(out), scratch[i])
+			}
+			if !ok {
+				return nil, fmt.Errorf("element %d of %s is outside ±2^24, not exact as a float32", len(out), t.name)
+			}
+			out = append(out, v)
 		}
 	}
 	return out, nil

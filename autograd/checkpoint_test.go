@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -187,8 +188,12 @@ func TestLoadTensorsErrors(t *testing.T) {
 		{"null dtype", "dtype: <nil> is not a string", st(`{"x":{"dtype":null,"shape":[0],"data_offsets":[0,0]}}`)},
 		{"no shape", "no shape", st(`{"x":{"dtype":"F32","data_offsets":[0,0]}}`)},
 		{"no offsets", "no data_offsets", st(`{"x":{"dtype":"F32","shape":[0]}}`)},
-		{"f16", `tensor "x": dtype "F16" is not supported (only F32)`, st(`{"x":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`, 0, 0, 0, 0)},
-		{"bf16", `dtype "BF16" is not supported`, st(`{"x":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}`, 0, 0, 0, 0)},
+		{"f8", `tensor "x": dtype "F8_E4M3" is not supported (F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL)`,
+			st(`{"x":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}}`, 0, 0)},
+		{"bf16 size", `shape [2] of BF16 needs 4 bytes, data_offsets [0 8] hold 8`, st(`{"x":{"dtype":"BF16","shape":[2],"data_offsets":[0,8]}}`, 0, 0, 0, 0, 0, 0, 0, 0)},
+		{"i64 past 2^24", `data of "x": element 1 of I64 is outside ±2^24`,
+			st(`{"x":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}`, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0x00, 0x01, 0, 0, 0, 0)},
+		{"bool 2", `data of "x": element 0 of BOOL is 2, not 0 or 1`, st(`{"x":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]}}`, 2)},
 		{"shape not array", "shape: 2 is not an array", st(`{"x":{"dtype":"F32","shape":2,"data_offsets":[0,8]}}`)},
 		{"shape null", "shape: <nil> is not an array", st(`{"x":{"dtype":"F32","shape":null,"data_offsets":[0,0]}}`)},
 		{"shape fraction", "2.0 is not an integer", st(`{"x":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}}`)},
@@ -198,7 +203,7 @@ func TestLoadTensorsErrors(t *testing.T) {
 		{"negative dim", "negative dimension", st(`{"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}`)},
 		{"overflow", "too many elements", st(`{"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`)},
 		{"overflow by 4", "too many elements", st(`{"x":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`)},
-		{"size mismatch", "shape [3] needs 12 bytes, data_offsets [0 8] hold 8", st(`{"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, eight...)},
+		{"size mismatch", "shape [3] of F32 needs 12 bytes, data_offsets [0 8] hold 8", st(`{"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, eight...)},
 		{"one offset", "not [begin, end]", st(`{"x":{"dtype":"F32","shape":[0],"data_offsets":[0]}}`)},
 		{"three offsets", "not [begin, end]", st(`{"x":{"dtype":"F32","shape":[0],"data_offsets":[0,0,0]}}`)},
 		{"negative offset", "not [begin, end]", st(`{"x":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}}`)},
@@ -385,4 +390,61 @@ func FuzzLoadTensors(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadTensorsDtypes: the other safetensors element types load as float32: halves and
+// bfloat16s exactly (subnormals, infinities and NaN included), doubles rounded to nearest,
+// integers and booleans as their values.
+func TestLoadTensorsDtypes(t *testing.T) {
+	type tensor struct {
+		dtype string
+		data  []byte
+		want  []float32
+	}
+	le := func(size int, vs ...uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			for k := range size {
+				b = append(b, byte(v>>(8*k)))
+			}
+		}
+		return b
+	}
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	ts := []tensor{
+		{"F16", le(2, 0x3c00, 0xc000, 0x0001, 0x8000, 0x7c00, 0x7bff, 0x7e00), []float32{1, -2, 0x1p-24, float32(math.Copysign(0, -1)), inf, 65504, nan}},
+		{"BF16", le(2, 0x3f80, 0xbfc0, 0x7f80), []float32{1, -1.5, inf}},
+		{"F64", le(8, math.Float64bits(0.1), math.Float64bits(-3)), []float32{0.1, -3}},
+		{"I64", le(8, uint64(1<<63|(1<<63-1)), 1<<24), []float32{-1, 1 << 24}}, // -1 as two's complement
+		{"I32", le(4, 0xffffff85, 7), []float32{-123, 7}},
+		{"I16", le(2, 0x8000), []float32{-32768}},
+		{"I8", le(1, 0xff, 5), []float32{-1, 5}},
+		{"U8", le(1, 0xff), []float32{255}},
+		{"BOOL", le(1, 0, 1), []float32{0, 1}},
+	}
+	var hdr strings.Builder
+	var data []byte
+	hdr.WriteString("{")
+	for i, x := range ts {
+		if i > 0 {
+			hdr.WriteString(",")
+		}
+		fmt.Fprintf(&hdr, `"t%d":{"dtype":"%s","shape":[%d],"data_offsets":[%d,%d]}`, i, x.dtype, len(x.want), len(data), len(data)+len(x.data))
+		data = append(data, x.data...)
+	}
+	hdr.WriteString("}")
+	got, _, err := autograd.LoadTensors(bytes.NewReader(st(hdr.String(), data...)), ops.CPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer autograd.ReleaseTensors(got)
+	for i, x := range ts {
+		v, err := got[fmt.Sprintf("t%d", i)].Buf.Float32s()
+		same := err == nil && slices.EqualFunc(v, x.want, func(a, b float32) bool {
+			return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+		})
+		if !same {
+			t.Errorf("%s: loaded %v, %v; want %v", x.dtype, v, err, x.want)
+		}
+	}
 }
