@@ -323,7 +323,9 @@ type dtype struct {
 // nearest; F16 and BF16 exactly), integers and booleans must be exact as float32s (|v| <= 2^24).
 var dtypes = map[string]dtype{
 	"F32": {"F32", 4, func(b []byte) (float32, bool) { return math.Float32frombits(binary.LittleEndian.Uint32(b)), true }},
-	"F64": {"F64", 8, func(b []byte) (float32, bool) { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))), true }},
+	"F64": {"F64", 8, func(b []byte) (float32, bool) {
+		return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))), true
+	}},
 	"F16": {"F16", 2, func(b []byte) (float32, bool) { return halfToFloat32(binary.LittleEndian.Uint16(b)), true }},
 	"BF16": {"BF16", 2, func(b []byte) (float32, bool) {
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16), true

@@ -15,7 +15,7 @@ import (
 // TestSaveTensorsFileMode: a new checkpoint gets os.Create's permissions (0666 less the umask),
 // a replaced one keeps its own.
 func TestSaveTensorsFileMode(t *testing.T) {
-	old := syscall.Umask(0o077)
+	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	b, err := ops.FromFloat32(ops.CPU(), []float32{1, 2})
 	if err != nil {
@@ -31,11 +31,16 @@ func TestSaveTensorsFileMode(t *testing.T) {
 		}
 		return fi.Mode().Perm()
 	}
-	if err := autograd.SaveTensorsFile(path, tensors, nil); err != nil {
-		t.Fatal(err)
-	}
-	if m := mode(); m != 0o600 {
-		t.Errorf("new file under umask 077: mode %o, want 600", m)
+	// Two umasks, so that neither os.CreateTemp's fixed 0600 nor a forced 0644 passes.
+	for _, c := range []struct{ umask, want os.FileMode }{{0o022, 0o644}, {0o077, 0o600}} {
+		syscall.Umask(int(c.umask))
+		os.Remove(path)
+		if err := autograd.SaveTensorsFile(path, tensors, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m := mode(); m != c.want {
+			t.Errorf("new file under umask %03o: mode %o, want %o", c.umask, m, c.want)
+		}
 	}
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)

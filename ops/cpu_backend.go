@@ -25,6 +25,10 @@ type cpuBackend struct {
 	cache  map[int][][]float32 // size class (floats) -> free slices of that capacity
 	cached int64
 	limit  int64 // the cache's limit in bytes; 0: cpuCacheLimit()
+	// dropped is the largest slice (bytes, at least checkedBytes) given to the garbage collector,
+	// less what checked allocations since may have taken of it: the largest hole in the heap's
+	// address range that available may count on (see there).
+	dropped uint64
 }
 
 // cpuCacheLimit is the most bytes the CPU backend keeps cached: 1/32 of RAM, between 64 MiB and
@@ -58,12 +62,18 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	}
 	c.mu.Unlock()
 	if 4*uint64(class) >= checkedBytes {
-		if avail, ok := c.available(4 * uint64(class)); !ok {
+		avail, ok := c.available(4 * uint64(class))
+		if !ok {
 			if avail < 4*uint64(n) {
 				return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)))
 			}
 			class = n // fits without the size class's rounding (such a slice is never cached)
 		}
+		c.mu.Lock()
+		if 4*uint64(class) <= c.dropped {
+			c.dropped -= 4 * uint64(class) // the new slice may take that much of the hole
+		}
+		c.mu.Unlock()
 	}
 	return storage{host: make([]float32, n, class)}, nil
 }
@@ -74,10 +84,11 @@ const addressSpaceMargin = 256 << 20
 
 // available reports whether size bytes fit in the memory available now, and that memory: the
 // least of hostAvailable plus the Go heap's free memory (resident, and reused before the heap
-// grows) and, under an address-space limit, what is left of it plus the heap's free and released
-// pages (mapped already, reused before new mappings), less addressSpaceMargin. When size does not
-// fit, it first drops the cache and returns the garbage collector's free memory to the system,
-// and asks again.
+// grows) and, under an address-space limit, what is left of it less addressSpaceMargin. The
+// heap's free and released pages count there only for a request no larger than the largest slice
+// this backend dropped (dropped): they are mapped already, but a larger span needs new address
+// space however many smaller holes there are. When size does not fit, it first drops the cache
+// and returns the garbage collector's free memory to the system, and asks again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
@@ -94,7 +105,12 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 			avail += free
 		}
 		if limit, used, ok := addressSpace(); ok {
-			left := limit - min(limit, used) + free + released
+			left := limit - min(limit, used)
+			c.mu.Lock()
+			if size <= c.dropped {
+				left += min(free+released, c.dropped)
+			}
+			c.mu.Unlock()
 			left -= min(left, addressSpaceMargin)
 			if !known || left < avail {
 				avail, known = left, true
@@ -109,7 +125,7 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 		return avail, true
 	}
 	c.mu.Lock()
-	c.cache, c.cached = nil, 0
+	c.dropCache()
 	c.mu.Unlock()
 	debug.FreeOSMemory() // a garbage collection, then the free memory back to the system
 	return ask()
@@ -118,19 +134,23 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 func (c *cpuBackend) free(s storage, n int) {
 	class := cap(s.host)
 	size := 4 * int64(class)
-	if roundBytes(uint64(size)) != uint64(size) {
-		return // allocated without its size class (alloc): never cached
-	}
 	limit := c.limit
 	if limit == 0 {
 		limit = cpuCacheLimit()
 	}
-	if size > limit {
-		return // never cached: the garbage collector takes it
+	// Slices allocated without their size class (alloc) and those past the limit are never
+	// cached: the garbage collector takes them.
+	if roundBytes(uint64(size)) != uint64(size) || size > limit {
+		if size >= checkedBytes {
+			c.mu.Lock()
+			c.dropped = max(c.dropped, uint64(size))
+			c.mu.Unlock()
+		}
+		return
 	}
 	c.mu.Lock()
 	if c.cached+size > limit {
-		c.cache, c.cached = nil, 0
+		c.dropCache()
 	}
 	if c.cache == nil {
 		c.cache = map[int][][]float32{}
@@ -138,6 +158,17 @@ func (c *cpuBackend) free(s storage, n int) {
 	c.cache[class] = append(c.cache[class], s.host[:class])
 	c.cached += size
 	c.mu.Unlock()
+}
+
+// dropCache gives every cached slice to the garbage collector (c.mu held), noting the largest
+// in dropped.
+func (c *cpuBackend) dropCache() {
+	for class, list := range c.cache {
+		if size := 4 * uint64(class); len(list) > 0 && size >= checkedBytes {
+			c.dropped = max(c.dropped, size)
+		}
+	}
+	c.cache, c.cached = nil, 0
 }
 
 func (c *cpuBackend) cachedBytes() int64 {
@@ -149,7 +180,7 @@ func (c *cpuBackend) cachedBytes() int64 {
 func (c *cpuBackend) collect() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cache, c.cached = nil, 0
+	c.dropCache()
 	return nil
 }
 

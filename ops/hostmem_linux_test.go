@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 )
@@ -65,6 +66,25 @@ func TestAddressSpaceLimit(t *testing.T) {
 		}
 		b.Release()
 		runtime.GC()
+	}
+	// A hole smaller than the request does not count: 700 MiB freed between live buffers cannot
+	// hold 1300 MiB, which needs new address space (the child would die of a fatal error).
+	a, err := Zeros(CPU(), 700<<20/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Zeros(CPU(), 700<<20/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	a.Release()
+	runtime.GC()
+	debug.FreeOSMemory()
+	if c, err := Zeros(CPU(), 1300<<20/4); err == nil {
+		c.Release()
+	} else if !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("1300 MiB past a 700 MiB hole: %v", err)
 	}
 }
 

@@ -23,6 +23,10 @@ func TestMatmulLaunchFamilies(t *testing.T) {
 		{1, 2049, 300, 2055, false, false, MatmulSmallNN, 561},  // both shapes pad alike
 		{0, 5, 7, 3, false, false, MatmulTinyNN, 1},             // nothing to do: one block
 		{1, 1000, 33, 1100, false, true, MatmulSmallNT, 144},    // 1100 = 8*128 + 76: not narrow
+		{1, 4096, 4096, 4160, false, false, MatmulNN, 1056},     // 4160 = 32*128 + 64: the large tiles
+		{1, 4096, 4096, 1088, false, false, MatmulNN, 288},      // 1088 = 8*128 + 64: the large tiles
+		{16, 512, 512, 192, false, false, MatmulSmallNN, 256},   // narrow would save only a quarter
+		{32, 130, 512, 64, false, false, MatmulNarrowNN, 64},    // ragged m: 256 x 64 against 192 x 128
 	}
 	for _, c := range cases {
 		k, grid, block := MatmulLaunch(c.batch, c.m, c.n, c.p, c.transA, c.transB)

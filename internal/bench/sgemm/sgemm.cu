@@ -52,8 +52,8 @@ static const Family& launchFor(u64 batch, u64 m, u64 n, u64 p, u64* perBlock) {
   auto padded = [&](const Family& f) {
     return (m + f.BM - 1) / f.BM * f.BM * ((p + f.BN - 1) / f.BN * f.BN);
   };
-  // 128 x 64 tiles where they pad the product less than 64 x 128 ones.
-  const bool narrow = padded(kNarrow) < padded(kSmall);
+  // 128 x 64 tiles where they save a third of the work of 64 x 128 ones or more.
+  const bool narrow = 3 * padded(kNarrow) <= 2 * padded(kSmall);
   if (tilesOf(narrow ? kNarrow : kSmall, batch, m, p) < 36) return kTiny;  // matmulTinyBelow
   const bool rowsFit = padded(kLarge) == padded(kSmall);
   const Family* f = narrow ? &kNarrow
