@@ -482,6 +482,7 @@ func TestEnvOn(t *testing.T) {
 		{map[string]string{"TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": ""}, false},
 		{map[string]string{"TORCHLEAN_DETERMINISTIC": "0", "TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "1"}, false},
 		{map[string]string{"TORCHLEAN_DETERMINISTIC": "on"}, true},
+		{map[string]string{"TORCHLEAN_DETERMINISTIC": "", "TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS": "1"}, true},
 	} {
 		lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
 		if got := deterministicFromEnv(lookup); got != c.want {

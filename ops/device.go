@@ -168,11 +168,11 @@ var deterministic atomic.Bool
 func init() { deterministic.Store(deterministicFromEnv(os.LookupEnv)) }
 
 // deterministicFromEnv is the initial deterministic mode: TORCHLEAN_DETERMINISTIC (envOn) when it
-// is set, else TorchLean's own variable TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS with TorchLean's
-// rule (off when unset, empty or 0, on otherwise), so that a run configured for TorchLean gets
-// the mode it asked for.
+// is set and not empty, else TorchLean's own variable TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS with
+// TorchLean's rule (off when unset, empty or 0, on otherwise), so that a run configured for
+// TorchLean gets the mode it asked for.
 func deterministicFromEnv(lookup func(string) (string, bool)) bool {
-	if v, ok := lookup("TORCHLEAN_DETERMINISTIC"); ok {
+	if v, _ := lookup("TORCHLEAN_DETERMINISTIC"); strings.TrimSpace(v) != "" {
 		return envOn(v)
 	}
 	v, _ := lookup("TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS")
@@ -194,8 +194,8 @@ func envOn(v string) bool {
 // sums, pooling backward) run fixed-order code instead and are bit-identical to the CPU; a
 // kernel without a deterministic path returns an error. The initial value comes from
 // TORCHLEAN_DETERMINISTIC (off when unset, empty, 0, false, off or no; on for 1, true, on or
-// any other value) or, when that is unset, TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS
-// (on unless empty or 0).
+// any other value) or, when that is unset or empty, TorchLean's
+// TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS (on unless empty or 0).
 func SetDeterministic(on bool) { deterministic.Store(on) }
 
 // Deterministic reports the mode.
