@@ -84,11 +84,12 @@ const addressSpaceMargin = 256 << 20
 
 // available reports whether size bytes fit in the memory available now, and that memory: the
 // least of hostAvailable plus the Go heap's free memory (resident, and reused before the heap
-// grows) and, under an address-space limit, what is left of it less addressSpaceMargin. The
-// heap's free and released pages count there only for a request no larger than the largest slice
-// this backend dropped (dropped): they are mapped already, but a larger span needs new address
-// space however many smaller holes there are. When size does not fit, it first drops the cache
-// and returns the garbage collector's free memory to the system, and asks again.
+// grows) and, under an address-space limit, the larger of what is left of it (less
+// addressSpaceMargin) and the largest hole the heap can reuse whole: its free and released pages
+// (mapped already) up to the largest slice this backend dropped (dropped); a span larger than the
+// hole needs new address space however many smaller holes there are. When size does not fit, it
+// first drops the cache and returns the garbage collector's free memory to the system, and asks
+// again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
 		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
@@ -105,13 +106,12 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 			avail += free
 		}
 		if limit, used, ok := addressSpace(); ok {
-			left := limit - min(limit, used)
+			room := limit - min(limit, used) // not mapped yet
+			room -= min(room, addressSpaceMargin)
 			c.mu.Lock()
-			if size <= c.dropped {
-				left += min(free+released, c.dropped)
-			}
+			hole := min(free+released, c.dropped) // mapped, and free in one piece
 			c.mu.Unlock()
-			left -= min(left, addressSpaceMargin)
+			left := max(room, hole) // a span is either new address space or reused whole
 			if !known || left < avail {
 				avail, known = left, true
 			}
