@@ -25,10 +25,6 @@ type cpuBackend struct {
 	cache  map[int][][]float32 // size class (floats) -> free slices of that capacity
 	cached int64
 	limit  int64 // the cache's limit in bytes; 0: cpuCacheLimit()
-	// dropped is the largest slice (bytes, at least checkedBytes) given to the garbage collector,
-	// less what checked allocations since may have taken of it: the largest hole in the heap's
-	// address range that available may count on (see there).
-	dropped uint64
 }
 
 // cpuCacheLimit is the most bytes the CPU backend keeps cached: 1/32 of RAM, between 64 MiB and
@@ -69,11 +65,6 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 			}
 			class = n // fits without the size class's rounding (such a slice is never cached)
 		}
-		c.mu.Lock()
-		if 4*uint64(class) <= c.dropped {
-			c.dropped -= 4 * uint64(class) // the new slice may take that much of the hole
-		}
-		c.mu.Unlock()
 	}
 	return storage{host: make([]float32, n, class)}, nil
 }
@@ -84,34 +75,26 @@ const addressSpaceMargin = 256 << 20
 
 // available reports whether size bytes fit in the memory available now, and that memory: the
 // least of hostAvailable plus the Go heap's free memory (resident, and reused before the heap
-// grows) and, under an address-space limit, the larger of what is left of it (less
-// addressSpaceMargin) and the largest hole the heap can reuse whole: its free and released pages
-// (mapped already) up to the largest slice this backend dropped (dropped); a span larger than the
-// hole needs new address space however many smaller holes there are. When size does not fit, it
-// first drops the cache and returns the garbage collector's free memory to the system, and asks
-// again.
+// grows) and, under an address-space limit, what is left of it less addressSpaceMargin. Freed
+// heap pages do not count there: they stay mapped, and the runtime reuses them for a large span
+// only while no smaller allocation has taken a piece of their range, which nothing here can see
+// (counting them let a buffer of the size just released die of a fatal error now and then). So
+// under a tight limit a buffer released and asked for again may be refused; never a crash. When
+// size does not fit, it first drops the cache and returns the garbage collector's free memory to
+// the system, and asks again.
 func (c *cpuBackend) available(size uint64) (uint64, bool) {
 	ask := func() (uint64, bool) {
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-		metrics.Read(sample)
-		var free, released uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			free = sample[0].Value.Uint64()
-		}
-		if sample[1].Value.Kind() == metrics.KindUint64 {
-			released = sample[1].Value.Uint64()
-		}
 		avail, known := hostAvailable()
 		if known {
-			avail += free
+			sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				avail += sample[0].Value.Uint64()
+			}
 		}
 		if limit, used, ok := addressSpace(); ok {
-			room := limit - min(limit, used) // not mapped yet
-			room -= min(room, addressSpaceMargin)
-			c.mu.Lock()
-			hole := min(free+released, c.dropped) // mapped, and free in one piece
-			c.mu.Unlock()
-			left := max(room, hole) // a span is either new address space or reused whole
+			left := limit - min(limit, used) // not mapped yet
+			left -= min(left, addressSpaceMargin)
 			if !known || left < avail {
 				avail, known = left, true
 			}
@@ -125,7 +108,7 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 		return avail, true
 	}
 	c.mu.Lock()
-	c.dropCache()
+	c.cache, c.cached = nil, 0
 	c.mu.Unlock()
 	debug.FreeOSMemory() // a garbage collection, then the free memory back to the system
 	return ask()
@@ -141,16 +124,11 @@ func (c *cpuBackend) free(s storage, n int) {
 	// Slices allocated without their size class (alloc) and those past the limit are never
 	// cached: the garbage collector takes them.
 	if roundBytes(uint64(size)) != uint64(size) || size > limit {
-		if size >= checkedBytes {
-			c.mu.Lock()
-			c.dropped = max(c.dropped, uint64(size))
-			c.mu.Unlock()
-		}
 		return
 	}
 	c.mu.Lock()
 	if c.cached+size > limit {
-		c.dropCache()
+		c.cache, c.cached = nil, 0
 	}
 	if c.cache == nil {
 		c.cache = map[int][][]float32{}
@@ -158,17 +136,6 @@ func (c *cpuBackend) free(s storage, n int) {
 	c.cache[class] = append(c.cache[class], s.host[:class])
 	c.cached += size
 	c.mu.Unlock()
-}
-
-// dropCache gives every cached slice to the garbage collector (c.mu held), noting the largest
-// in dropped.
-func (c *cpuBackend) dropCache() {
-	for class, list := range c.cache {
-		if size := 4 * uint64(class); len(list) > 0 && size >= checkedBytes {
-			c.dropped = max(c.dropped, size)
-		}
-	}
-	c.cache, c.cached = nil, 0
 }
 
 func (c *cpuBackend) cachedBytes() int64 {
@@ -180,7 +147,7 @@ func (c *cpuBackend) cachedBytes() int64 {
 func (c *cpuBackend) collect() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropCache()
+	c.cache, c.cached = nil, 0
 	return nil
 }
 
