@@ -58,10 +58,10 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	}
 	c.mu.Unlock()
 	if 4*uint64(class) >= checkedBytes {
-		avail, ok := c.available(4 * uint64(class))
+		avail, what, ok := c.available(4 * uint64(class))
 		if !ok {
 			if avail < 4*uint64(n) {
-				return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s available", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)))
+				return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s %s", ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(avail)), what)
 			}
 			class = n // fits without the size class's rounding (such a slice is never cached)
 		}
@@ -73,18 +73,19 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 // mappings when the heap grows (arenas are mapped 64 MiB at a time, with metadata beside them).
 const addressSpaceMargin = 256 << 20
 
-// available reports whether size bytes fit in the memory available now, and that memory: the
-// least of hostAvailable plus the Go heap's free memory (resident, and reused before the heap
-// grows) and, under an address-space limit, what is left of it less addressSpaceMargin. Freed
-// heap pages do not count there: they stay mapped, and the runtime reuses them for a large span
-// only while no smaller allocation has taken a piece of their range, which nothing here can see
-// (counting them let a buffer of the size just released die of a fatal error now and then). So
-// under a tight limit a buffer released and asked for again may be refused; never a crash. When
-// size does not fit, it first drops the cache and returns the garbage collector's free memory to
-// the system, and asks again.
-func (c *cpuBackend) available(size uint64) (uint64, bool) {
-	ask := func() (uint64, bool) {
+// available reports whether size bytes fit in the memory available now, that memory, and which
+// limit it is (for messages): the least of hostAvailable plus the Go heap's free memory
+// (resident, and reused before the heap grows) and, under an address-space limit, what is left of
+// it less addressSpaceMargin. Freed heap pages do not count there: they stay mapped, and the
+// runtime reuses them for a large span only while no smaller allocation has taken a piece of
+// their range, which nothing here can see (counting them let a buffer of the size just released
+// die of a fatal error now and then). So under a tight limit a buffer released and asked for
+// again may be refused; never a crash. When size does not fit, it first drops the cache and
+// returns the garbage collector's free memory to the system, and asks again.
+func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool) {
+	ask := func() (uint64, string, bool) {
 		avail, known := hostAvailable()
+		what := "of memory available"
 		if known {
 			sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 			metrics.Read(sample)
@@ -96,16 +97,16 @@ func (c *cpuBackend) available(size uint64) (uint64, bool) {
 			left := limit - min(limit, used) // not mapped yet
 			left -= min(left, addressSpaceMargin)
 			if !known || left < avail {
-				avail, known = left, true
+				avail, known, what = left, true, "of address space left under its limit (ulimit -v)"
 			}
 		}
 		if !known {
-			return 0, true
+			return 0, "", true
 		}
-		return avail, size <= avail
+		return avail, what, size <= avail
 	}
-	if avail, ok := ask(); ok {
-		return avail, true
+	if avail, what, ok := ask(); ok {
+		return avail, what, true
 	}
 	c.mu.Lock()
 	c.cache, c.cached = nil, 0
