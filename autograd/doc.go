@@ -20,10 +20,10 @@
 // last axis with the leading axes folded into rows; BatchNormChannelFirst normalizes each channel
 // (dim 0) of one sample; Concat, Slice, Gather and ScatterAdd work along dim 0. Bmm and
 // BmmWithTranspose multiply (batch, m, n) by (batch, n, p), the latter reading either operand
-// transposed in place (attention's q·kᵀ without a copy).
-// Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar). The axis ops
-// (ReduceSum, ReduceMean, Permute, SwapAdjacent, BroadcastTo, BroadcastAxes) take shapes of
-// rank at most ops.MaxRank; the others any rank.
+// transposed in place (attention's q·kᵀ without a copy). Reductions to one value (Sum, Mean, the
+// losses) give shape [] (a scalar). The axis ops (ReduceSum, ReduceMean, ReduceMax, Permute,
+// SwapAdjacent, BroadcastTo, BroadcastAxes) take shapes of rank at most ops.MaxRank; the others
+// any rank.
 //
 // # Ownership
 //

@@ -248,6 +248,10 @@ func gradCases() []gradCase {
 					},
 					ref: func(x [][]float64) []float64 { return reduceAxisRef(x[0], s, axis, mean) }})
 			}
+			// Random inputs have no ties: the maximum's gradient is one entry's.
+			add(gradCase{name: fmt.Sprintf("reduce_max_axis%d", axis), in: [][]int{s},
+				op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.ReduceMax(x[0], axis) },
+				ref: func(x [][]float64) []float64 { return reduceMaxRef(x[0], s, axis) }})
 		}
 	}
 	for _, s := range [][]int{{1}, {6}, {3, 5}, {2, 3, 4}} {
@@ -513,6 +517,21 @@ func reduceAxisRef(x []float64, shape []int, axis int, mean bool) []float64 {
 		for i := range y {
 			y[i] /= float64(shape[axis])
 		}
+	}
+	return y
+}
+
+// reduceMaxRef is the maximum of x (of shape) along axis.
+func reduceMaxRef(x []float64, shape []int, axis int) []float64 {
+	out := slices.Delete(slices.Clone(shape), axis, axis+1)
+	y := make([]float64, numel(out))
+	for i := range y {
+		y[i] = math.Inf(-1)
+	}
+	for i, v := range x {
+		c := coords(i, shape)
+		k := flat(slices.Delete(c, axis, axis+1), out)
+		y[k] = max(y[k], v)
 	}
 	return y
 }

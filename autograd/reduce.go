@@ -97,6 +97,86 @@ func lastAxis(shape []int) (rows, cols int) {
 	return size(shape[:len(shape)-1]), cols
 }
 
+// ReduceMax returns the maxima of x along axis (PyTorch's x.amax(axis): the result has x's shape
+// without that axis; a negative axis counts from the end). NaN propagates, as in PyTorch, and an
+// empty axis gives zeros (the seeds' rule). The gradient goes to the entries equal to their
+// maximum, split evenly among ties (PyTorch's amax); a row whose maximum is NaN, where every
+// entry counts as tied, spreads it evenly. An axis other than the last is moved there first
+// (Permute).
+func (t *Tape) ReduceMax(x Var, axis int) Var {
+	const op = "reduce_max"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
+		return x
+	}
+	given := axis
+	axis, ok = axisOf(axis, len(vx.shape))
+	if !ok {
+		return t.failf(op, "axis %d of shape %v", given, vx.shape)
+	}
+	if last := len(vx.shape) - 1; axis != last {
+		perm := make([]int, 0, len(vx.shape))
+		for j := range vx.shape {
+			if j != axis {
+				perm = append(perm, j)
+			}
+		}
+		x = t.Permute(x, append(perm, axis)...)
+		if vx, ok = t.arg(op, x); !ok {
+			return Var{}
+		}
+	}
+	r, c := lastAxis(vx.shape)
+	shape := slices.Clone(vx.shape[:len(vx.shape)-1])
+	y, err := ops.ReduceMaxByRow(vx.buf, r, c)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return maxGrad(vx.buf, y, g, r, c) })
+	})
+}
+
+// maxGrad is the gradient of the row maxima y of the (r, c) matrix x for the cotangent g (r):
+// mask ⊙ (g / count) per row, where mask is 1 at the entries that tie with their row's maximum
+// (MaxBwd's 0.5 share of a tie, doubled: exact, infinities included) and count the row's ties.
+func maxGrad(x, y, g *ops.Buffer, r, c int) (*ops.Buffer, error) {
+	var mask *ops.Buffer
+	err := func() error {
+		ones, err := ops.Full(x.Device(), r*c, 1)
+		if err != nil {
+			return err
+		}
+		defer ones.Release()
+		yb, err := ops.BroadcastVecToCols(y, r, c)
+		if err != nil {
+			return err
+		}
+		defer yb.Release()
+		half, other, err := ops.MaxBwd(x, yb, ones)
+		other.Release()
+		if err != nil {
+			return err
+		}
+		mask, err = then(half, func(h *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(h, 2) })
+		half.Release()
+		return err
+	}()
+	if err != nil {
+		return nil, err
+	}
+	defer mask.Release()
+	share, err := then(mask,
+		func(m *ops.Buffer) (*ops.Buffer, error) { return ops.ReduceSumByRow(m, r, c) },
+		func(count *ops.Buffer) (*ops.Buffer, error) { return ops.Div(g, count) },
+		func(s *ops.Buffer) (*ops.Buffer, error) { return ops.BroadcastVecToCols(s, r, c) })
+	if err != nil {
+		return nil, err
+	}
+	defer share.Release()
+	return ops.Mul(mask, share)
+}
+
 // Softmax returns the softmax of x along its last axis.
 func (t *Tape) Softmax(x Var) Var { return t.rowwise("softmax", x, ops.Softmax, ops.SoftmaxBwd) }
 

@@ -684,3 +684,50 @@ func TestCrossEntropyIgnore(t *testing.T) {
 func sameBits(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
+
+// TestReduceMaxTies: the gradient of a maximum goes to the entries equal to it, split evenly
+// among ties (+Inf ties with +Inf); a NaN maximum spreads it over its row; an empty axis gives
+// zeros and no gradient.
+func TestReduceMaxTies(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		inf, nan := math.Inf(1), math.NaN()
+		xb := upload(t, d, 1, 3, 3, 0, // two tied maxima
+			inf, 2, inf, inf, // three tied infinities
+			-1, nan, 5, 0) // a NaN: the maximum is NaN
+		defer xb.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(xb, []int{3, 4}, true)
+		y := tp.ReduceMax(x, -1)
+		if err := tp.Backward(tp.Sum(y)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := tp.Value(y).Float32s()
+		if got[0] != 3 || !math.IsInf(float64(got[1]), 1) || !math.IsNaN(float64(got[2])) {
+			t.Errorf("maxima %v, want [3 +Inf NaN]", got)
+		}
+		third := float32(1) / 3
+		want := []float32{0, 0.5, 0.5, 0, third, 0, third, third, 0.25, 0.25, 0.25, 0.25}
+		if g, _ := tp.Grad(x).Float32s(); !sameBits(g, want) {
+			t.Errorf("gradient %v, want %v", g, want)
+		}
+		tp.Reset()
+		e, err := ops.Zeros(d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Release()
+		ex := tp.Leaf(e, []int{2, 0}, true)
+		ey := tp.ReduceMax(ex, 1)
+		if err := tp.Backward(tp.Sum(ey)); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := tp.Value(ey).Float32s(); !slices.Equal(v, []float32{0, 0}) || tp.Grad(ex).Len() != 0 {
+			t.Errorf("empty axis: maxima %v, gradient of %d elements", v, tp.Grad(ex).Len())
+		}
+		tp.ReduceMax(ex, 2)
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "reduce_max: axis 2 of shape [2 0]") {
+			t.Errorf("bad axis: %v", err)
+		}
+	})
+}
