@@ -48,18 +48,28 @@ func (t *Tape) ReduceSum(x Var, axis int) Var { return t.reduceAxis("reduce_sum"
 // ReduceMean returns the means of x along axis (NaN for an empty axis); axis as for ReduceSum.
 func (t *Tape) ReduceMean(x Var, axis int) Var { return t.reduceAxis("reduce_mean", x, axis, true) }
 
-func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
-	vx, ok := t.arg(op, x)
-	if !ok {
-		return Var{}
+// axisArg checks the operand and the axis of an axis reduction, counting a negative axis from the
+// end; a scalar (shape []) takes axis 0 or -1 and is its own result (scalar is then true).
+func (t *Tape) axisArg(op string, x Var, axis int) (vx value, ax int, scalar, ok bool) {
+	if vx, ok = t.arg(op, x); !ok {
+		return vx, 0, false, false
 	}
 	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
-		return x
+		return vx, 0, true, true
 	}
-	given := axis
-	axis, ok = axisOf(axis, len(vx.shape))
-	if !ok {
-		return t.failf(op, "axis %d of shape %v", given, vx.shape)
+	if ax, ok = axisOf(axis, len(vx.shape)); !ok {
+		t.failf(op, "axis %d of shape %v", axis, vx.shape)
+	}
+	return vx, ax, false, ok
+}
+
+func (t *Tape) reduceAxis(op string, x Var, axis int, mean bool) Var {
+	vx, axis, scalar, ok := t.axisArg(op, x, axis)
+	switch {
+	case !ok:
+		return Var{}
+	case scalar:
+		return x
 	}
 	f, c := ops.ReduceSumAxis, 1.0
 	if mean {
@@ -105,17 +115,12 @@ func lastAxis(shape []int) (rows, cols int) {
 // (Permute).
 func (t *Tape) ReduceMax(x Var, axis int) Var {
 	const op = "reduce_max"
-	vx, ok := t.arg(op, x)
-	if !ok {
+	vx, axis, scalar, ok := t.axisArg(op, x, axis)
+	switch {
+	case !ok:
 		return Var{}
-	}
-	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
+	case scalar:
 		return x
-	}
-	given := axis
-	axis, ok = axisOf(axis, len(vx.shape))
-	if !ok {
-		return t.failf(op, "axis %d of shape %v", given, vx.shape)
 	}
 	if last := len(vx.shape) - 1; axis != last {
 		perm := make([]int, 0, len(vx.shape))
