@@ -89,14 +89,19 @@ type launchQueue struct {
 	bind   func() error                              // locks the issuing goroutine's thread with the context current
 	unbind func()                                    // undoes bind
 
-	// The producers' and the issuing goroutine's counters on cache lines of their own.
-	_       [64]byte
-	mu      sync.Mutex    // serializes producers: filling a slot and advancing head
-	head    atomic.Uint64 // commands queued
-	running atomic.Bool   // an issuing goroutine exists (or is about to)
-	_       [64]byte
-	tail    atomic.Uint64 // commands issued or dropped
-	_       [64]byte
+	// The producers' and the issuing goroutine's counters on cache lines of their own. Each side
+	// reads the other's counter only when its own copy says it must wait (tailSeen: the ring
+	// looks full; the issuing goroutine's copy of head: it looks empty), and the issuing
+	// goroutine publishes tail once per tailBatch commands and whenever it catches up, so that
+	// the two cache lines do not travel between the cores on every command.
+	_        [64]byte
+	mu       sync.Mutex    // serializes producers: filling a slot and advancing head
+	head     atomic.Uint64 // commands queued
+	tailSeen uint64        // a value tail had (under mu)
+	running  atomic.Bool   // an issuing goroutine exists (or is about to)
+	_        [64]byte
+	tail     atomic.Uint64 // commands issued or dropped (published in batches)
+	_        [64]byte
 
 	failed atomic.Bool
 	errMu  sync.Mutex
@@ -119,8 +124,11 @@ func (q *launchQueue) slot() (*command, error) {
 		return nil, err
 	}
 	h := q.head.Load()
-	if h-q.tail.Load() >= queueLen {
-		waitUntil(func() bool { return h-q.tail.Load() < queueLen })
+	if h-q.tailSeen >= queueLen {
+		q.tailSeen = q.tail.Load()
+		if h-q.tailSeen >= queueLen {
+			waitUntil(func() bool { q.tailSeen = q.tail.Load(); return h-q.tailSeen < queueLen })
+		}
 	}
 	return &q.ring[h%queueLen], nil
 }
@@ -178,9 +186,17 @@ func (q *launchQueue) run() {
 	scratch := new(driver.Args) // the launches' argument block, on the heap for the driver
 	var idleSince time.Time
 	spins := 0
+	t := q.tail.Load()
+	head, published := t, t // the issuing goroutine's copies of q.head and q.tail
 	for {
-		t := q.tail.Load()
-		if t == q.head.Load() {
+		if t == head {
+			if published != t { // caught up: every command so far is issued
+				q.tail.Store(t)
+				published = t
+			}
+			if head = q.head.Load(); t != head {
+				continue
+			}
 			spins++
 			if spins == 1 {
 				idleSince = time.Now()
@@ -202,9 +218,17 @@ func (q *launchQueue) run() {
 				q.fail(err)
 			}
 		}
-		q.tail.Store(t + 1)
+		t++
+		if t%tailBatch == 0 {
+			q.tail.Store(t)
+			published = t
+		}
 	}
 }
+
+// tailBatch is how many commands the issuing goroutine issues between publications of tail
+// (besides the one whenever it catches up with head).
+const tailBatch = 8
 
 // waitUntil spins until done reports true, yielding the processor after the first spins (the
 // issuing goroutine needs no processor from its waiters, but other goroutines may) and sleeping
