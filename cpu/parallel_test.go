@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -15,8 +16,9 @@ func TestParallelPanic(t *testing.T) {
 		var ended [2]bool
 		func() {
 			defer func() {
-				if r := recover(); r != "range failed" {
-					t.Errorf("range %d: recovered %v", bad, r)
+				p, ok := recover().(*RangePanic)
+				if !ok || p.Value != "range failed" || p.Lo != bad || !strings.Contains(string(p.Stack), "TestParallelPanic") {
+					t.Errorf("range %d: recovered %+v", bad, p)
 				}
 			}()
 			Parallel(2, 1, func(lo, hi int) {
