@@ -88,6 +88,10 @@ type launchQueue struct {
 	issue  func(c *command, args *driver.Args) error // makes the driver call of c (a launch's parameters in args); runs on the issuing goroutine
 	bind   func() error                              // locks the issuing goroutine's thread with the context current
 	unbind func()                                    // undoes bind
+	idle   time.Duration                             // queueIdle (tests set 0 before first use, to make the goroutine come and go)
+	// parked, when set (tests only), runs between the issuing goroutine's running.Store(false)
+	// and its re-check of head: the place a preempted thread stops while a successor runs.
+	parked func()
 
 	// The producers' and the issuing goroutine's counters on cache lines of their own. Each side
 	// reads the other's counter only when its own copy says it must wait (tailSeen: the ring
@@ -111,7 +115,7 @@ type launchQueue struct {
 }
 
 func newLaunchQueue(issue func(*command, *driver.Args) error, bind func() error, unbind func()) *launchQueue {
-	return &launchQueue{issue: issue, bind: bind, unbind: unbind}
+	return &launchQueue{issue: issue, bind: bind, unbind: unbind, idle: queueIdle}
 }
 
 // slot returns the next free slot with q.mu held, waiting while the ring is full; the caller
@@ -200,14 +204,21 @@ func (q *launchQueue) run() {
 			spins++
 			if spins == 1 {
 				idleSince = time.Now()
-			} else if spins%64 == 0 && time.Since(idleSince) > queueIdle {
+			} else if spins%64 == 0 && time.Since(idleSince) > q.idle {
 				q.running.Store(false)
+				if q.parked != nil {
+					q.parked()
+				}
 				// A producer that queued after the check above either sees running false
 				// and starts a new goroutine, or is seen here.
 				if q.head.Load() == t || !q.running.CompareAndSwap(false, true) {
 					return
 				}
 				spins = 0
+				// Another issuing goroutine may have run and exited since the Store(false): its
+				// published tail is the truth, and this goroutine's copies are stale.
+				t = q.tail.Load()
+				head, published = t, t
 			}
 			continue
 		}
