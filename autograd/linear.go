@@ -72,36 +72,18 @@ func (t *Tape) BmmWithTranspose(a, b Var, transA, transB bool) Var {
 // result's (m, p) or (batch, m, p).
 func (t *Tape) bmm(op string, a, b Var, ab, bb *ops.Buffer, batch, m, n, p int, transA, transB bool, shape []int) Var {
 	y, err := ops.BmmWithTranspose(ab, bb, batch, m, n, p, transA, transB)
-	var da, db func(g *ops.Buffer) (*ops.Buffer, error)
-	switch {
-	case !transA && !transB:
-		da = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, true)
+	// Each gradient as stored is one product, op(B)'s and op(A)'s flags carried through.
+	da := func(g *ops.Buffer) (*ops.Buffer, error) {
+		if transA { // dA = (G·op(B)ᵀ)ᵀ = op(B)·Gᵀ
+			return ops.BmmWithTranspose(bb, g, batch, n, p, m, transB, true)
 		}
-		db = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(ab, g, batch, n, m, p, true, false)
+		return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, !transB) // G·op(B)ᵀ
+	}
+	db := func(g *ops.Buffer) (*ops.Buffer, error) {
+		if transB { // dB = (op(A)ᵀ·G)ᵀ = Gᵀ·op(A)
+			return ops.BmmWithTranspose(g, ab, batch, p, m, n, true, transA)
 		}
-	case !transA && transB:
-		da = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(g, bb, batch, m, p, n, false, false)
-		}
-		db = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(g, ab, batch, p, m, n, true, false)
-		}
-	case transA && !transB:
-		da = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(bb, g, batch, n, p, m, false, true)
-		}
-		db = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(ab, g, batch, n, m, p, false, false)
-		}
-	default:
-		da = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(bb, g, batch, n, p, m, true, true)
-		}
-		db = func(g *ops.Buffer) (*ops.Buffer, error) {
-			return ops.BmmWithTranspose(g, ab, batch, p, m, n, true, true)
-		}
+		return ops.BmmWithTranspose(ab, g, batch, n, m, p, !transA, false) // op(A)ᵀ·G
 	}
 	return t.record(op, shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return grads(need, func() (*ops.Buffer, error) { return da(g) }, func() (*ops.Buffer, error) { return db(g) })

@@ -53,7 +53,7 @@ func (t *Tape) MSELoss(yhat, target Var) Var {
 // against integer class labels, one per row. A label outside [0, classes) is an error. The
 // log-softmax and the uploaded indices are retained for the backward pass.
 func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
-	return t.crossEntropy("cross_entropy", logits, labels, 0, false)
+	return t.crossEntropy(logits, labels, 0, false)
 }
 
 // CrossEntropyIgnore is CrossEntropy leaving out the rows whose label is ignore (PyTorch's
@@ -61,11 +61,12 @@ func (t *Tape) CrossEntropy(logits Var, labels []int) Var {
 // runs over the other rows, and the ignored rows get a zero gradient. When every row is
 // ignored the loss is NaN (as in PyTorch) and every gradient zero.
 func (t *Tape) CrossEntropyIgnore(logits Var, labels []int, ignore int) Var {
-	return t.crossEntropy("cross_entropy", logits, labels, ignore, true)
+	return t.crossEntropy(logits, labels, ignore, true)
 }
 
 // crossEntropy is CrossEntropy, leaving out the rows labelled ignore when skip is set.
-func (t *Tape) crossEntropy(op string, logits Var, labels []int, ignore int, skip bool) Var {
+func (t *Tape) crossEntropy(logits Var, labels []int, ignore int, skip bool) Var {
+	const op = "cross_entropy"
 	vx, ok := t.arg(op, logits)
 	if !ok {
 		return Var{}

@@ -108,9 +108,7 @@ func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool)
 	if avail, what, ok := ask(); ok {
 		return avail, what, true
 	}
-	c.mu.Lock()
-	c.cache, c.cached = nil, 0
-	c.mu.Unlock()
+	c.collect()
 	debug.FreeOSMemory() // a garbage collection, then the free memory back to the system
 	return ask()
 }

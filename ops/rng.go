@@ -64,7 +64,7 @@ func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) 
 // TorchLean's to about 1e-5 except in rare draws, and |z| <= sqrt(-2 ln 2^-24) ~ 5.77 standard
 // deviations (TorchLean: 6.66).
 func RandNormal(d *Device, n int, mean, std float64, key uint64) (*Buffer, error) {
-	if !finite(float64(float32(mean))) || !nonNegative(float64(float32(std))) {
+	if !finite(mean) || !nonNegative(float64(float32(std))) {
 		return nil, fmt.Errorf("ops: %s: mean %v, std %v (want finite as float32s, std >= 0)", normalOp.name, mean, std)
 	}
 	return normalOp.run(d, n, key, mean, std)
