@@ -52,6 +52,12 @@
 // as soon as its node's VJP consumed it. In all, gradients of values used several times add
 // up, and each node's retained workspace is released right after its VJP ran.
 //
+// # Custom ops
+//
+// Apply records a Function, an op written by the caller from ops kernels with its own forward
+// and backward (PyTorch's torch.autograd.Function): its result, inputs and saved buffers follow
+// the same ownership rules as a built-in op's.
+//
 // # Sessions and optimizers
 //
 // A Session is the eager training loop of the seeds on top of a Tape: trainable parameters with

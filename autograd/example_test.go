@@ -49,3 +49,39 @@ func Example() {
 	// step 120: loss 0.000000
 	// y = 1.9996x + 1.0002
 }
+
+// A custom op (PyTorch's torch.autograd.Function): the square x², written from ops kernels, with
+// x itself as the only thing its backward pass needs.
+func ExampleTape_Apply() {
+	square := autograd.Function{
+		Name: "square",
+		Forward: func(in []*ops.Buffer, shapes [][]int) (*ops.Buffer, []int, []*ops.Buffer, error) {
+			y, err := ops.Mul(in[0], in[0])
+			return y, shapes[0], nil, err // Backward reads the input itself: nothing to save
+		},
+		Backward: func(g *ops.Buffer, in, _ []*ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			gx, err := ops.Mul(g, in[0]) // g·x, then doubled
+			if err != nil {
+				return nil, err
+			}
+			defer gx.Release()
+			d, err := ops.Scale(gx, 2)
+			return []*ops.Buffer{d}, err
+		},
+	}
+	d := ops.CPU()
+	x, _ := ops.FromFloat32(d, []float32{-1.5, 0, 2})
+	defer x.Release()
+	tp := autograd.NewTape(d)
+	defer tp.Reset()
+	xv := tp.Leaf(x, []int{3}, true)
+	y := tp.Apply(square, xv)
+	if err := tp.Backward(tp.Sum(y)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	yv, _ := tp.Value(y).Float32s()
+	gv, _ := tp.Grad(xv).Float32s()
+	fmt.Println(yv, gv)
+	// Output: [2.25 0 4] [-3 0 4]
+}

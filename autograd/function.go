@@ -1,0 +1,115 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
+)
+
+// Function is a differentiable op written by the caller out of ops kernels, PyTorch's
+// torch.autograd.Function: Apply records it on a tape like a built-in op.
+type Function struct {
+	// Name names the op in error messages ("function" when empty).
+	Name string
+
+	// Forward computes the op's value from its inputs' values (in, borrowed: it must neither
+	// release nor write them; shapes[k] is in[k]'s shape, also borrowed). It returns a fresh
+	// result buffer, its shape, and the buffers its Backward needs (saved, may be nil: fresh
+	// buffers, inputs or the result). From then on the tape owns the result and the fresh saved
+	// buffers: it releases those right after Backward ran (or at Reset when no backward pass
+	// reaches the node) and the result at Reset. On an error Forward releases what it created
+	// and returns nil buffers.
+	Forward func(in []*ops.Buffer, shapes [][]int) (y *ops.Buffer, shape []int, saved []*ops.Buffer, err error)
+
+	// Backward returns the gradient of each input, in input order, given the cotangent g of the
+	// result (borrowed; it holds the result's shape) and the same in and saved as Forward's
+	// (borrowed). grads[k] is a fresh buffer of in[k]'s length, or nil where need[k] is false
+	// (the input does not take part in the pass). The tape owns the gradients it gets. Backward
+	// may be nil for an op that is not differentiable: Apply then fails when an input requires
+	// grad.
+	Backward func(g *ops.Buffer, in, saved []*ops.Buffer, need []bool) (grads []*ops.Buffer, err error)
+}
+
+// Apply records f applied to xs (at least one) and returns its result. The inputs' values stay
+// alive until Reset, so Backward may read them. Forward must return a buffer of its own as the
+// result (ops.Copy an input to pass it through). Inside NoGrad the result does not require grad
+// and Backward is never called.
+func (t *Tape) Apply(f Function, xs ...Var) Var {
+	op := f.Name
+	if op == "" {
+		op = "function"
+	}
+	if len(xs) == 0 {
+		return t.failf(op, "no inputs")
+	}
+	vs, ok := t.args(op, xs...)
+	if !ok {
+		return Var{}
+	}
+	if f.Forward == nil {
+		return t.failf(op, "Forward is nil")
+	}
+	requires := false
+	for _, x := range xs {
+		requires = requires || t.nodes[x.id].requires
+	}
+	if requires && !t.noGrad && f.Backward == nil {
+		return t.failf(op, "an input requires grad and Backward is nil")
+	}
+	in := make([]*ops.Buffer, len(vs))
+	shapes := make([][]int, len(vs))
+	for k, v := range vs {
+		in[k], shapes[k] = v.buf, slices.Clone(v.shape)
+	}
+	y, shape, saved, err := f.Forward(in, shapes)
+	// work: the saved buffers the tape owns, neither an input nor the result (Release is
+	// idempotent, so one listed twice is harmless).
+	var work []releaser
+	for _, s := range saved {
+		if s != nil && s != y && !slices.Contains(in, s) {
+			work = append(work, s)
+		}
+	}
+	if err == nil {
+		err = checkFunctionResult(t, y, shape, saved, in)
+	}
+	if err != nil {
+		if !slices.Contains(in, y) {
+			y.Release()
+		}
+		release(work)
+		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+	}
+	saved = slices.Clone(saved)
+	back := func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		gs, err := f.Backward(g, in, saved, need)
+		if err != nil {
+			releaseAll(gs)
+			return nil, err
+		}
+		return gs, nil
+	}
+	return t.record(op, slices.Clone(shape), y, nil, work, xs, back)
+}
+
+// checkFunctionResult checks what a Function's Forward returned: a live result of the tape's
+// device holding shape's elements that is not an input, and live saved buffers.
+func checkFunctionResult(t *Tape, y *ops.Buffer, shape []int, saved, in []*ops.Buffer) error {
+	if y == nil {
+		return errors.New("Forward returned a nil result")
+	}
+	if slices.Contains(in, y) {
+		return errors.New("Forward returned an input's buffer as its result (return ops.Copy of it)")
+	}
+	if _, err := t.newValue(y, shape); err != nil {
+		return fmt.Errorf("Forward's result: %w", err)
+	}
+	for k, s := range saved {
+		if err := live(s); s != nil && err != nil {
+			return fmt.Errorf("saved[%d]: %w", k, err)
+		}
+	}
+	return nil
+}
