@@ -282,6 +282,13 @@ func gradCases() []gradCase {
 				ref: func(x [][]float64) []float64 { return permuteRef(x[0], s, perm) }})
 		}
 	}
+	// Every permutation of a rank-4 shape with a size-1 axis: block moves, views and their mixes.
+	for _, perm := range permutations(4) {
+		s := []int{2, 1, 3, 2}
+		add(gradCase{name: fmt.Sprintf("permute%v", perm), in: [][]int{s},
+			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Permute(x[0], perm...) },
+			ref: func(x [][]float64) []float64 { return permuteRef(x[0], s, perm) }})
+	}
 	for _, s := range [][]int{{2, 3, 4, 5}, {3, 2}} {
 		for depth := range len(s) - 1 {
 			perm := []int{0, 1, 2, 3}[:len(s)]
@@ -396,6 +403,34 @@ func gradCases() []gradCase {
 					l -= ls[i*c+lab]
 				}
 				return []float64{l / float64(len(ce.labels))}
+			}})
+	}
+	// Label smoothing, with and without ignored rows (label -1).
+	for _, ce := range []struct {
+		shape  []int
+		labels []int
+		eps    float64
+	}{{[]int{4, 3}, []int{2, 0, 1, 2}, 0.1}, {[]int{2, 2, 5}, []int{4, -1, 0, 3}, 0.3}, {[]int{3, 4}, []int{1, 2, 3}, 1}} {
+		add(gradCase{name: fmt.Sprintf("cross_entropy_smooth%v_%v", ce.labels, ce.eps), in: [][]int{ce.shape},
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var {
+				return tp.CrossEntropyWith(x[0], ce.labels, autograd.CrossEntropyOptions{Ignore: true, IgnoreIndex: -1, LabelSmoothing: ce.eps})
+			},
+			ref: func(x [][]float64) []float64 {
+				c := ce.shape[len(ce.shape)-1]
+				ls := softmaxRef(x[0], c, true)
+				var l float64
+				k := 0
+				for i, lab := range ce.labels {
+					if lab == -1 {
+						continue
+					}
+					k++
+					l -= (1 - ce.eps) * ls[i*c+lab]
+					for j := range c {
+						l -= ce.eps / float64(c) * ls[i*c+j]
+					}
+				}
+				return []float64{l / float64(k)}
 			}})
 	}
 	for _, s := range [][]int{{1}, {6}, {3, 2}} {
@@ -555,6 +590,20 @@ func softmaxRef(x []float64, cols int, log bool) []float64 {
 		}
 	}
 	return y
+}
+
+// permutations returns every permutation of 0..n-1.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for i := 0; i <= len(p); i++ {
+			out = append(out, slices.Concat(p[:i], []int{n - 1}, p[i:]))
+		}
+	}
+	return out
 }
 
 // permuteRef returns x (of shape) with axis j of the result being axis perm[j] of x.

@@ -92,9 +92,10 @@ func (t *Tape) SwapAdjacent(x Var, depth int) Var {
 }
 
 // Permute returns x with its axes reordered: axis j of the result is axis perm[j] of x (so
-// Permute(x, 1, 2, 0) maps (a, b, c) to (b, c, a); a negative axis counts from the end). It
-// records one SwapAdjacent node per adjacent transposition (none for the identity, which returns
-// x).
+// Permute(x, 1, 2, 0) maps (a, b, c) to (b, c, a); a negative axis counts from the end). It moves
+// runs of axes as blocks, one copy per move (at most rank-1 copies, one for the usual layout
+// changes such as (b, t, h, d) to (b, h, d, t)); moves that only shift axes of size 1 copy
+// nothing. The identity returns x.
 func (t *Tape) Permute(x Var, perm ...int) Var {
 	const op = "permute"
 	vx, ok := t.arg(op, x)
@@ -121,13 +122,60 @@ func (t *Tape) Permute(x Var, perm ...int) Var {
 	for j := range cur {
 		cur[j] = j
 	}
-	for j, p := range perm { // bring axis p to position j by adjacent swaps
-		for k := slices.Index(cur, p); k > j; k-- {
-			x = t.SwapAdjacent(x, k-1)
-			cur[k-1], cur[k] = cur[k], cur[k-1]
+	y, last := x, vx.shape // the latest copy and its shape
+	for j, p := range perm {
+		k := slices.Index(cur, p)
+		if k == j {
+			continue
+		}
+		// Move the run cur[k:k+n] (the axes wanted at j, j+1, ...) before cur[j:k].
+		n := 1
+		for j+n < len(perm) && k+n < len(cur) && cur[k+n] == perm[j+n] {
+			n++
+		}
+		a, b, c, d := extent(vx.shape, cur[:j]), extent(vx.shape, cur[j:k]), extent(vx.shape, cur[k:k+n]), extent(vx.shape, cur[k+n:])
+		cur = slices.Concat(cur[:j], cur[k:k+n], cur[j:k], cur[k+n:])
+		if b > 1 && c > 1 { // otherwise the elements keep their order
+			last = permuted(vx.shape, cur)
+			y = t.swapBlocks(y, a, b, c, d, last)
 		}
 	}
-	return x
+	if shape := permuted(vx.shape, cur); !slices.Equal(shape, last) {
+		return t.Reshape(y, shape...) // size-1 axes moved after the last copy
+	}
+	return y
+}
+
+// extent returns the number of elements spanned by the axes of shape listed in axes.
+func extent(shape, axes []int) int {
+	n := 1
+	for _, a := range axes {
+		n *= shape[a]
+	}
+	return n
+}
+
+// permuted returns shape with its axes in the order axes.
+func permuted(shape, axes []int) []int {
+	out := make([]int, len(axes))
+	for j, a := range axes {
+		out[j] = shape[a]
+	}
+	return out
+}
+
+// swapBlocks records x, viewed as (a, b, c, d), with its two middle blocks swapped: (a, c, b,
+// d), given the shape of the result. Its VJP swaps them back.
+func (t *Tape) swapBlocks(x Var, a, b, c, d int, shape []int) Var {
+	const op = "permute"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	y, err := ops.SwapAdjacentAtDepth(vx.buf, []int{a, b, c, d}, 1)
+	return t.record(op, shape, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.SwapAdjacentAtDepth(g, []int{a, c, b, d}, 1) })
+	})
 }
 
 // BroadcastTo returns x broadcast to shape by NumPy's rule: shapes are aligned on their last

@@ -371,7 +371,8 @@ func TestPermuteIdentity(t *testing.T) {
 		if tp.Permute(x, 0, 1, 2) != x || tp.SwapAdjacent(x, 2) != x || tp.SwapAdjacent(x, 5) != x || tp.Len() != 1 {
 			t.Errorf("identity permutations must return x")
 		}
-		if y := tp.Permute(x, 2, 1, 0); !slices.Equal(tp.Shape(y), []int{3, 2, 1}) || tp.Len() != 4 {
+		// One copy (the 2 x 3 block transposed) and a view placing the size-1 axis.
+		if y := tp.Permute(x, 2, 1, 0); !slices.Equal(tp.Shape(y), []int{3, 2, 1}) || tp.Len() != 3 {
 			t.Errorf("permute (2, 1, 0): shape %v with %d nodes", tp.Shape(y), tp.Len())
 		}
 		if y := tp.SwapAdjacent(x, -1); y.Valid() || tp.Err() == nil ||
@@ -512,6 +513,48 @@ func TestDropoutNone(t *testing.T) {
 			t.Errorf("after Dropout(x, 0.5): %d draws, want 1", draws)
 		}
 	})
+}
+
+// TestPermuteCopies: Permute copies once per block move: once for the attention layout change
+// (b, t, h, d) -> (b, h, d, t), at most rank-1 times for a reversal, never for moves of size-1
+// axes only.
+func TestPermuteCopies(t *testing.T) {
+	d := ops.CPU()
+	for _, c := range []struct {
+		shape, perm []int
+		copies      int
+	}{
+		{[]int{2, 3, 4, 5}, []int{0, 2, 3, 1}, 1},
+		{[]int{2, 3, 4, 5}, []int{0, 2, 1, 3}, 1},
+		{[]int{2, 3, 4, 5}, []int{3, 0, 1, 2}, 1},
+		{[]int{2, 2, 2, 2, 2, 2, 2, 2}, []int{7, 6, 5, 4, 3, 2, 1, 0}, 7},
+		{[]int{1, 4, 1, 5}, []int{2, 1, 0, 3}, 0},
+	} {
+		xb, err := ops.Zeros(d, numel(c.shape))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := autograd.NewTape(d)
+		base := d.Stats().LiveBytes
+		y := tp.Permute(tp.Leaf(xb, c.shape, true), c.perm...)
+		copies := int(d.Stats().LiveBytes-base) / (4 * numel(c.shape))
+		if want := permuteShape(c.shape, c.perm); !slices.Equal(tp.Shape(y), want) {
+			t.Errorf("permute %v of %v: shape %v, want %v", c.perm, c.shape, tp.Shape(y), want)
+		}
+		if err := tp.Err(); err != nil || copies != c.copies {
+			t.Errorf("permute %v of %v: %d copies (err %v), want %d", c.perm, c.shape, copies, err, c.copies)
+		}
+		tp.Reset()
+		xb.Release()
+	}
+}
+
+func permuteShape(shape, perm []int) []int {
+	out := make([]int, len(perm))
+	for j, p := range perm {
+		out[j] = shape[p]
+	}
+	return out
 }
 
 // TestPermuteRankLimit: Permute names itself when the rank is above ops.MaxRank.
