@@ -77,7 +77,8 @@ func (t *Tape) SafeLog(x Var, eps float64) Var {
 		func(x, g *ops.Buffer) (*ops.Buffer, error) { return ops.SafeLogBwd(x, g, eps) }}, x)
 }
 
-// Clamp returns min(max(x, lo), hi); its gradient is 1 strictly inside (lo, hi), else 0.
+// Clamp returns min(max(x, lo), hi); its gradient is 1 strictly inside (lo, hi), else 0 (the
+// seeds' rule: PyTorch's clamp passes the gradient at x == lo and x == hi as well).
 func (t *Tape) Clamp(x Var, lo, hi float64) Var {
 	return t.unary(unaryOp{"clamp",
 		func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Clamp(x, lo, hi) },
@@ -127,7 +128,7 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	}
 	va, vb := vs[0], vs[1]
 	if !slices.Equal(va.shape, vb.shape) {
-		return t.failf(op.name, "shapes %v and %v differ", va.shape, vb.shape)
+		return t.failf(op.name, "shapes %v and %v differ (no implicit broadcasting: use BroadcastTo)", va.shape, vb.shape)
 	}
 	y, err := op.fwd(va.buf, vb.buf)
 	return t.record(op.name, va.shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {

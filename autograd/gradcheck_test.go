@@ -514,6 +514,37 @@ func gradCases() []gradCase {
 				return y
 			}})
 	}
+	// nn.BatchNorm2d's training-mode output for a batch (N, C, H, W), by the recipe of
+	// BatchNormChannelFirst's doc.
+	add(gradCase{name: "batchnorm2d_recipe", in: [][]int{{2, 3, 2, 2}, {3}, {3}},
+		op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var {
+			return tp.Permute(tp.BatchNormChannelFirstEps(tp.Permute(x[0], 1, 0, 2, 3), x[1], x[2], 1e-5), 1, 0, 2, 3)
+		},
+		ref: func(x [][]float64) []float64 {
+			const n, c, hw = 2, 3, 4
+			y := make([]float64, n*c*hw)
+			for ch := range c {
+				var mean, sq float64
+				for b := range n {
+					for i := range hw {
+						mean += x[0][(b*c+ch)*hw+i] / (n * hw)
+					}
+				}
+				for b := range n {
+					for i := range hw {
+						d := x[0][(b*c+ch)*hw+i] - mean
+						sq += d * d / (n * hw)
+					}
+				}
+				for b := range n {
+					for i := range hw {
+						j := (b*c+ch)*hw + i
+						y[j] = (x[0][j]-mean)/math.Sqrt(sq+1e-5)*x[1][ch] + x[2][ch]
+					}
+				}
+			}
+			return y
+		}})
 	return cs
 }
 

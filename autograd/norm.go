@@ -37,10 +37,21 @@ func (t *Tape) LayerNormEps(x, gamma, beta Var, eps float64) Var {
 // BatchNormChannelFirst is the seeds' batch norm of one channel-first sample x of shape (C, ...)
 // (an image (C, H, W); no batch axis, no running statistics, no train/eval switch): each channel
 // is normalized over its other axes, as LayerNorm normalizes a row of the (C, H*W) view (the
-// biased variance, epsilon ops.LayerNormEps), then scaled and shifted by its entries of gamma
-// and beta (C each): y = x̂ * gamma[c] + beta[c], two roundings. The backward pass is layer
+// biased variance, epsilon ops.LayerNormEps = 1e-6), then scaled and shifted by its entries of
+// gamma and beta (C each): y = x̂ * gamma[c] + beta[c], two roundings. The backward pass is layer
 // norm's for x, with dgamma[c] = Σ dy * x̂ and dbeta[c] = Σ dy over the channel (row sums).
+//
+// It is not PyTorch's nn.BatchNorm2d, which normalizes each channel over the batch as well and
+// keeps running statistics. That module's training-mode output for a batch (N, C, H, W) is
+// Permute(BatchNormChannelFirstEps(Permute(x, 1, 0, 2, 3), gamma, beta, 1e-5), 1, 0, 2, 3) (one
+// copy each way); the running statistics are then the caller's.
 func (t *Tape) BatchNormChannelFirst(x, gamma, beta Var) Var {
+	return t.BatchNormChannelFirstEps(x, gamma, beta, ops.LayerNormEps)
+}
+
+// BatchNormChannelFirstEps is BatchNormChannelFirst with the epsilon eps (finite as a float32 and
+// >= 0), e.g. PyTorch's default 1e-5.
+func (t *Tape) BatchNormChannelFirstEps(x, gamma, beta Var, eps float64) Var {
 	const op = "batchnorm_channel_first"
 	vs, ok := t.args(op, x, gamma, beta)
 	if !ok {
@@ -65,7 +76,7 @@ func (t *Tape) BatchNormChannelFirst(x, gamma, beta Var) Var {
 			return err
 		}
 		// x̂ = x̂ * 1 + 0 (the only change: -0 becomes +0).
-		norm, mean, sd, err = ops.LayerNormFwd(vx.buf, ones, zeros, c, hw, ops.LayerNormEps)
+		norm, mean, sd, err = ops.LayerNormFwd(vx.buf, ones, zeros, c, hw, eps)
 		zeros.Release()
 		if err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 // Optimizers update the parameters of a Session in place from their accumulated gradients, one
 // fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device.
 // A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
+// parameter belongs to one open optimizer at a time: giving it to a second one is an error (it
+// would be stepped twice), as PyTorch refuses a parameter in two groups. A
 // Step between a forward pass and its backward pass first gives each parameter that the forward
 // pass used a copy of its buffer to update, so the backward pass still sees the values the
 // forward pass used.
@@ -96,6 +98,13 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 	}
 	if o.s == nil {
 		return
+	}
+	for _, q := range o.s.optims {
+		for _, p := range params {
+			if o.err == nil && !q.closed && slices.Contains(q.params, p) {
+				o.err = fmt.Errorf("autograd: %s: parameter %s is already updated by an open %s optimizer: give each parameter to one optimizer (Close the other first)", name, p.name, q.name)
+			}
+		}
 	}
 	if o.err != nil {
 		o.s.fail(o.err)
@@ -185,8 +194,11 @@ func (o *optimizer) Close() {
 
 // State returns copies of the optimizer's state, owned by the caller (release them), keyed
 // "<parameter name>.<key>": for SGD with momentum the key momentum_buffer; for Adam and AdamW
-// exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length) and step (one
-// element: the number of steps taken, a whole number, at most 2^24). Parameters that have
+// exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length, flat: a NamedTensor
+// for SaveTensors takes Shape []int{b.Len()}) and step (one element: the number of steps taken, a
+// whole number, at most 2^24). The hyperparameters (LR, betas, weight decay) are not part of it:
+// a checkpoint stores them itself, and a resumed run passes them to the new optimizer (and
+// SetLR). Parameters that have
 // taken no step have no entries. State works after the session recorded an error (not after
 // Close), like Param.Host, so that the last good state can still be saved; a Step that failed
 // part way (a device error) may have updated some parameters and their state and not others.

@@ -375,3 +375,25 @@ func TestStepAfterNoGradEval(t *testing.T) {
 		t.Errorf("w after the step: %v", h)
 	}
 }
+
+// TestOptimizerOverlap: a parameter given to a second open optimizer is an error (it would be
+// stepped twice); once the first is closed, a new optimizer may take it.
+func TestOptimizerOverlap(t *testing.T) {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s.Close()
+	w := s.Param("w", []int{2}, []float32{1, 2})
+	b := s.Param("b", []int{1}, []float32{0})
+	autograd.NewAdamW([]*autograd.Param{w}, autograd.DefaultAdamW())
+	second := autograd.NewSGD([]*autograd.Param{b, w}, autograd.SGDOptions{LR: 0.1})
+	if err := second.Step(); err == nil || !strings.Contains(err.Error(), "parameter w is already updated by an open adamw optimizer") {
+		t.Fatalf("second optimizer on w: %v", err)
+	}
+	s2 := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s2.Close()
+	w2 := s2.Param("w", []int{2}, []float32{1, 2})
+	first2 := autograd.NewAdamW([]*autograd.Param{w2}, autograd.DefaultAdamW())
+	first2.Close()
+	if err := autograd.NewSGD([]*autograd.Param{w2}, autograd.SGDOptions{LR: 0.1}).Step(); err != nil {
+		t.Errorf("a new optimizer after Close: %v", err)
+	}
+}

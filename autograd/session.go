@@ -64,7 +64,7 @@ type Session struct {
 
 	params []*Param
 	names  map[string]bool
-	optims []interface{ Close() }
+	optims []*optimizer
 
 	// The current step: cleared by Reset.
 	uses  []use       // parameters recorded with Use (leaves that require grad)

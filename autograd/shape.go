@@ -282,8 +282,9 @@ func pad(g *ops.Buffer, off, n int) (*ops.Buffer, error) {
 }
 
 // Gather returns the rows idx[j] of x along dim 0 (elements of a vector), in a value of shape
-// (len(idx), x's other axes...). An index beyond dim 0 reads zeros (the seeds' totalization); a
-// negative one is an error. The indices are uploaded once and retained for the backward pass,
+// (len(idx), x's other axes...). An index beyond dim 0 reads zeros and passes no gradient (the
+// seeds' totalization; PyTorch's index_select and nn.Embedding raise an error instead, so check
+// token ids against the vocabulary size first); a negative one is an error. The indices are uploaded once and retained for the backward pass,
 // which scatter-adds the cotangent rows.
 func (t *Tape) Gather(x Var, idx []int) Var {
 	ix, ok := t.indices("gather", idx)

@@ -248,7 +248,7 @@ func TestStickyErrors(t *testing.T) {
 		b := tp.Leaf(ab, []int{3, 2}, true)
 		n := tp.Len()
 		y := tp.Add(a, b)
-		const want = "autograd: add: shapes [2 3] and [3 2] differ"
+		const want = "autograd: add: shapes [2 3] and [3 2] differ (no implicit broadcasting: use BroadcastTo)"
 		if err := tp.Err(); err == nil || err.Error() != want {
 			t.Fatalf("error %v, want %q", err, want)
 		}
