@@ -92,6 +92,20 @@ func (t *Tape) Scale(x Var, c float64) Var {
 		func(_, g *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(g, c) }}, x)
 }
 
+// AddScalar returns x + c (c rounded to float32; PyTorch's x + c). Its gradient is the cotangent.
+func (t *Tape) AddScalar(x Var, c float64) Var {
+	return t.unary(unaryOp{"add_scalar",
+		func(x *ops.Buffer) (*ops.Buffer, error) {
+			cs, err := ops.Full(x.Device(), x.Len(), c)
+			if err != nil {
+				return nil, err
+			}
+			defer cs.Release()
+			return ops.Add(x, cs)
+		},
+		func(_, g *ops.Buffer) (*ops.Buffer, error) { return ops.Copy(g) }}, x)
+}
+
 // binaryOp is one elementwise op y = f(a, b) of operands of the same shape, with its VJP.
 type binaryOp struct {
 	name string

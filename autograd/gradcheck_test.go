@@ -158,6 +158,8 @@ var unaryRefs = []struct {
 		func(x float64) float64 { return math.Min(math.Max(x, -0.5), 0.75) }, awayFrom(-0.5, 0.75)},
 	{"scale", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Scale(x, -2.5) },
 		func(x float64) float64 { return -2.5 * x }, normal},
+	{"add_scalar", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.AddScalar(x, 1e-5) },
+		func(x float64) float64 { return x + 1e-5 }, normal},
 }
 
 // binaryRefs are the elementwise binary ops.

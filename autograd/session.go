@@ -178,8 +178,8 @@ func (s *Session) SetRandomState(seed, draws uint64) {
 }
 
 // NextKey returns the key of the session's next random draw, ops.KeyOf(Seed, k) for the k-th
-// call (from 0), and advances the count. Uniform, Bernoulli, Dropout and ParamUniform take their
-// keys from it.
+// call (from 0), and advances the count. Uniform, Bernoulli, Dropout, ParamUniform and
+// ParamNormal take their keys from it.
 func (s *Session) NextKey() uint64 {
 	k := ops.KeyOf(s.seed, s.counter)
 	s.counter++
@@ -438,29 +438,55 @@ func (s *Session) param(name string, shape []int, values []float32, own bool) *P
 // only on the seed and the number of earlier draws, not on the device. lo <= hi, both and hi - lo
 // within float32's range, as PyTorch's uniform_ requires; lo == hi gives lo.
 func (s *Session) ParamUniform(name string, shape []int, lo, hi float64) *Param {
-	unusable := &Param{s: s, name: name, shape: slices.Clone(shape)} // returned on an error
+	if d := hi - lo; !(d >= 0 && d <= math.MaxFloat32) || math.Abs(lo) > math.MaxFloat32 || math.Abs(hi) > math.MaxFloat32 {
+		return s.paramFailed(name, shape, fmt.Errorf("uniform bounds [%v, %v) are not an interval of finite numbers", lo, hi))
+	}
+	return s.paramDrawn(name, shape, func(n int, key uint64) ([]float32, error) {
+		values, err := download(ops.RandUniform(ops.CPU(), n, key))
+		for i, v := range values {
+			values[i] = float32(lo + (hi-lo)*float64(v))
+		}
+		return values, err
+	})
+}
+
+// ParamNormal is Param with values drawn from N(mean, std²) (PyTorch's normal_, e.g. std 0.02
+// for a transformer's embeddings): the draws of ops.RandNormal with the session's next key, so
+// that, as for ParamUniform, they depend only on the seed and the number of earlier draws. mean
+// must be finite and std finite and >= 0, as float32s.
+func (s *Session) ParamNormal(name string, shape []int, mean, std float64) *Param {
+	return s.paramDrawn(name, shape, func(n int, key uint64) ([]float32, error) {
+		return download(ops.RandNormal(ops.CPU(), n, mean, std, key))
+	})
+}
+
+// paramDrawn is Param with the values draw(n, key) gives for its n elements and the session's
+// next key.
+func (s *Session) paramDrawn(name string, shape []int, draw func(n int, key uint64) ([]float32, error)) *Param {
 	n, ok := s.numelFor("param", shape)
 	if !ok {
-		return unusable
+		return &Param{s: s, name: name, shape: slices.Clone(shape)}
 	}
-	if d := hi - lo; !(d >= 0 && d <= math.MaxFloat32) || math.Abs(lo) > math.MaxFloat32 || math.Abs(hi) > math.MaxFloat32 {
-		s.failf("param", "%s: uniform bounds [%v, %v) are not an interval of finite numbers", name, lo, hi)
-		return unusable
-	}
-	u, err := ops.RandUniform(ops.CPU(), n, s.NextKey())
-	var values []float32
-	if err == nil {
-		values, err = u.Float32s()
-		u.Release()
-	}
+	values, err := draw(n, s.NextKey())
 	if err != nil {
-		s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
-		return unusable
-	}
-	for i, v := range values {
-		values[i] = float32(lo + (hi-lo)*float64(v))
+		return s.paramFailed(name, shape, err)
 	}
 	return s.param(name, shape, values, true)
+}
+
+// paramFailed records err for the parameter name and returns an unusable parameter.
+func (s *Session) paramFailed(name string, shape []int, err error) *Param {
+	s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
+	return &Param{s: s, name: name, shape: slices.Clone(shape)}
+}
+
+// download returns the contents of b (released) or err.
+func download(b *ops.Buffer, err error) ([]float32, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer b.Release()
+	return b.Float32s()
 }
 
 // Use records p's current value as a leaf of this step and returns it; backward passes reach

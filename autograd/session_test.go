@@ -550,3 +550,37 @@ func TestSessionTape(t *testing.T) {
 		}
 	})
 }
+
+// TestParamNormal: ParamNormal holds ops.RandNormal's draws for the session's next key, the same
+// on every device, and refuses a std that is negative or not finite.
+func TestParamNormal(t *testing.T) {
+	want := func(seed uint64) []float32 {
+		s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: seed})
+		defer s.Close()
+		s.ParamUniform("first", []int{3}, 0, 1) // one earlier draw
+		b, err := ops.RandNormal(ops.CPU(), 6, 0.5, 0.02, s.NextKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release()
+		v, _ := b.Float32s()
+		return v
+	}(7)
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		s := autograd.NewSession(autograd.Options{Device: d, Seed: 7})
+		defer s.Close()
+		s.ParamUniform("first", []int{3}, 0, 1)
+		p := s.ParamNormal("w", []int{2, 3}, 0.5, 0.02)
+		if h, err := p.Host(); err != nil || !slices.Equal(h, want) {
+			t.Errorf("ParamNormal: %v, %v; want %v", h, err, want)
+		}
+		for _, std := range []float64{-1, math.NaN(), math.Inf(1)} {
+			s := autograd.NewSession(autograd.Options{Device: d})
+			s.ParamNormal("w", []int{2}, 0, std)
+			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "param: w:") {
+				t.Errorf("ParamNormal(std %v): error %v", std, err)
+			}
+			s.Close()
+		}
+	})
+}
