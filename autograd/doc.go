@@ -65,8 +65,9 @@
 // draws, integer inputs for the indexing ops, accumulated parameter gradients, and one sticky
 // error for its whole life. SGD, Adam and AdamW (NewSGD, NewAdam, NewAdamW) update the
 // parameters in place with one fused kernel launch per parameter tensor; their state moves in and
-// out as named buffers (State, LoadState) for checkpoints. ClipGradNorm and ClipGradValue clip
-// the accumulated gradients between the backward pass and Step.
+// out as named buffers (State, LoadState) for checkpoints, as the parameters do (StateDict,
+// LoadStateDict). ClipGradNorm and ClipGradValue clip the accumulated gradients between the
+// backward pass and Step.
 //
 // A Tape is not safe for concurrent use. Its arithmetic is the ops kernels', so a computation
 // gives the same bits on the CPU and on a GPU.
