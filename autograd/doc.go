@@ -18,7 +18,7 @@
 // Binary elementwise ops need equal shapes (broadcast explicitly with BroadcastTo or
 // BroadcastAxes). Softmax, LogSoftmax, MaskedSoftmax, LayerNorm and CrossEntropy work along the
 // last axis with the leading axes folded into rows; BatchNormChannelFirst normalizes each channel
-// (dim 0) of one sample; Concat, Slice, Gather and ScatterAdd work along dim 0. Bmm and
+// (dim 0) of one sample, Session.BatchNorm each channel (dim 1) of a batch; Concat, Slice, Gather and ScatterAdd work along dim 0. Bmm and
 // BmmWithTranspose multiply (batch, m, n) by (batch, n, p), the latter reading either operand
 // transposed in place (attention's q·kᵀ without a copy). Reductions to one value (Sum, Mean, the
 // losses) give shape [] (a scalar). The axis ops (ReduceSum, ReduceMean, ReduceMax, Permute,
