@@ -54,7 +54,8 @@ type Options struct {
 // session). After Close, the device's live bytes are back where they were, and the session
 // only returns errors.
 //
-// A Session is not safe for concurrent use.
+// The zero Session is not usable (its ops dereference a nil Tape): create one with NewSession. A
+// Session is not safe for concurrent use.
 type Session struct {
 	*Tape
 	seed    uint64

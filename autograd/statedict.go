@@ -84,7 +84,7 @@ func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 		if p == nil {
 			continue
 		}
-		b, err := copyTo(s.Device(), ts[name].Buf)
+		b, err := ts[name].Buf.To(s.Device())
 		if err != nil {
 			return s.fail(fmt.Errorf("autograd: load_state_dict: %s: %w", name, err))
 		}
@@ -92,16 +92,4 @@ func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 		p.updated()
 	}
 	return nil
-}
-
-// copyTo returns a copy of b on the device d.
-func copyTo(d *ops.Device, b *ops.Buffer) (*ops.Buffer, error) {
-	if b.Device() == d {
-		return ops.Copy(b)
-	}
-	v, err := b.Float32s()
-	if err != nil {
-		return nil, err
-	}
-	return ops.FromFloat32(d, v)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -293,5 +294,6 @@ func TestBmmSizeCheck(t *testing.T) {
 			t.Errorf("panic %v, want the length check's", r)
 		}
 	}()
-	Bmm(s, s, s, 1, 1<<32, 1<<32, 1<<32, false, false)
+	big := 1 << (strconv.IntSize / 2) // big*big wraps to 0
+	Bmm(s, s, s, 1, big, big, big, false, false)
 }

@@ -170,7 +170,7 @@ func vecOperands(k, n int, seed uint64) [3][]float32 {
 			case 0:
 				other[i] = in[0][i]
 			case 1:
-				other[i] = sp[int(r>>8)%len(sp)]
+				other[i] = sp[(r>>8)%uint64(len(sp))]
 			case 2:
 				other[i] = -in[0][i]
 			}

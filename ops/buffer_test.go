@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/torchlean-go/torchlean/internal/testenv"
 )
 
 // devices returns the devices to test on: the CPU always, CUDA device 0 when usable.
@@ -130,13 +132,13 @@ func TestFillCopyEmpty(t *testing.T) {
 		}
 		// Lengths whose byte counts overflow (4n = 0 or 4 mod 2^64) are refused too, not
 		// allocated small.
-		for _, n := range []int{1 << 50, 1 << 62, 1<<62 + 1, math.MaxInt} {
+		for _, n := range []int{testenv.Wide(1 << 50), testenv.Wide(1 << 62), testenv.Wide(1<<62 + 1), math.MaxInt} {
 			if _, err := Zeros(d, n); !errors.Is(err, ErrOutOfMemory) {
 				t.Errorf("Zeros(%d): %v, want ErrOutOfMemory", n, err)
 			}
 		}
 		// An op's failed allocation names the op.
-		if _, err := RandUniform(d, 1<<50, 1); !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "ops: rand_uniform: ") {
+		if _, err := RandUniform(d, testenv.Wide(1<<50), 1); !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "ops: rand_uniform: ") {
 			t.Errorf("RandUniform of 2^50: %v, want ErrOutOfMemory naming rand_uniform", err)
 		}
 	}

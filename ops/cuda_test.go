@@ -24,7 +24,7 @@ func openCUDAForTest(t *testing.T) *Device {
 func TestOutOfMemory(t *testing.T) {
 	d := openCUDAForTest(t)
 	before := d.Stats()
-	_, err := Zeros(d, 1<<42) // 16 TiB
+	_, err := Zeros(d, testenv.Wide(1<<42)) // 16 TiB
 	if !errors.Is(err, driver.ErrOutOfMemory) || !errors.Is(err, ErrOutOfMemory) {
 		t.Fatalf("huge allocation: %v, want out of memory", err)
 	}

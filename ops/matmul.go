@@ -87,8 +87,11 @@ func bmm(op string, a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buf
 	return bmmOps[k].call1(lenC, []*Buffer{a, b}, nil, []int{batch, m, n, p})
 }
 
-// mulFits returns the product of the non-negative xs and whether it is below 2^62 (so that
-// element and byte offsets cannot overflow).
+// mulLimit bounds the products mulFits accepts: 2^62, or 2^31 - 1 where int has 32 bits.
+const mulLimit = min(1<<62, math.MaxInt)
+
+// mulFits returns the product of the non-negative xs and whether it is below mulLimit (so that
+// element and byte offsets cannot overflow, and the product is an int on 32-bit platforms too).
 func mulFits(xs ...int) (int, bool) {
 	p := uint64(1)
 	for _, x := range xs {
@@ -97,7 +100,7 @@ func mulFits(xs ...int) (int, bool) {
 		}
 	}
 	for _, x := range xs {
-		if uint64(x) > math.MaxUint64/p || p*uint64(x) >= 1<<62 {
+		if uint64(x) > math.MaxUint64/p || p*uint64(x) >= mulLimit {
 			return 0, false
 		}
 		p *= uint64(x)

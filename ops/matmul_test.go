@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/torchlean-go/torchlean/cpu"
+	"github.com/torchlean-go/torchlean/internal/testenv"
 )
 
 // refBmm is the contract of Bmm written out: one fma chain per element, k ascending from +0.
@@ -113,7 +114,7 @@ func TestBmmSemantics(t *testing.T) {
 			{"wrong A", 1, 5, 3, 5, "A has 12 elements"},
 			{"wrong B", 1, 4, 3, 6, "B has 15 elements"},
 			{"negative", 1, -4, 3, 5, "negative size"},
-			{"overflow", 1 << 40, 1 << 20, 1 << 10, 1, "overflow"},
+			{"overflow", testenv.Wide(1 << 40), 1 << 20, 1 << 10, 1, "overflow"},
 		} {
 			if c, err := Bmm(a, b, bad.batch, bad.m, bad.n, bad.p); err == nil || !strings.Contains(err.Error(), bad.want) {
 				t.Errorf("%s bmm %s: got %v, want an error containing %q", d, bad.name, err, bad.want)

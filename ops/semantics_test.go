@@ -2,9 +2,11 @@ package ops
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/cpu"
+	"github.com/torchlean-go/torchlean/internal/testenv"
 )
 
 // Seed conventions checked on every device (the mirror test then proves the devices agree).
@@ -149,7 +151,7 @@ func TestUniformBelowOne(t *testing.T) {
 // TestShapeOverflow passes shapes whose element counts overflow int (wrapping to the length of
 // the buffer given) and a slice whose end overflows: every op must refuse them, never run.
 func TestShapeOverflow(t *testing.T) {
-	const big = 1 << 32 // big*big wraps to 0
+	const big = 1 << (strconv.IntSize / 2) // big*big wraps to 0
 	for _, d := range devices(t) {
 		e := mustBuf(t, d, nil)
 		one := mustBuf(t, d, []float32{1})
@@ -162,15 +164,21 @@ func TestShapeOverflow(t *testing.T) {
 			"broadcast_to":  func() error { _, err := BroadcastTo(one, []int{1, 1}, []int{big, big}, []int{0, 1}); return err },
 			"gather_rows":   func() error { _, err := GatherRows(e, big, big, []int{0}); return err },
 			// An empty matrix of many columns: the result (k, cols) is what overflows.
-			"gather_rows k*cols": func() error { _, err := GatherRows(e, 0, 6148914691236517206, []int{0, 1, 2}); return err },
+			"gather_rows k*cols": func() error {
+				_, err := GatherRows(e, 0, testenv.Wide(6148914691236517206), []int{0, 1, 2})
+				return err
+			},
 			// The reduced axis is empty: the result (3, big) is what overflows.
-			"reduce_axis empty axis":  func() error { _, err := ReduceSumAxis(e, []int{3, 0, 6148914691236517206}, 1); return err },
+			"reduce_axis empty axis": func() error {
+				_, err := ReduceSumAxis(e, []int{3, 0, testenv.Wide(6148914691236517206)}, 1)
+				return err
+			},
 			"reduce_axis 2^32 x 2^32": func() error { _, err := ReduceMeanAxis(e, []int{big, 0, big}, 1); return err },
 			"swap_adjacent":           func() error { _, err := SwapAdjacentAtDepth(e, []int{big, big, 1}, 0); return err },
-			"vec_to_rows":             func() error { _, err := BroadcastVecToRows(one, 1<<62, 1); return err },
-			"vec_to_cols":             func() error { _, err := BroadcastVecToCols(one, 1, 1<<62); return err },
+			"vec_to_rows":             func() error { _, err := BroadcastVecToRows(one, testenv.Wide(1<<62), 1); return err },
+			"vec_to_cols":             func() error { _, err := BroadcastVecToCols(one, 1, testenv.Wide(1<<62)); return err },
 			"slice1d":                 func() error { _, err := Slice1d(one, 1, math.MaxInt, 2); return err },
-			"zeros 2^62 + 1":          func() error { _, err := Zeros(d, 1<<62+1); return err },
+			"zeros 2^62 + 1":          func() error { _, err := Zeros(d, testenv.Wide(1<<62+1)); return err },
 		} {
 			if err := f(); err == nil {
 				t.Errorf("%s on %s: overflowing shape accepted", name, d)

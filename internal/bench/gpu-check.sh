@@ -13,7 +13,7 @@
 #   c. compute-sanitizer memcheck on TestMirror (racecheck too with GPU_CHECK_RACECHECK=1)
 #   d. cold start: TestFirstKernelLatency with CUDA_CACHE_DISABLE=1
 #   e. launch.c: C host cost of cuLaunchKernel on ptx/elementwise.ptx (cold and warm runs), then
-#      five rounds of the C launch and Go's BenchmarkDispatch/cuda (launch queue) and
+#      nine rounds of the C launch and Go's BenchmarkDispatch/cuda (launch queue) and
 #      /cuda-sync (each op calling the driver itself) interleaved
 #   f. torch_bench.py: the PyTorch baseline
 #   g. compare.py: the table, written to $OUT/bench-table.txt and printed last
@@ -193,12 +193,12 @@ if ! skipped launch; then
     { echo "--- launch cold (exit $rc1)"; cat "$work/launch_cold.json";
       echo "--- launch warm (exit $rc2)"; cat "$work/launch.json"; } >> "$LOG"
     say "   cold exit $rc1, warm exit $rc2: $(cut -c1-200 "$work/launch.json")"
-    # Dispatch interleaved: five rounds of the C launch and Go's BenchmarkDispatch/cuda, one
+    # Dispatch interleaved: nine rounds of the C launch and Go's BenchmarkDispatch/cuda, one
     # after the other, so that both sides see the same state of the machine (single passes of
     # either vary by 10-50%); compare.py takes the median of each side.
     if [ -f .gpu/bin/ops.test.gz ]; then
       gunzip -kf .gpu/bin/ops.test.gz && chmod +x .gpu/bin/ops.test
-      for round in 1 2 3 4 5; do
+      for round in 1 2 3 4 5 6 7 8 9; do
         "$work/launch" "$root/ptx/elementwise.ptx" --launches 100000 >> "$work/dispatch_c.jsonl" 2>> "$LOG"
         (cd ops && TORCHLEAN_REQUIRE_CUDA=1 ../.gpu/bin/ops.test -test.run XXX -test.bench 'Dispatch/cuda' \
           -test.benchtime 100000x) >> "$work/dispatch_go.log" 2>&1

@@ -2,6 +2,7 @@
 package testenv
 
 import (
+	"math"
 	"os"
 	"testing"
 )
@@ -18,4 +19,14 @@ func RequireCUDA(t testing.TB, ok bool, reason string) {
 		t.Fatalf("CUDA required (TORCHLEAN_REQUIRE_CUDA=1) but not usable: %s", reason)
 	}
 	t.Skipf("no CUDA: %s", reason)
+}
+
+// Wide returns v as an int, or math.MaxInt where int is too narrow to hold it (32-bit
+// platforms), so that a test of sizes that overflow or exceed every allocation, written with
+// 64-bit values, still passes such a size there.
+func Wide(v uint64) int {
+	if v > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(v)
 }
