@@ -20,7 +20,8 @@
 // last axis with the leading axes folded into rows; BatchNormChannelFirst normalizes each channel
 // (dim 0) of one sample, Session.BatchNorm each channel (dim 1) of a batch; Concat, Slice, Gather and ScatterAdd work along dim 0. Bmm and
 // BmmWithTranspose multiply (batch, m, n) by (batch, n, p), the latter reading either operand
-// transposed in place (attention's q·kᵀ without a copy). Reductions to one value (Sum, Mean, the
+// transposed in place (attention's q·kᵀ without a copy); MultiHeadAttention takes a batch of
+// sequences (..., n, dModel). Reductions to one value (Sum, Mean, the
 // losses) give shape [] (a scalar). The axis ops (ReduceSum, ReduceMean, ReduceMax, Permute,
 // SwapAdjacent, BroadcastTo, BroadcastAxes) take shapes of rank at most ops.MaxRank; the others
 // any rank.

@@ -190,3 +190,35 @@ func TestFunctionOwnership(t *testing.T) {
 		}
 	})
 }
+
+// TestMultiHeadAttentionErrors: shapes that do not fit are errors naming what is wrong.
+func TestMultiHeadAttentionErrors(t *testing.T) {
+	d := ops.CPU()
+	for _, c := range []struct {
+		x, wq, wo []int
+		heads     int
+		mask      []bool
+		want      string
+	}{
+		{[]int{4}, []int{4, 4}, []int{4, 4}, 2, nil, "input of shape [4] is not (..., n, dModel)"},
+		{[]int{2, 4}, []int{4, 6}, []int{6, 4}, 4, nil, "does not split into 4 heads"},
+		{[]int{2, 4}, []int{4, 4}, []int{4, 3}, 2, nil, "wo has shape [4 3], want [4 4]"},
+		{[]int{2, 4}, []int{4, 4}, []int{4, 4}, 2, []bool{true}, "mask of 1 entries for 2 positions (want 4)"},
+	} {
+		tp := autograd.NewTape(d)
+		leaf := func(shape []int) autograd.Var {
+			b, err := ops.Zeros(d, numel(shape))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Release() })
+			return tp.Leaf(b, shape, true)
+		}
+		w := leaf(c.wq)
+		tp.MultiHeadAttention(leaf(c.x), w, w, w, leaf(c.wo), c.heads, c.mask)
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
+		tp.Reset()
+	}
+}

@@ -516,6 +516,21 @@ func gradCases() []gradCase {
 				return y
 			}})
 	}
+	// Multi-head attention, (batch 2, n 3, dModel 4), 2 heads of width 2, unmasked and causal.
+	for _, causal := range []bool{false, true} {
+		const b, n, dm, h = 2, 3, 4, 2
+		var mask []bool
+		if causal {
+			for i := range n * n {
+				mask = append(mask, i%n <= i/n)
+			}
+		}
+		add(gradCase{name: fmt.Sprintf("multi_head_attention_causal_%v", causal), in: [][]int{{b, n, dm}, {dm, dm}, {dm, dm}, {dm, dm}, {dm, dm}},
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var {
+				return tp.MultiHeadAttention(x[0], x[1], x[2], x[3], x[4], h, mask)
+			},
+			ref: func(x [][]float64) []float64 { return mhaRef(x[0], x[1], x[2], x[3], x[4], b, n, dm, h, mask) }})
+	}
 	// nn.BatchNorm2d's training-mode output for a batch (N, C, H, W), by the recipe of
 	// BatchNormChannelFirst's doc.
 	add(gradCase{name: "batchnorm2d_recipe", in: [][]int{{2, 3, 2, 2}, {3}, {3}},
@@ -623,6 +638,55 @@ func softmaxRef(x []float64, cols int, log bool) []float64 {
 		}
 	}
 	return y
+}
+
+// mhaRef is MultiHeadAttention in float64: x (b, n, dm), the projections (dm, dm), h heads.
+func mhaRef(x, wq, wk, wv, wo []float64, b, n, dm, h int, mask []bool) []float64 {
+	proj := func(w []float64) []float64 { // (b·n, dm)·(dm, dm)
+		out := make([]float64, b*n*dm)
+		for r := range b * n {
+			for c := range dm {
+				for k := range dm {
+					out[r*dm+c] += x[r*dm+k] * w[k*dm+c]
+				}
+			}
+		}
+		return out
+	}
+	q, k, v := proj(wq), proj(wk), proj(wv)
+	d := dm / h
+	att := make([]float64, b*n*dm) // heads concatenated, (b·n, dm)
+	for s := range b {
+		for hh := range h {
+			for i := range n {
+				scores := make([]float64, n)
+				for j := range n {
+					for c := range d {
+						scores[j] += q[(s*n+i)*dm+hh*d+c] * k[(s*n+j)*dm+hh*d+c]
+					}
+					scores[j] /= math.Sqrt(float64(d))
+					if mask != nil && !mask[i*n+j] {
+						scores[j] = -1000
+					}
+				}
+				p := softmaxRef(scores, n, false)
+				for j := range n {
+					for c := range d {
+						att[(s*n+i)*dm+hh*d+c] += p[j] * v[(s*n+j)*dm+hh*d+c]
+					}
+				}
+			}
+		}
+	}
+	out := make([]float64, b*n*dm)
+	for r := range b * n {
+		for c := range dm {
+			for kk := range dm {
+				out[r*dm+c] += att[r*dm+kk] * wo[kk*dm+c]
+			}
+		}
+	}
+	return out
 }
 
 // permutations returns every permutation of 0..n-1.
