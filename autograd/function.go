@@ -18,17 +18,19 @@ type Function struct {
 	// release nor write them; shapes[k] is in[k]'s shape, also borrowed). It returns a fresh
 	// result buffer, its shape, and the buffers its Backward needs (saved, may be nil: fresh
 	// buffers, inputs or the result). From then on the tape owns the result and the fresh saved
-	// buffers: it releases those right after Backward ran (or at Reset when no backward pass
-	// reaches the node) and the result at Reset. On an error Forward releases what it created
-	// and returns nil buffers.
+	// buffers: it releases those at the end of the tape's backward pass (whether or not the pass
+	// reaches this node) or at Reset, and the result at Reset. On an error Forward releases what
+	// it created and returns nil buffers.
 	Forward func(in []*ops.Buffer, shapes [][]int) (y *ops.Buffer, shape []int, saved []*ops.Buffer, err error)
 
 	// Backward returns the gradient of each input, in input order, given the cotangent g of the
 	// result (borrowed; it holds the result's shape) and the same in and saved as Forward's
-	// (borrowed). grads[k] is a fresh buffer of in[k]'s length, or nil where need[k] is false
-	// (the input does not take part in the pass). The tape owns the gradients it gets. Backward
-	// may be nil for an op that is not differentiable: Apply then fails when an input requires
-	// grad.
+	// (borrowed). grads[k] has in[k]'s length; nil gives in[k] no contribution (PyTorch's None),
+	// as where need[k] is false (the input does not take part in the pass). As in PyTorch a
+	// gradient may be g itself, an input, a saved buffer or the result (the tape copies those);
+	// any other must be a fresh buffer, which the tape then owns. On an error Backward releases
+	// the fresh buffers it made. Backward may be nil for an op that is not differentiable: Apply
+	// then fails when an input requires grad.
 	Backward func(g *ops.Buffer, in, saved []*ops.Buffer, need []bool) (grads []*ops.Buffer, err error)
 }
 
@@ -63,7 +65,7 @@ func (t *Tape) Apply(f Function, xs ...Var) Var {
 	for k, v := range vs {
 		in[k], shapes[k] = v.buf, slices.Clone(v.shape)
 	}
-	y, shape, saved, err := f.Forward(in, shapes)
+	y, shape, saved, err := f.Forward(slices.Clone(in), shapes)
 	// work: the saved buffers the tape owns, neither an input nor the result (Release is
 	// idempotent, so one listed twice is harmless).
 	var work []releaser
@@ -84,9 +86,25 @@ func (t *Tape) Apply(f Function, xs ...Var) Var {
 	}
 	saved = slices.Clone(saved)
 	back := func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
-		gs, err := f.Backward(g, in, saved, need)
+		gs, err := f.Backward(g, slices.Clone(in), slices.Clone(saved), need)
+		// own[k]: gs[k] is a fresh buffer (first listed at k) the tape may take; the others are
+		// copied, and on an error only fresh ones are released.
+		own := make([]bool, len(gs))
+		for k, b := range gs {
+			own[k] = b != nil && b != g && b != y && !slices.Contains(in, b) && !slices.Contains(saved, b) && !slices.Contains(gs[:k], b)
+		}
+		for k, b := range gs {
+			if err == nil && b != nil && !own[k] {
+				gs[k], err = ops.Copy(b)
+				own[k] = err == nil
+			}
+		}
 		if err != nil {
-			releaseAll(gs)
+			for k, b := range gs {
+				if own[k] {
+					b.Release()
+				}
+			}
 			return nil, err
 		}
 		return gs, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -221,4 +222,73 @@ func TestMultiHeadAttentionErrors(t *testing.T) {
 		}
 		tp.Reset()
 	}
+}
+
+// TestFunctionBorrowedGradients: a Backward may return the cotangent, an input, a saved buffer,
+// the result or one buffer twice, as PyTorch allows; the tape copies them, so the gradients are
+// right, the borrowed buffers stay live, and nothing leaks (forDevices checks live bytes). On an
+// error only the fresh gradients are released.
+func TestFunctionBorrowedGradients(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		xb := upload(t, d, 1, 2, 3)
+		defer xb.Release()
+		pass := func(pick func(g *ops.Buffer, in, saved []*ops.Buffer) []*ops.Buffer) autograd.Function {
+			return autograd.Function{Name: "pass",
+				Forward: func(in []*ops.Buffer, s [][]int) (*ops.Buffer, []int, []*ops.Buffer, error) {
+					y, err := ops.Copy(in[0])
+					if err != nil {
+						return nil, nil, nil, err
+					}
+					keep, err := ops.Copy(in[1])
+					return y, s[0], []*ops.Buffer{keep}, err
+				},
+				Backward: func(g *ops.Buffer, in, saved []*ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+					return pick(g, in, saved), nil
+				}}
+		}
+		ones := upload(t, d, 1, 1, 1)
+		defer ones.Release()
+		for _, c := range []struct {
+			name   string
+			pick   func(g *ops.Buffer, in, saved []*ops.Buffer) []*ops.Buffer
+			ga, gb []float64 // gradients of a = x*x and of the second input b = x
+		}{
+			{"cotangent", func(g *ops.Buffer, _, _ []*ops.Buffer) []*ops.Buffer { return []*ops.Buffer{g, nil} }, []float64{2, 4, 6}, []float64{0, 0, 0}},
+			{"input", func(_ *ops.Buffer, in, _ []*ops.Buffer) []*ops.Buffer { return []*ops.Buffer{in[1], in[1]} }, []float64{2, 4, 6}, []float64{1, 1, 1}},
+			{"saved", func(_ *ops.Buffer, _, saved []*ops.Buffer) []*ops.Buffer { return []*ops.Buffer{saved[0], saved[0]} }, []float64{2, 4, 6}, []float64{1, 1, 1}},
+		} {
+			tp := autograd.NewTape(d)
+			x := tp.Leaf(xb, []int{3}, true)
+			b := tp.Leaf(ones, []int{3}, true)
+			y := tp.Apply(pass(c.pick), tp.Mul(x, x), b)
+			if err := tp.Backward(tp.Sum(y)); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			// x gets 2x (through a = x*x); b gets c.gb.
+			if got := values(t, tp.Grad(x)); !slices.Equal(got, c.ga) {
+				t.Errorf("%s: grad x %v, want %v", c.name, got, c.ga)
+			}
+			if got := values(t, tp.Grad(b)); !slices.Equal(got, c.gb) {
+				t.Errorf("%s: grad b %v, want %v", c.name, got, c.gb)
+			}
+			tp.Reset()
+			if xb.Err() != nil || ones.Err() != nil {
+				t.Fatalf("%s: a caller's buffer was released", c.name)
+			}
+		}
+		// An error with a borrowed gradient in hand: the input survives.
+		f := pass(nil)
+		f.Backward = func(g *ops.Buffer, in, saved []*ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+			return []*ops.Buffer{in[0], nil}, errors.New("bang")
+		}
+		tp := autograd.NewTape(d)
+		y := tp.Apply(f, tp.Leaf(xb, []int{3}, true), tp.Leaf(ones, []int{3}, false))
+		if err := tp.Backward(tp.Sum(y)); err == nil || !strings.Contains(err.Error(), "bang") {
+			t.Errorf("backward error: %v", err)
+		}
+		tp.Reset()
+		if xb.Err() != nil {
+			t.Fatal("the error path released the caller's input")
+		}
+	})
 }

@@ -97,7 +97,7 @@ func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool)
 			left := limit - min(limit, used) // not mapped yet
 			left -= min(left, addressSpaceMargin)
 			if !known || left < avail {
-				avail, known, what = left, true, "of address space left under its limit (ulimit -v)"
+				avail, known, what = left, true, "of address space left under its limit (ulimit -v; 4 GiB for a 32-bit program)"
 			}
 		}
 		if !known {

@@ -133,7 +133,7 @@ func readUint(p string) uint64 {
 	return v
 }
 
-// addressSpace returns the address-space limit (the soft RLIMIT_AS) and the process's mapped
+// addressSpace returns the address-space limit (addressSpaceLimit's) and the process's mapped
 // address space (VmSize), in bytes; ok is false when there is no limit or the size is unknown.
 func addressSpace() (limit, used uint64, ok bool) {
 	if limit = addressSpaceLimit(); limit == 0 {
@@ -147,13 +147,18 @@ func addressSpace() (limit, used uint64, ok bool) {
 	return limit, kb << 10, ok
 }
 
-// addressSpaceLimit returns the soft RLIMIT_AS in bytes, 0 when there is none.
+// addressSpaceLimit returns the process's address-space limit in bytes: the soft RLIMIT_AS, and
+// 4 GiB for a 32-bit program (which no limit raises); 0 when there is none.
 func addressSpaceLimit() uint64 {
-	var rl syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) != nil || rl.Cur == ^uint64(0) {
-		return 0
+	var limit uint64
+	if ^uintptr(0)>>32 == 0 {
+		limit = 1 << 32
 	}
-	return rl.Cur
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != ^uint64(0) {
+		limit = least(limit, rl.Cur)
+	}
+	return limit
 }
 
 // field returns the number after name in a /proc/meminfo-style text.
