@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -73,6 +74,10 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 		s.failf(op, "momentum %v is outside [0, 1]", bn.Momentum)
 		return Var{}
 	}
+	if !(bn.Eps >= 0 && bn.Eps <= math.MaxFloat32) {
+		s.failf(op, "eps %v (want finite as a float32 and >= 0)", bn.Eps)
+		return Var{}
+	}
 	perm := make([]int, len(vx.shape)) // (N, C, ...) <-> (C, N, ...)
 	for i := range perm {
 		perm[i] = i
@@ -106,7 +111,9 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 }
 
 // track folds the statistics of the batch xc, c channels of m values each, into the running
-// statistics.
+// statistics: both or, on an error, neither. The batch's mean and variance are computed here
+// again rather than taken from the normalization (whose sd holds sqrt(var + eps): the variance
+// back from it would lose eps's bits).
 func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
 	sum, err := ops.ReduceSumByRow(xc, c, m)
 	if err != nil {
@@ -128,18 +135,23 @@ func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
 		return err
 	}
 	defer variance.Release()
-	for _, u := range []struct {
-		p     *Param
-		batch *ops.Buffer
-	}{{bn.RunningMean, mean}, {bn.RunningVar, variance}} {
-		next, err := then(u.p.buf,
+	blend := func(r, batch *ops.Buffer) (*ops.Buffer, error) { // (1 - momentum) r + momentum batch
+		return then(r,
 			func(r *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(r, 1-bn.Momentum) },
-			func(r *ops.Buffer) (*ops.Buffer, error) { return ops.Axpy(r, u.batch, bn.Momentum) })
-		if err != nil {
-			return err
-		}
-		u.p.replace(next)
-		u.p.updated()
+			func(r *ops.Buffer) (*ops.Buffer, error) { return ops.Axpy(r, batch, bn.Momentum) })
 	}
+	nextMean, err := blend(bn.RunningMean.buf, mean)
+	if err != nil {
+		return err
+	}
+	nextVar, err := blend(bn.RunningVar.buf, variance)
+	if err != nil {
+		nextMean.Release()
+		return err
+	}
+	bn.RunningMean.replace(nextMean)
+	bn.RunningVar.replace(nextVar)
+	bn.RunningMean.updated()
+	bn.RunningVar.updated()
 	return nil
 }

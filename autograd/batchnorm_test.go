@@ -131,5 +131,15 @@ func TestBatchNorm(t *testing.T) {
 			}
 			s.Close()
 		}
+		for _, train := range []bool{true, false} {
+			s := autograd.NewSession(autograd.Options{Device: d})
+			bn := s.NewBatchNorm("bn", 3)
+			bn.Eps = -2
+			s.BatchNorm(bn, s.Input(make([]float32, 6), 2, 3), train)
+			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "eps -2") {
+				t.Errorf("eps -2, training %v: error %v", train, err)
+			}
+			s.Close()
+		}
 	})
 }

@@ -153,7 +153,7 @@ func (s *Session) Close() error {
 	}
 	err := s.Device().Sync()
 	s.Reset()
-	for _, o := range s.optims {
+	for _, o := range slices.Clone(s.optims) { // Close removes o from s.optims
 		o.Close()
 	}
 	for _, p := range s.params {
@@ -394,7 +394,7 @@ func (s *Session) Param(name string, shape []int, values []float32) *Param {
 // param is Param; own: values is the caller's to keep as the host copy (no clone).
 func (s *Session) param(name string, shape []int, values []float32, own bool) *Param {
 	const op = "param"
-	p := &Param{s: s, name: name, shape: slices.Clone(shape), requiresGrad: true}
+	p := s.unusable(name, shape) // until its buffer is made
 	n, ok := s.numelFor(op, shape)
 	switch {
 	case !ok:
@@ -466,7 +466,7 @@ func (s *Session) ParamNormal(name string, shape []int, mean, std float64) *Para
 func (s *Session) paramDrawn(name string, shape []int, draw func(n int, key uint64) ([]float32, error)) *Param {
 	n, ok := s.numelFor("param", shape)
 	if !ok {
-		return &Param{s: s, name: name, shape: slices.Clone(shape)}
+		return s.unusable(name, shape)
 	}
 	values, err := draw(n, s.NextKey())
 	if err != nil {
@@ -478,7 +478,13 @@ func (s *Session) paramDrawn(name string, shape []int, draw func(n int, key uint
 // paramFailed records err for the parameter name and returns an unusable parameter.
 func (s *Session) paramFailed(name string, shape []int, err error) *Param {
 	s.fail(fmt.Errorf("autograd: param: %s: %w", name, err))
-	return &Param{s: s, name: name, shape: slices.Clone(shape)}
+	return s.unusable(name, shape)
+}
+
+// unusable returns the parameter that creating name failed to make: it has no buffer, so that
+// every use of it is an error.
+func (s *Session) unusable(name string, shape []int) *Param {
+	return &Param{s: s, name: name, shape: slices.Clone(shape), requiresGrad: true}
 }
 
 // download returns the contents of b (released) or err.

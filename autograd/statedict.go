@@ -37,7 +37,8 @@ func (s *Session) StateDict() (map[string]NamedTensor, error) {
 // another device, e.g. as LoadTensorsFile read it onto the CPU). Each tensor must have its
 // parameter's shape. With strict, every parameter must have a tensor and every tensor a
 // parameter, as PyTorch's strict=True asks. Such a mismatch is returned without loading anything
-// and without recording an error in the session; a device error while copying is recorded.
+// and without recording an error in the session; a device error while copying is recorded, and
+// leaves every parameter as it was too.
 func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 	if err := s.Err(); err != nil {
 		return err
@@ -79,15 +80,21 @@ func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("autograd: load_state_dict: %s", strings.Join(problems, "; "))
 	}
+	// Copy every tensor first, so that a device error leaves every parameter as it was.
+	copies := make(map[*Param]*ops.Buffer, len(names))
 	for _, name := range names {
-		p := byName[name]
-		if p == nil {
-			continue
+		if p := byName[name]; p != nil {
+			b, err := ts[name].Buf.To(s.Device())
+			if err != nil {
+				for _, b := range copies {
+					b.Release()
+				}
+				return s.fail(fmt.Errorf("autograd: load_state_dict: %s: %w", name, err))
+			}
+			copies[p] = b
 		}
-		b, err := ts[name].Buf.To(s.Device())
-		if err != nil {
-			return s.fail(fmt.Errorf("autograd: load_state_dict: %s: %w", name, err))
-		}
+	}
+	for p, b := range copies {
 		p.replace(b)
 		p.updated()
 	}

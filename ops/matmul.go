@@ -90,8 +90,9 @@ func bmm(op string, a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buf
 // mulLimit bounds the products mulFits accepts: 2^62, or 2^31 - 1 where int has 32 bits.
 const mulLimit = min(1<<62, math.MaxInt)
 
-// mulFits returns the product of the non-negative xs and whether it is below mulLimit (so that
-// element and byte offsets cannot overflow, and the product is an int on 32-bit platforms too).
+// mulFits returns the product of the non-negative xs and whether it is below mulLimit, so that
+// element counts stay ints on 32-bit platforms too (byte counts are bounded where buffers are
+// allocated: maxBufferLen).
 func mulFits(xs ...int) (int, bool) {
 	p := uint64(1)
 	for _, x := range xs {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/internal/testenv"
@@ -37,12 +41,23 @@ func TestReverse(t *testing.T) {
 		return params
 	}
 	var want map[string][]float32
-	t.Run("cpu", func(t *testing.T) { want = run(t, ops.CPU()) })
+	t.Run("cpu", func(t *testing.T) {
+		want = run(t, ops.CPU())
+		if h := paramsHash(want); h != wantHash {
+			t.Errorf("parameters hash to %016x, want %016x (every machine, CPU kernel set and GPU gives these bits; a deliberate change of arithmetic updates wantHash)", h, wantHash)
+		}
+	})
 	t.Run("cuda", func(t *testing.T) {
 		d, err := ops.Open("cuda")
 		testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+		if want == nil {
+			t.Fatal("no CPU run to compare with")
+		}
 		got := run(t, d)
 		for name, w := range want {
+			if len(got[name]) != len(w) {
+				t.Fatalf("%s: %d values on %s, %d on the CPU", name, len(got[name]), d, len(w))
+			}
 			for i := range w {
 				if math.Float32bits(got[name][i]) != math.Float32bits(w[i]) {
 					t.Fatalf("%s[%d] = %v on %s, %v on the CPU", name, i, got[name][i], d, w[i])
@@ -50,4 +65,19 @@ func TestReverse(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wantHash is paramsHash of the parameters after TestReverse's training.
+const wantHash uint64 = 0x12e8e6fa7d29e0c2
+
+// paramsHash returns the FNV-1a hash of the parameters' bits, in name order.
+func paramsHash(params map[string][]float32) uint64 {
+	h := fnv.New64a()
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		h.Write([]byte(name))
+		for _, v := range params[name] {
+			binary.Write(h, binary.LittleEndian, math.Float32bits(v))
+		}
+	}
+	return h.Sum64()
 }
