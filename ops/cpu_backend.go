@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -74,25 +73,19 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 const addressSpaceMargin = 256 << 20
 
 // available reports whether size bytes fit in the memory available now, that memory, and which
-// limit it is (for messages): the least of hostAvailable plus the Go heap's free memory
-// (resident, and reused before the heap grows) and, under an address-space limit, what is left of
-// it less addressSpaceMargin. Freed heap pages do not count there: they stay mapped, and the
-// runtime reuses them for a large span only while no smaller allocation has taken a piece of
-// their range, which nothing here can see (counting them let a buffer of the size just released
-// die of a fatal error now and then). So under a tight limit a buffer released and asked for
-// again may be refused; never a crash. When size does not fit, it first drops the cache and
-// returns the garbage collector's free memory to the system, and asks again.
+// limit it is (for messages): the least of hostAvailable and, under an address-space limit, what
+// is left of it less addressSpaceMargin. The Go heap's free memory does not count: the runtime
+// reuses a freed range for a large span only while no smaller allocation has taken a piece of it,
+// which nothing here can see, so a large buffer may take new memory while the freed pages stay
+// resident (counting them let a loop of large buffers and small ones grow the process until the
+// kernel killed it, and a buffer of the size just released die of a fatal error under an
+// address-space limit). When size does not fit, it first drops the cache and returns the
+// garbage collector's free memory to the system, and asks again: under a tight limit a buffer
+// released and asked for again may still be refused; never a crash.
 func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool) {
 	ask := func() (uint64, string, bool) {
 		avail, known := hostAvailable()
 		what := "of memory available"
-		if known {
-			sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 {
-				avail += sample[0].Value.Uint64()
-			}
-		}
 		if limit, used, ok := addressSpace(); ok {
 			left := limit - min(limit, used) // not mapped yet
 			left -= min(left, addressSpaceMargin)
