@@ -74,7 +74,7 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 		s.failf(op, "momentum %v is outside [0, 1]", bn.Momentum)
 		return Var{}
 	}
-	if !(bn.Eps >= 0 && bn.Eps <= math.MaxFloat32) {
+	if e := float32(bn.Eps); !(e >= 0 && e <= math.MaxFloat32) { // ops' rule: finite as a float32, >= 0
 		s.failf(op, "eps %v (want finite as a float32 and >= 0)", bn.Eps)
 		return Var{}
 	}

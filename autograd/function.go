@@ -94,7 +94,11 @@ func (t *Tape) Apply(f Function, xs ...Var) Var {
 			own[k] = b != nil && b != g && b != y && !slices.Contains(in, b) && !slices.Contains(saved, b) && !slices.Contains(gs[:k], b)
 		}
 		for k, b := range gs {
-			if err == nil && b != nil && !own[k] {
+			switch {
+			case err != nil || b == nil || own[k]:
+			case k < len(need) && !need[k]:
+				gs[k] = nil // the engine drops it anyway
+			default:
 				gs[k], err = ops.Copy(b)
 				own[k] = err == nil
 			}

@@ -68,6 +68,9 @@ func (c *cpuBackend) alloc(n int) (storage, error) {
 	return storage{host: make([]float32, n, class)}, nil
 }
 
+// addressSpaceLeft names the address-space limit in available's messages.
+const addressSpaceLeft = "of address space left under its limit (ulimit -v; 3 GiB for a 32-bit program)"
+
 // addressSpaceMargin is what available keeps back of the address space for the Go runtime's own
 // mappings when the heap grows (arenas are mapped 64 MiB at a time, with metadata beside them).
 const addressSpaceMargin = 256 << 20
@@ -79,9 +82,10 @@ const addressSpaceMargin = 256 << 20
 // which nothing here can see, so a large buffer may take new memory while the freed pages stay
 // resident (counting them let a loop of large buffers and small ones grow the process until the
 // kernel killed it, and a buffer of the size just released die of a fatal error under an
-// address-space limit). When size does not fit, it first drops the cache and returns the
-// garbage collector's free memory to the system, and asks again: under a tight limit a buffer
-// released and asked for again may still be refused; never a crash.
+// address-space limit). When size does not fit in memory, it first drops the cache and returns
+// the garbage collector's free memory to the system, and asks again. Under an address-space limit
+// that cannot help (the runtime keeps freed ranges mapped), so there a buffer released and asked
+// for again may be refused: a clean ErrOutOfMemory, never a crash.
 func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool) {
 	ask := func() (uint64, string, bool) {
 		avail, known := hostAvailable()
@@ -90,7 +94,7 @@ func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool)
 			left := limit - min(limit, used) // not mapped yet
 			left -= min(left, addressSpaceMargin)
 			if !known || left < avail {
-				avail, known, what = left, true, "of address space left under its limit (ulimit -v; 4 GiB for a 32-bit program)"
+				avail, known, what = left, true, addressSpaceLeft
 			}
 		}
 		if !known {
@@ -98,8 +102,8 @@ func (c *cpuBackend) available(size uint64) (avail uint64, what string, ok bool)
 		}
 		return avail, what, size <= avail
 	}
-	if avail, what, ok := ask(); ok {
-		return avail, what, true
+	if avail, what, ok := ask(); ok || what == addressSpaceLeft {
+		return avail, what, ok
 	}
 	c.collect()
 	debug.FreeOSMemory() // a garbage collection, then the free memory back to the system

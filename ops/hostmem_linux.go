@@ -148,11 +148,12 @@ func addressSpace() (limit, used uint64, ok bool) {
 }
 
 // addressSpaceLimit returns the process's address-space limit in bytes: the soft RLIMIT_AS, and
-// 4 GiB for a 32-bit program (which no limit raises); 0 when there is none.
+// 3 GiB for a 32-bit program (what a 32-bit kernel gives it; a 64-bit kernel gives 4); 0 when
+// there is none.
 func addressSpaceLimit() uint64 {
 	var limit uint64
 	if ^uintptr(0)>>32 == 0 {
-		limit = 1 << 32
+		limit = 3 << 30
 	}
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != ^uint64(0) {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -295,8 +294,7 @@ func TestRobustOps(t *testing.T) {
 }
 
 func robustRun(t *testing.T, d *Device, other *Buffer) {
-	runtime.GC()
-	base := d.Stats().LiveBytes
+	base := settledLiveBytes(d) // buffers an earlier test dropped are finalized first
 	e := &robustEnv{r: rand.New(rand.NewSource(1)), other: other}
 	for _, n := range []int{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 36} {
 		v := make([]float32, n)
@@ -317,7 +315,8 @@ func robustRun(t *testing.T, d *Device, other *Buffer) {
 		t.Fatal(err)
 	}
 	e.rel.Release()
-	poolBytes := d.Stats().LiveBytes
+	poolBytes := settledLiveBytes(d)
+	otherBytes := other.Device().Stats().LiveBytes
 	succeeded := 0 // calls whose arguments happened to be valid
 	defer func() { t.Logf("%d calls succeeded", succeeded) }()
 	ops := robustOps()
@@ -328,17 +327,20 @@ func robustRun(t *testing.T, d *Device, other *Buffer) {
 			if err == nil {
 				succeeded++
 			}
-			if err != nil && !strings.HasPrefix(err.Error(), "ops") {
-				t.Errorf("%s: error without the package's prefix: %v", op.name, err)
+			if err != nil && !strings.HasPrefix(err.Error(), "ops: ") {
+				t.Errorf("%s: %v (want an error of this package, \"ops: ...\")", op.name, err)
 			}
 			for _, o := range outs {
-				if err != nil && o != nil {
+				switch {
+				case err != nil && o != nil:
 					t.Errorf("%s: a result with the error %v", op.name, err)
+				case err == nil && o == nil:
+					t.Errorf("%s: no error and a nil result", op.name)
 				}
 				o.Release()
 			}
-			if lb := d.Stats().LiveBytes; lb != poolBytes {
-				t.Fatalf("%s: live bytes %d after the call, %d before", op.name, lb, poolBytes)
+			if lb, lo := d.Stats().LiveBytes, other.Device().Stats().LiveBytes; lb != poolBytes || lo != otherBytes {
+				t.Fatalf("%s: live bytes %d (other device %d) after the call, %d (%d) before", op.name, lb, lo, poolBytes, otherBytes)
 			}
 		}
 	}
@@ -354,7 +356,7 @@ func robustRun(t *testing.T, d *Device, other *Buffer) {
 func robustCall(op robustOp, e *robustEnv) (outs []*Buffer, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			outs, err = nil, fmt.Errorf("PANIC in %s: %v", op.name, r)
+			outs, err = nil, fmt.Errorf("panicked: %v", r)
 		}
 	}()
 	return op.run(e)
