@@ -296,3 +296,8 @@ MP_ENTRY(v1, false, false, 64, 128, 32, 64, 8, 8, 4, 4)
 MP_ENTRY(v2, false, false, 64, 128, 32, 64, 4, 16, 4, 4)
 MP_ENTRY(v3, false, false, 64, 128, 32, 64, 4, 16, 4, 3)
 MP_ENTRY(v4, false, false, 128, 64, 64, 32, 8, 8, 4, 3)
+// matmul_s's configuration held to three blocks per multiprocessor (at most 170 registers): the
+// bmm's lead from its stall profile (more warps to hide the short K's prologue and epilogue).
+// Measured 2026-11-27 (NOTES.md): 168 registers with spills, 26.4-28.2 TFLOP/s against matmul_s's
+// 30.3 on the bmm: refuted.
+MM_ENTRY(v5, false, false, 64, 128, 16, 32, 64, 8, 8, 3)
