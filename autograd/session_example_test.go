@@ -73,3 +73,32 @@ func ExampleClipGradNorm() {
 	// norm before 6.0, gradient now [0.5000 0.5000 0.5000 0.5000]
 	// w = [0.7500 1.7500 2.7500 3.7500]
 }
+
+// A batch norm over two channels of a batch of four: a training-mode call normalizes each
+// channel with the batch's statistics and moves the running statistics a tenth of the way toward
+// them (momentum 0.1, the unbiased variance); an evaluation-mode call uses the running ones.
+func ExampleSession_BatchNorm() {
+	sess := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer sess.Close()
+	bn := sess.NewBatchNorm("bn", 2)
+	x := []float32{ // (4, 2): channel 0 holds 1..4, channel 1 holds 10, 20, 30, 40
+		1, 10,
+		2, 20,
+		3, 30,
+		4, 40,
+	}
+	y := sess.BatchNorm(bn, sess.Input(x, 4, 2), true)
+	out, _ := sess.Value(y).Float32s()
+	mean, _ := bn.RunningMean.Host()
+	variance, _ := bn.RunningVar.Host()
+	fmt.Printf("train: %.3f\nrunning mean %.2f, running var %.4f\n", out, mean, variance)
+
+	sess.Reset()
+	y = sess.BatchNorm(bn, sess.Input(x, 4, 2), false)
+	out, _ = sess.Value(y).Float32s()
+	fmt.Printf("eval: %.3f\n", out)
+	// Output:
+	// train: [-1.342 -1.342 -0.447 -0.447 0.447 0.447 1.342 1.342]
+	// running mean [0.25 2.50], running var [1.0667 17.5667]
+	// eval: [0.726 1.789 1.694 4.175 2.663 6.561 3.631 8.947]
+}
