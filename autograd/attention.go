@@ -7,8 +7,8 @@ import (
 )
 
 // MaskFill is the score the seeds' attention gives a blocked position: softmax then sees
-// S ⊙ mask + MaskFill·(1 - mask), so a blocked entry keeps a tiny weight e^(-1000 - max), and a
-// fully blocked row averages its values.
+// S ⊙ mask + MaskFill·(1 - mask). A blocked entry's weight e^(-1000 - max) is 0 in float32 unless
+// its whole row is blocked; such a row averages its values.
 const MaskFill = -1000.0
 
 // MultiHeadAttention is the seeds' multi-head self-attention, composed from the tape's ops (the

@@ -13,8 +13,8 @@ import (
 // fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device.
 // A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
 // parameter belongs to one open optimizer at a time: giving it to a second one is an error (it
-// would be stepped twice; this package's rule: PyTorch refuses a parameter listed twice only
-// within one optimizer). Close the first optimizer to hand its parameters to another. A
+// would be stepped twice; this package's rule: PyTorch lets two optimizers share a parameter).
+// Close the first optimizer to hand its parameters to another. A
 // Step between a forward pass and its backward pass first gives each parameter that the forward
 // pass used a copy of its buffer to update, so the backward pass still sees the values the
 // forward pass used.

@@ -11,7 +11,7 @@ import (
 
 // hostMemoryBytes returns the most memory the process can have: the least of the machine's
 // RAM, the memory limits of its cgroup and the cgroup's ancestors, and its address-space limit
-// (RLIMIT_AS); 0 if none is known.
+// (addressSpaceLimit: RLIMIT_AS, 3 GiB for a 32-bit program); 0 if none is known.
 func hostMemoryBytes() uint64 {
 	var limit uint64
 	var si syscall.Sysinfo_t

@@ -272,7 +272,7 @@ func robustIters() int {
 // indices, NaN and infinite scalars): no call may panic, return a result with an error, or give
 // an error that does not name the package, and the device's live bytes must come back after
 // each call. Sizes that a machine with enough memory would allocate (over a GiB of floats and
-// within maxBufferLen: 2^31 - 1, 2^33, 2^34 + 1, 2^40) take part only under
+// within maxBufferLen: 2^31 - 1, 2^33, 2^34 + 1, 2^40, 2^46) take part only under
 // TORCHLEAN_ROBUST_BIG=1, a long run for such a machine (it found the CPU guard counting freed
 // heap memory that a large buffer could not reuse; on a 128 GiB host they took six minutes).
 func TestRobustOps(t *testing.T) {

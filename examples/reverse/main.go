@@ -5,8 +5,9 @@
 //	h = tok(x) + pos(arange(T))
 //	a = ln1(h); s = q(a) @ k(a).transpose(-2, -1) / sqrt(D)
 //	h = h + o(s.masked_fill(~causal, -inf).softmax(-1) @ v(a))
-//	h = h + fc2(gelu(fc1(ln2(h))))
-//	loss = cross_entropy(head(lnf(h)), y, ignore_index=-100)   # AdamW, warm-up and cosine decay
+//	h = h + fc2(gelu(fc1(ln2(h)), approximate='tanh'))
+//	loss = cross_entropy(head(lnf(h)).view(-1, V), y.view(-1), ignore_index=-100)
+//	# AdamW, 20 warm-up steps and cosine decay, clip_grad_norm_(params, 1) before each step
 //
 // written with the autograd session. It prints the loss, then the token accuracy on fresh
 // sequences.
