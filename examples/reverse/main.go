@@ -24,6 +24,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -51,6 +52,11 @@ func main() {
 	flag.Parse()
 	if flag.NArg() > 0 || *steps < 1 || *batch < 1 || !(*lr > 0) || math.IsInf(*lr, 1) {
 		log.Fatal("reverse: -steps, -batch and -lr must be positive (-lr finite); flags only (see -h)")
+	}
+	if dir := filepath.Dir(*save); *save != "" { // fail before training, not after
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			log.Fatalf("reverse: cannot write %s: %s is not a directory", *save, dir)
+		}
 	}
 	d, err := ops.Open(*device)
 	if err != nil {
