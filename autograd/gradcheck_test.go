@@ -642,17 +642,7 @@ func softmaxRef(x []float64, cols int, log bool) []float64 {
 
 // mhaRef is MultiHeadAttention in float64: x (b, n, dm), the projections (dm, dm), h heads.
 func mhaRef(x, wq, wk, wv, wo []float64, b, n, dm, h int, mask []bool) []float64 {
-	proj := func(w []float64) []float64 { // (b·n, dm)·(dm, dm)
-		out := make([]float64, b*n*dm)
-		for r := range b * n {
-			for c := range dm {
-				for k := range dm {
-					out[r*dm+c] += x[r*dm+k] * w[k*dm+c]
-				}
-			}
-		}
-		return out
-	}
+	proj := func(w []float64) []float64 { return bmmRef(x, w, 1, b*n, dm, dm) } // (b·n, dm)·(dm, dm)
 	q, k, v := proj(wq), proj(wk), proj(wv)
 	d := dm / h
 	att := make([]float64, b*n*dm) // heads concatenated, (b·n, dm)
@@ -678,15 +668,7 @@ func mhaRef(x, wq, wk, wv, wo []float64, b, n, dm, h int, mask []bool) []float64
 			}
 		}
 	}
-	out := make([]float64, b*n*dm)
-	for r := range b * n {
-		for c := range dm {
-			for kk := range dm {
-				out[r*dm+c] += att[r*dm+kk] * wo[kk*dm+c]
-			}
-		}
-	}
-	return out
+	return bmmRef(att, wo, 1, b*n, dm, dm)
 }
 
 // permutations returns every permutation of 0..n-1.

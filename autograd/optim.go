@@ -10,21 +10,20 @@ import (
 )
 
 // Optimizers update the parameters of a Session in place from their accumulated gradients, one
-// fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device.
-// A parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
+// fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device. A
+// parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
 // parameter belongs to one open optimizer at a time: giving it to a second one is an error (it
 // would be stepped twice; this package's rule: PyTorch lets two optimizers share a parameter).
-// Close the first optimizer to hand its parameters to another. A
-// Step between a forward pass and its backward pass first gives each parameter that the forward
-// pass used a copy of its buffer to update, so the backward pass still sees the values the
-// forward pass used.
+// Close the first optimizer to hand its parameters to another. A Step between a forward pass and
+// its backward pass first gives each parameter that the forward pass used a copy of its buffer to
+// update, so the backward pass still sees the values the forward pass used.
 //
 // Their state (momentum buffers, moments, step counts) lives on the session's device, keyed by
 // parameter name: State and LoadState move it in and out as named buffers, for checkpoints. The
-// hyperparameters are not part of the state. Errors (a bad hyperparameter, a parameter of
-// another session) are recorded in the session like every other error, and returned by Step;
-// only State and LoadState return the errors that leave everything as it was (a step count
-// State cannot represent, a state LoadState rejects) without recording them.
+// hyperparameters are not part of the state. Errors (a bad hyperparameter, a parameter of another
+// session) are recorded in the session like every other error, and returned by Step; only State
+// and LoadState return the errors that leave everything as it was (a step count State cannot
+// represent, a state LoadState rejects) without recording them.
 
 // SGDOptions are the hyperparameters of NewSGD, with PyTorch's names and semantics
 // (torch.optim.SGD): see ops.SGDParams. The zero value except LR is PyTorch's default.
@@ -200,12 +199,12 @@ func (o *optimizer) Close() {
 // "<parameter name>.<key>": for SGD with momentum the key momentum_buffer; for Adam and AdamW
 // exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length, flat: a NamedTensor
 // for SaveTensors takes Shape []int{b.Len()}) and step (one element: the number of steps taken, a
-// whole number, at most 2^24). The hyperparameters (LR, betas, weight decay) are not part of it:
-// a checkpoint stores them itself, and a resumed run passes them to the new optimizer (and
-// SetLR). Parameters that have
-// taken no step have no entries. State works after the session recorded an error (not after
-// Close), like Param.Host, so that the last good state can still be saved; a Step that failed
-// part way (a device error) may have updated some parameters and their state and not others.
+// whole number, at most 2^24). The hyperparameters (LR, betas, weight decay) are not part of it: a
+// checkpoint stores them itself, and a resumed run passes them to the new optimizer (and SetLR).
+// Parameters that have taken no step have no entries. State works after the session recorded an
+// error (not after Close), like Param.Host, so that the last good state can still be saved; a Step
+// that failed part way (a device error) may have updated some parameters and their state and not
+// others.
 func (o *optimizer) State() (map[string]*ops.Buffer, error) {
 	if err := o.open(); err != nil {
 		return nil, err

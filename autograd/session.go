@@ -161,7 +161,6 @@ func (s *Session) Close() error {
 		p.grad.Release()
 		p.grad = nil
 	}
-	s.optims = nil
 	s.closed = true
 	s.fail(ErrClosed)
 	return err

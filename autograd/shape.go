@@ -133,7 +133,8 @@ func (t *Tape) Permute(x Var, perm ...int) Var {
 		for j+n < len(perm) && k+n < len(cur) && cur[k+n] == perm[j+n] {
 			n++
 		}
-		a, b, c, d := extent(vx.shape, cur[:j]), extent(vx.shape, cur[j:k]), extent(vx.shape, cur[k:k+n]), extent(vx.shape, cur[k+n:])
+		a, b := size(permuted(vx.shape, cur[:j])), size(permuted(vx.shape, cur[j:k]))
+		c, d := size(permuted(vx.shape, cur[k:k+n])), size(permuted(vx.shape, cur[k+n:]))
 		cur = slices.Concat(cur[:j], cur[k:k+n], cur[j:k], cur[k+n:])
 		if b > 1 && c > 1 { // otherwise the elements keep their order
 			last = permuted(vx.shape, cur)
@@ -144,15 +145,6 @@ func (t *Tape) Permute(x Var, perm ...int) Var {
 		return t.Reshape(y, shape...) // size-1 axes moved after the last copy
 	}
 	return y
-}
-
-// extent returns the number of elements spanned by the axes of shape listed in axes.
-func extent(shape, axes []int) int {
-	n := 1
-	for _, a := range axes {
-		n *= shape[a]
-	}
-	return n
 }
 
 // permuted returns shape with its axes in the order axes.

@@ -2,8 +2,8 @@ package autograd
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -54,11 +54,7 @@ func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 	if len(missing) > 0 {
 		problems = append(problems, "no tensor for "+strings.Join(missing, ", "))
 	}
-	names := make([]string, 0, len(ts))
-	for name := range ts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(ts))
 	var unexpected []string
 	for _, name := range names {
 		t, p := ts[name], byName[name]
