@@ -134,7 +134,8 @@ var (
 	minOp = binaryOp{"min", ops.Min, fused(ops.MinBwd)}
 )
 
-// binary records op applied to a and b, which must have the same shape.
+// binary records op applied to a and b. Operands of different shapes are first broadcast to
+// their common shape (broadcastShapes), each by a recorded BroadcastTo.
 func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	vs, ok := t.args(op.name, a, b)
 	if !ok {
@@ -142,7 +143,17 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	}
 	va, vb := vs[0], vs[1]
 	if !slices.Equal(va.shape, vb.shape) {
-		return t.failf(op.name, "shapes %v and %v differ (no implicit broadcasting: use BroadcastTo)", va.shape, vb.shape)
+		shape, ok := broadcastShapes(va.shape, vb.shape)
+		if !ok {
+			return t.failf(op.name, "shapes %v and %v do not broadcast", va.shape, vb.shape)
+		}
+		if !slices.Equal(va.shape, shape) {
+			a = t.BroadcastTo(a, shape...)
+		}
+		if !slices.Equal(vb.shape, shape) {
+			b = t.BroadcastTo(b, shape...)
+		}
+		return t.binary(op, a, b)
 	}
 	y, err := op.fwd(va.buf, vb.buf)
 	return t.record(op.name, va.shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
@@ -150,7 +161,31 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	})
 }
 
-// Add returns a + b (same shapes; see BroadcastTo).
+// broadcastShapes returns the shape that a and b broadcast to by NumPy's (and PyTorch's) rule:
+// the shapes are aligned on their last axes, a missing leading axis counts as size 1, and two
+// sizes agree when they are equal or one of them is 1 (the result takes the other). It reports
+// false when some pair of sizes does not agree.
+func broadcastShapes(a, b []int) ([]int, bool) {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	shape := slices.Clone(a)
+	lead := len(a) - len(b)
+	for j, m := range b {
+		switch n := a[lead+j]; {
+		case n == m || m == 1:
+		case n == 1:
+			shape[lead+j] = m
+		default:
+			return nil, false
+		}
+	}
+	return shape, true
+}
+
+// Add returns a + b. Like every binary op here, it broadcasts operands of different shapes by
+// NumPy's rule (a bias of shape [n] adds to each row of an [m, n] value); the gradient of a
+// broadcast operand sums over the axes it was repeated along.
 func (t *Tape) Add(a, b Var) Var { return t.binary(addOp, a, b) }
 
 // Sub returns a - b.

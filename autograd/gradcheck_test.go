@@ -217,6 +217,18 @@ func gradCases() []gradCase {
 					return y
 				}})
 		}
+		// Implicit broadcasting: one operand grows, the other, or both (to their common shape).
+		for _, sh := range [][3][]int{
+			{{4, 3}, {3}, {4, 3}}, {{1}, {2, 3}, {2, 3}}, {{}, {5}, {5}}, {{2, 1, 3}, {4, 1}, {2, 4, 3}},
+			{{3, 1}, {1, 4}, {3, 4}},
+		} {
+			add(gradCase{name: b.name + "_broadcast", in: [][]int{sh[0], sh[1]}, gen: []func(*rand.Rand) float64{normal, b.genB},
+				op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return b.op(tp, x[0], x[1]) },
+				ref: func(x [][]float64) []float64 {
+					xa, xb := broadcastRef(x[0], sh[0], sh[2]), broadcastRef(x[1], sh[1], sh[2])
+					return mapIdx(len(xa), func(i int) float64 { return b.f(xa[i], xb[i]) })
+				}})
+		}
 	}
 	// A DAG: x is used three times, y twice.
 	add(gradCase{name: "dag", in: [][]int{{3, 2}, {3, 2}},
@@ -313,6 +325,15 @@ func gradCases() []gradCase {
 			return tp.BroadcastAxes(x[0], []int{3, 4}, []int{1, 0}) // (3) -> (3, 4): columns
 		},
 		ref: func(x [][]float64) []float64 { return mapIdx(12, func(i int) float64 { return x[0][i/4] }) }})
+	// MatMul beyond two matrices: vectors, folded rows, broadcast batch axes.
+	for _, sh := range [][2][]int{
+		{{3}, {3}}, {{3}, {3, 2}}, {{2, 3}, {3}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}},
+		{{2, 1, 3, 4}, {3, 4, 2}}, {{2, 3, 4}, {4}}, {{4}, {2, 4, 3}}, {{2, 2, 3}, {2, 3, 2}},
+	} {
+		add(gradCase{name: "matmul", in: [][]int{sh[0], sh[1]},
+			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.MatMul(x[0], x[1]) },
+			ref: func(x [][]float64) []float64 { return matmulRef(x[0], x[1], sh[0], sh[1]) }})
+	}
 	for _, mnp := range [][3]int{{1, 1, 1}, {2, 3, 4}, {5, 1, 3}, {4, 7, 2}} {
 		m, n, p := mnp[0], mnp[1], mnp[2]
 		add(gradCase{name: "matmul", in: [][]int{{m, n}, {n, p}},
@@ -715,6 +736,34 @@ func broadcastRef(x []float64, in, out []int) []float64 {
 		}
 		return x[flat(c, in)]
 	})
+}
+
+// matmulRef is torch.matmul of a (shape sa) and b (shape sb), both of rank >= 1: vectors become
+// a row or a column, and the batch axes broadcast.
+func matmulRef(a, b []float64, sa, sb []int) []float64 {
+	if len(sa) == 1 {
+		sa = []int{1, sa[0]}
+	}
+	if len(sb) == 1 {
+		sb = []int{sb[0], 1}
+	}
+	ba, bb := sa[:len(sa)-2], sb[:len(sb)-2]
+	batch := slices.Clone(ba)
+	if len(bb) > len(ba) {
+		batch = slices.Clone(bb)
+	}
+	for j := range batch {
+		ja, jb := j-len(batch)+len(ba), j-len(batch)+len(bb)
+		if ja >= 0 && ba[ja] != 1 {
+			batch[j] = ba[ja]
+		} else if jb >= 0 {
+			batch[j] = bb[jb]
+		}
+	}
+	m, n, p := sa[len(sa)-2], sa[len(sa)-1], sb[len(sb)-1]
+	a = broadcastRef(a, sa, append(slices.Clone(batch), m, n))
+	b = broadcastRef(b, sb, append(slices.Clone(batch), n, p))
+	return bmmRef(a, b, numel(batch), m, n, p)
 }
 
 func bmmRef(a, b []float64, batch, m, n, p int) []float64 {

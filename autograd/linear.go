@@ -7,8 +7,15 @@ import (
 	"github.com/torchlean-go/torchlean/ops"
 )
 
-// MatMul returns the product of the matrices a (m, n) and b (n, p). The gradients are products
-// with transposed operands read in place (ops.BmmWithTranspose), never materialized.
+// MatMul returns the matrix product of a and b by torch.matmul's rules. Two matrices (m, n) and
+// (n, p) give (m, p). A vector operand (n) is taken as a row (1, n) on the left or a column
+// (n, 1) on the right, and that axis is dropped from the result (two vectors give their dot
+// product, shape []). A stack of matrices (..., m, n) times a matrix (n, p) is one product with
+// the leading axes folded into rows: (..., m, p). Otherwise both operands are stacks of matrices
+// whose batch axes (all but the last two) broadcast by NumPy's rule, and each pair is multiplied
+// (Bmm): (batch..., m, p). Matrix products are read in place for the gradients
+// (ops.BmmWithTranspose), never transposed in memory; a broadcast operand is materialized by a
+// recorded BroadcastTo, whose gradient sums over the repeated axes.
 func (t *Tape) MatMul(a, b Var) Var {
 	const op = "matmul"
 	vs, ok := t.args(op, a, b)
@@ -16,10 +23,39 @@ func (t *Tape) MatMul(a, b Var) Var {
 		return Var{}
 	}
 	sa, sb := vs[0].shape, vs[1].shape
-	if len(sa) != 2 || len(sb) != 2 || sa[1] != sb[0] {
+	if len(sa) == 0 || len(sb) == 0 || sa[len(sa)-1] != sb[max(len(sb)-2, 0)] {
 		return t.failf(op, "shapes %v and %v do not multiply", sa, sb)
 	}
-	return t.bmm(op, a, b, vs[0].buf, vs[1].buf, 1, sa[0], sa[1], sb[1], false, false, []int{sa[0], sb[1]})
+	ra, rb := len(sa), len(sb)
+	n := sa[ra-1]
+	switch {
+	case ra == 2 && rb == 2:
+		return t.bmm(op, a, b, vs[0].buf, vs[1].buf, 1, sa[0], n, sb[1], false, false, []int{sa[0], sb[1]})
+	case ra == 1 && rb == 1:
+		return t.Reshape(t.MatMul(t.Reshape(a, 1, n), t.Reshape(b, n, 1)))
+	case ra == 1:
+		return t.Reshape(t.MatMul(t.Reshape(a, 1, n), b), append(slices.Clone(sb[:rb-2]), sb[rb-1])...)
+	case rb == 1:
+		return t.Reshape(t.MatMul(a, t.Reshape(b, n, 1)), sa[:ra-1]...)
+	case rb == 2:
+		rows := size(sa[:ra-1])
+		return t.Reshape(t.MatMul(t.Reshape(a, rows, n), b), append(slices.Clone(sa[:ra-1]), sb[1])...)
+	}
+	batch, ok := broadcastShapes(sa[:max(ra-2, 0)], sb[:rb-2])
+	if !ok {
+		return t.failf(op, "shapes %v and %v do not multiply (batch axes do not broadcast)", sa, sb)
+	}
+	// stack returns x (..., rows, cols) broadcast to (batch..., rows, cols) and viewed as
+	// (size(batch), rows, cols).
+	stack := func(x Var, shape []int) Var {
+		rows, cols := shape[len(shape)-2], shape[len(shape)-1]
+		if want := append(slices.Clone(batch), rows, cols); !slices.Equal(shape, want) {
+			x = t.BroadcastTo(x, want...)
+		}
+		return t.Reshape(x, size(batch), rows, cols)
+	}
+	m, p := sa[ra-2], sb[rb-1]
+	return t.Reshape(t.Bmm(stack(a, sa), stack(b, sb)), append(slices.Clone(batch), m, p)...)
 }
 
 // Bmm returns the batched product of a (batch, m, n) and b (batch, n, p): (batch, m, p).

@@ -248,7 +248,7 @@ func TestStickyErrors(t *testing.T) {
 		b := tp.Leaf(ab, []int{3, 2}, true)
 		n := tp.Len()
 		y := tp.Add(a, b)
-		const want = "autograd: add: shapes [2 3] and [3 2] differ (no implicit broadcasting: use BroadcastTo)"
+		const want = "autograd: add: shapes [2 3] and [3 2] do not broadcast"
 		if err := tp.Err(); err == nil || err.Error() != want {
 			t.Fatalf("error %v, want %q", err, want)
 		}
@@ -771,6 +771,72 @@ func TestReduceMaxTies(t *testing.T) {
 		tp.ReduceMax(ex, 2)
 		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "reduce_max: axis 2 of shape [2 0]") {
 			t.Errorf("bad axis: %v", err)
+		}
+	})
+}
+
+// TestBroadcastShapes checks the result shapes of the broadcasting binary ops and of MatMul
+// (torch.matmul's rules), and their errors.
+func TestBroadcastShapes(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range []struct {
+			op     string
+			a, b   []int
+			want   []int
+			errMsg string
+		}{
+			{"add", []int{4, 3}, []int{3}, []int{4, 3}, ""},
+			{"add", []int{}, []int{2, 2}, []int{2, 2}, ""},
+			{"add", []int{3, 1}, []int{1, 4}, []int{3, 4}, ""},
+			{"add", []int{0, 3}, []int{3}, []int{0, 3}, ""},
+			{"add", []int{2, 1}, []int{0}, []int{2, 0}, ""},
+			{"add", []int{2, 3}, []int{2}, nil, "autograd: add: shapes [2 3] and [2] do not broadcast"},
+			{"matmul", []int{3}, []int{3}, []int{}, ""},
+			{"matmul", []int{3}, []int{3, 2}, []int{2}, ""},
+			{"matmul", []int{2, 3}, []int{3}, []int{2}, ""},
+			{"matmul", []int{5, 2, 3}, []int{3, 4}, []int{5, 2, 4}, ""},
+			{"matmul", []int{2, 3}, []int{5, 3, 4}, []int{5, 2, 4}, ""},
+			{"matmul", []int{6, 1, 2, 3}, []int{5, 3, 4}, []int{6, 5, 2, 4}, ""},
+			{"matmul", []int{3}, []int{5, 3, 4}, []int{5, 4}, ""},
+			{"matmul", []int{0, 2, 3}, []int{3, 4}, []int{0, 2, 4}, ""},
+			{"matmul", []int{2, 3}, []int{2, 3}, nil, "autograd: matmul: shapes [2 3] and [2 3] do not multiply"},
+			{"matmul", []int{3}, []int{}, nil, "autograd: matmul: shapes [3] and [] do not multiply"},
+			{"matmul", []int{2, 2, 3}, []int{3, 3, 4}, nil,
+				"autograd: matmul: shapes [2 2 3] and [3 3 4] do not multiply (batch axes do not broadcast)"},
+		} {
+			tp := autograd.NewTape(d)
+			var bufs []*ops.Buffer
+			leaf := func(shape []int) autograd.Var {
+				b, err := ops.Zeros(d, numel(shape))
+				if err != nil {
+					t.Fatal(err)
+				}
+				bufs = append(bufs, b)
+				return tp.Leaf(b, shape, true)
+			}
+			a, b := leaf(c.a), leaf(c.b)
+			var y autograd.Var
+			if c.op == "add" {
+				y = tp.Add(a, b)
+			} else {
+				y = tp.MatMul(a, b)
+			}
+			switch err := tp.Err(); {
+			case c.errMsg != "":
+				if err == nil || err.Error() != c.errMsg {
+					t.Errorf("%s %v %v: error %v, want %q", c.op, c.a, c.b, err, c.errMsg)
+				}
+			case err != nil:
+				t.Errorf("%s %v %v: %v", c.op, c.a, c.b, err)
+			case !slices.Equal(tp.Shape(y), c.want):
+				t.Errorf("%s %v %v: shape %v, want %v", c.op, c.a, c.b, tp.Shape(y), c.want)
+			case tp.Backward(tp.Sum(y)) != nil || !slices.Equal(tp.Shape(a), c.a):
+				t.Errorf("%s %v %v: backward: %v", c.op, c.a, c.b, tp.Err())
+			}
+			tp.Reset()
+			for _, b := range bufs {
+				b.Release()
+			}
 		}
 	})
 }
