@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -17,6 +18,10 @@ type BatchNorm struct {
 	// elements that do not require grad (optimizers skip them: they never get a gradient),
 	// updated by every training-mode call and saved by StateDict under PyTorch's keys.
 	RunningMean, RunningVar *Param
+	// NumBatchesTracked counts the training-mode calls: a parameter of shape [] that does not
+	// require grad (PyTorch's num_batches_tracked, an int64 there; a float32 here, exact up to
+	// 2^24 batches).
+	NumBatchesTracked *Param
 	// Momentum (PyTorch's default 0.1) weighs the batch in the running statistics:
 	// running = (1 - Momentum)*running + Momentum*batch, with the batch's unbiased variance.
 	Momentum float64
@@ -26,8 +31,8 @@ type BatchNorm struct {
 }
 
 // NewBatchNorm returns a batch norm of channels channels whose parameters are named
-// name+".weight", ".bias", ".running_mean" and ".running_var" (PyTorch's state_dict keys, except
-// that there is no num_batches_tracked), with PyTorch's defaults.
+// name+".weight", ".bias", ".running_mean", ".running_var" and ".num_batches_tracked"
+// (PyTorch's state_dict keys), with PyTorch's defaults.
 func (s *Session) NewBatchNorm(name string, channels int) *BatchNorm {
 	bn := &BatchNorm{Momentum: 0.1, Eps: 1e-5, channels: channels}
 	ones := func() []float32 {
@@ -44,8 +49,10 @@ func (s *Session) NewBatchNorm(name string, channels int) *BatchNorm {
 	bn.Bias = s.Param(name+".bias", []int{channels}, nil)
 	bn.RunningMean = s.Param(name+".running_mean", []int{channels}, nil)
 	bn.RunningVar = s.Param(name+".running_var", []int{channels}, ones())
-	bn.RunningMean.SetRequiresGrad(false)
-	bn.RunningVar.SetRequiresGrad(false)
+	bn.NumBatchesTracked = s.Param(name+".num_batches_tracked", []int{}, nil)
+	for _, p := range []*Param{bn.RunningMean, bn.RunningVar, bn.NumBatchesTracked} {
+		p.SetRequiresGrad(false)
+	}
 	return bn
 }
 
@@ -61,8 +68,9 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 	if !ok {
 		return Var{}
 	}
-	if bn == nil || bn.Weight == nil || bn.Weight.s != s {
-		s.failf(op, "the batch norm is nil or from another session")
+	if bn == nil || slices.ContainsFunc([]*Param{bn.Weight, bn.Bias, bn.RunningMean, bn.RunningVar, bn.NumBatchesTracked},
+		func(p *Param) bool { return p == nil || p.s != s }) {
+		s.failf(op, "the batch norm is nil, lacks a parameter or is from another session (create it with NewBatchNorm)")
 		return Var{}
 	}
 	c := bn.channels
@@ -111,7 +119,7 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 }
 
 // track folds the statistics of the batch xc, c channels of m values each, into the running
-// statistics: both or, on an error, neither. The batch's mean and variance are computed here
+// statistics and counts the batch: all three or, on an error, none. The batch's mean and variance are computed here
 // again rather than taken from the normalization (whose sd holds sqrt(var + eps): the variance
 // back from it would lose eps's bits).
 func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
@@ -149,9 +157,22 @@ func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
 		nextMean.Release()
 		return err
 	}
-	bn.RunningMean.replace(nextMean)
-	bn.RunningVar.replace(nextVar)
-	bn.RunningMean.updated()
-	bn.RunningVar.updated()
+	one, err := ops.Full(nextVar.Device(), 1, 1)
+	var nextCount *ops.Buffer
+	if err == nil {
+		nextCount, err = ops.Add(bn.NumBatchesTracked.buf, one)
+		one.Release()
+	}
+	if err != nil {
+		ops.ReleaseThen(nil, nextMean, nextVar)
+		return err
+	}
+	for _, u := range []struct {
+		p   *Param
+		buf *ops.Buffer
+	}{{bn.RunningMean, nextMean}, {bn.RunningVar, nextVar}, {bn.NumBatchesTracked, nextCount}} {
+		u.p.replace(u.buf)
+		u.p.updated()
+	}
 	return nil
 }

@@ -71,6 +71,9 @@ func TestBatchNorm(t *testing.T) {
 		gv, _ := bn.RunningVar.Host()
 		near("running mean", gm, rm)
 		near("running var", gv, rv)
+		if cnt, _ := bn.NumBatchesTracked.Host(); !slices.Equal(cnt, []float32{2}) || len(bn.NumBatchesTracked.Shape()) != 0 {
+			t.Errorf("num_batches_tracked %v of shape %v, want [2] of shape []", cnt, bn.NumBatchesTracked.Shape())
+		}
 
 		// Evaluation mode, with gradients.
 		x := make([]float32, n*c*hw)
@@ -97,8 +100,9 @@ func TestBatchNorm(t *testing.T) {
 			t.Errorf("the running mean got a gradient")
 		}
 		gm2, _ := bn.RunningMean.Host()
-		if !slices.Equal(gm, gm2) {
-			t.Errorf("evaluation changed the running mean: %v -> %v", gm, gm2)
+		cnt, _ := bn.NumBatchesTracked.Host()
+		if !slices.Equal(gm, gm2) || !slices.Equal(cnt, []float32{2}) {
+			t.Errorf("evaluation changed the running mean (%v -> %v) or the batch count (%v)", gm, gm2, cnt)
 		}
 
 		sd, err := s.StateDict()
@@ -111,7 +115,7 @@ func TestBatchNorm(t *testing.T) {
 		}
 		autograd.ReleaseTensors(sd)
 		slices.Sort(keys)
-		if want := []string{"bn.bias", "bn.running_mean", "bn.running_var", "bn.weight"}; !slices.Equal(keys, want) {
+		if want := []string{"bn.bias", "bn.num_batches_tracked", "bn.running_mean", "bn.running_var", "bn.weight"}; !slices.Equal(keys, want) {
 			t.Errorf("state dict keys %v, want %v", keys, want)
 		}
 

@@ -80,7 +80,7 @@ func (t *Tape) SwapAdjacent(x Var, depth int) Var {
 	if depth < 0 {
 		return t.failf(op, "negative depth %d (depth %d swaps the last two axes of shape %v)", depth, len(vx.shape)-2, vx.shape)
 	}
-	if depth+1 >= len(vx.shape) {
+	if depth >= len(vx.shape)-1 { // not depth+1 >= len: it overflows
 		return x
 	}
 	shape := slices.Clone(vx.shape)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync/atomic"
 )
 
@@ -35,6 +36,27 @@ var ErrReleased = errors.New("ops: use of released buffer")
 // ErrOutOfMemory is returned (wrapped) when a device cannot hold a new buffer; on CUDA the error
 // also wraps the driver's (driver.ErrOutOfMemory).
 var ErrOutOfMemory = errors.New("ops: out of memory")
+
+// opError is an error of the op named op: its message is "ops: <op>: " and err's own message
+// without its "ops: " prefix; it wraps err (errors.Is(err, ErrOutOfMemory) still holds).
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "ops: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "ops: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// opErr names op in err (nil stays nil).
+func opErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &opError{op, err}
+}
 
 // maxBufferLen bounds a buffer's length: 2^46 floats (256 TiB), beyond which byte counts
 // overflow and no allocator could serve the request anyway; where int has 32 bits, the most
@@ -225,11 +247,11 @@ func (b *Buffer) useIn(op string) error {
 func FromFloat32(d *Device, data []float32) (*Buffer, error) {
 	b, err := newBuffer(d, len(data))
 	if err != nil || len(data) == 0 {
-		return b, err
+		return b, opErr("upload", err)
 	}
 	if err := d.be.upload(b.mem, data); err != nil {
 		b.Release()
-		return nil, err
+		return nil, opErr("upload", err)
 	}
 	return b, nil
 }
@@ -254,7 +276,7 @@ func (b *Buffer) Float32s() ([]float32, error) {
 		return out, nil
 	}
 	if err := b.dev.be.download(out, b.mem); err != nil {
-		return nil, err
+		return nil, opErr("download", err)
 	}
 	return out, nil
 }
@@ -273,34 +295,40 @@ func (b *Buffer) Float64s() ([]float64, error) {
 }
 
 // Zeros returns a new length-n buffer of +0.0.
-func Zeros(d *Device, n int) (*Buffer, error) { return Full(d, n, 0) }
+func Zeros(d *Device, n int) (*Buffer, error) { return full("zeros", d, n, 0) }
 
 // Full returns a new length-n buffer with every element float32(v).
-func Full(d *Device, n int, v float64) (*Buffer, error) {
+func Full(d *Device, n int, v float64) (*Buffer, error) { return full("full", d, n, v) }
+
+// full is Full, its errors naming op.
+func full(op string, d *Device, n int, v float64) (*Buffer, error) {
 	b, err := newBuffer(d, n)
 	if err != nil || n == 0 {
-		return b, err
+		return b, opErr(op, err)
 	}
 	if err := d.be.fill(b.mem, n, float32(v)); err != nil {
 		b.Release()
-		return nil, err
+		return nil, opErr(op, err)
 	}
 	return b, nil
 }
 
 // Copy returns a new buffer with the same contents (a device-to-device copy).
-func Copy(x *Buffer) (*Buffer, error) {
-	if err := x.useIn("copy"); err != nil {
+func Copy(x *Buffer) (*Buffer, error) { return copyAs("copy", x) }
+
+// copyAs is Copy, its errors naming op.
+func copyAs(op string, x *Buffer) (*Buffer, error) {
+	if err := x.useIn(op); err != nil {
 		return nil, err
 	}
 	defer x.done()
 	out, err := newBuffer(x.dev, x.n)
 	if err != nil || x.n == 0 {
-		return out, err
+		return out, opErr(op, err)
 	}
 	if err := x.dev.be.copy(out.mem, x.mem, x.n); err != nil {
 		out.Release()
-		return nil, err
+		return nil, opErr(op, err)
 	}
 	return out, nil
 }
@@ -314,7 +342,7 @@ func (b *Buffer) To(d *Device) (*Buffer, error) {
 		return nil, err
 	}
 	if d == b.dev {
-		return Copy(b)
+		return copyAs("to", b)
 	}
 	host, err := b.Float32s()
 	if err != nil {

@@ -137,9 +137,27 @@ func TestFillCopyEmpty(t *testing.T) {
 				t.Errorf("Zeros(%d): %v, want ErrOutOfMemory", n, err)
 			}
 		}
-		// An op's failed allocation names the op.
-		if _, err := RandUniform(d, testenv.Wide(1<<50), 1); !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "ops: rand_uniform: ") {
-			t.Errorf("RandUniform of 2^50: %v, want ErrOutOfMemory naming rand_uniform", err)
+		// An op's failed allocation names the op, once.
+		empty := mustBuf(t, d, nil)
+		huge := testenv.Wide(1 << 50)
+		for _, c := range []struct {
+			op  string
+			run func() error
+		}{
+			{"rand_uniform", func() error { _, err := RandUniform(d, huge, 1); return err }},
+			{"zeros", func() error { _, err := Zeros(d, huge); return err }},
+			{"full", func() error { _, err := Full(d, huge, 1); return err }},
+			{"matmul", func() error { _, err := Matmul(empty, empty, huge>>25, 0, 1<<25); return err }},
+			{"bmm", func() error { _, err := Bmm(empty, empty, 1, huge>>25, 0, 1<<25); return err }},
+		} {
+			err := c.run()
+			if !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "ops: "+c.op+": out of memory: ") ||
+				strings.Count(err.Error(), "ops: ") != 1 {
+				t.Errorf("%s of 2^50 elements: %v, want ErrOutOfMemory as \"ops: %s: out of memory: ...\"", c.op, err, c.op)
+			}
+		}
+		if _, err := Zeros(d, -1); err == nil || err.Error() != "ops: zeros: negative length -1" {
+			t.Errorf("Zeros(-1): %v", err)
 		}
 	}
 }

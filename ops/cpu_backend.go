@@ -11,7 +11,7 @@ import (
 
 // hostMemory is hostMemoryBytes, asked once (a system call per allocation cost the CPU ops a
 // third of their dispatch time).
-var hostMemory = sync.OnceValue(hostMemoryBytes)
+var hostMemory = sync.OnceValues(hostMemoryBytes)
 
 // cpuBackend runs the Go twins of package cpu on host memory, splitting large buffers across
 // GOMAXPROCS goroutines (every kernel is independent per element or per chunk, so the split
@@ -29,7 +29,8 @@ type cpuBackend struct {
 // cpuCacheLimit is the most bytes the CPU backend keeps cached: 1/32 of RAM, between 64 MiB and
 // 1 GiB (64 MiB when RAM is unknown).
 var cpuCacheLimit = sync.OnceValue(func() int64 {
-	return min(max(int64(hostMemory()/32), 64<<20), 1<<30)
+	total, _ := hostMemory()
+	return min(max(int64(total/32), 64<<20), 1<<30)
 })
 
 // grain is the smallest slice worth a goroutine.
@@ -42,9 +43,9 @@ const checkedBytes = 256 << 20
 func (c *cpuBackend) alloc(n int) (storage, error) {
 	// A Go allocation larger than memory is a fatal error (or the kernel kills the process when
 	// the memory is touched), not a panic: refuse it first.
-	if total := hostMemory(); total > 0 && uint64(n) > total/4 {
-		return storage{}, fmt.Errorf("%w: %s requested on the CPU, %s of memory (RAM, cgroup and address-space limits)",
-			ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)))
+	if total, what := hostMemory(); total > 0 && uint64(n) > total/4 {
+		return storage{}, fmt.Errorf("%w: %s requested on the CPU, more than its %s %s",
+			ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)), what)
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)
 	c.mu.Lock()

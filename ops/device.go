@@ -119,17 +119,20 @@ type Stats struct {
 	DeviceTotal uint64 // total device memory (0 on the CPU)
 }
 
-// Stats returns the device's allocator telemetry.
+// Stats returns the device's allocator telemetry. Each counter is exact once the device is
+// quiet; a snapshot taken while other goroutines allocate reads the counters one after another
+// (not atomically) but keeps FreeCount <= AllocCount and LiveBytes <= PeakBytes.
 func (d *Device) Stats() Stats {
 	if d.check() != nil {
 		return Stats{}
 	}
-	s := Stats{
-		LiveBytes:  d.stats.live.Load(),
-		PeakBytes:  d.stats.peak.Load(),
-		AllocCount: d.stats.allocs.Load(),
-		FreeCount:  d.stats.frees.Load(),
-	}
+	// A free is counted after its allocation and the peak after the live bytes grew: read the
+	// later counter first.
+	var s Stats
+	s.FreeCount = d.stats.frees.Load()
+	s.AllocCount = d.stats.allocs.Load()
+	s.LiveBytes = d.stats.live.Load()
+	s.PeakBytes = max(d.stats.peak.Load(), s.LiveBytes)
 	if c, ok := d.be.(interface{ cachedBytes() int64 }); ok {
 		s.CachedBytes = c.cachedBytes()
 	}
@@ -179,8 +182,8 @@ func deterministicFromEnv(lookup func(string) (string, bool)) bool {
 	return v != "" && v != "0"
 }
 
-// envOn reads a switch from the environment: off when v is empty or one of 0, false, off, no
-// (any case), on otherwise.
+// envOn reads a switch from the environment: off when v is empty or one of 0, f, false, n, no,
+// off (any case, surrounding spaces ignored), on otherwise.
 func envOn(v string) bool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", "0", "f", "false", "off", "no", "n":
@@ -189,13 +192,14 @@ func envOn(v string) bool {
 	return true
 }
 
-// SetDeterministic turns deterministic-reductions mode on or off for the process. In that mode
-// the kernels that accumulate with atomics in fast mode (scatter-add, broadcast adjoints, axis
-// sums, pooling backward) run fixed-order code instead and are bit-identical to the CPU; a
-// kernel without a deterministic path returns an error. The initial value comes from
-// TORCHLEAN_DETERMINISTIC (off when unset, empty, 0, false, off or no; on for 1, true, on or
-// any other value) or, when that is unset or empty, TorchLean's
-// TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS (on unless empty or 0).
+// SetDeterministic turns deterministic-reductions mode on or off for the process. Of the kernels
+// so far only the scatter-adds read it: in fast mode they accumulate with atomics on a GPU (in
+// index order on the CPU), in deterministic mode they add each target's values in index order,
+// bit-identical on both. Every other kernel (reductions, broadcast adjoints, matmul) has one
+// fixed order in both modes. The initial value comes from TORCHLEAN_DETERMINISTIC (off when
+// unset, empty, 0, f, false, n, no or off, in any case; on for any other value such as 1, true
+// or on) or, when that is unset or empty, TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS
+// (on unless empty or 0). Both are read once, when the package is initialized.
 func SetDeterministic(on bool) { deterministic.Store(on) }
 
 // Deterministic reports the mode.

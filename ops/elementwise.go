@@ -76,7 +76,7 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	for k := range op.outs {
 		if outs[k], err = newBuffer(d, n); err != nil {
 			ReleaseThen(nil, outs[:k]...)
-			return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)
+			return [2]*Buffer{}, opErr(op.name, err)
 		}
 	}
 	if n == 0 {
@@ -95,7 +95,7 @@ func (op *mapOp) run(ins []*Buffer, scalars ...float64) (outs [2]*Buffer, err er
 	}
 	if err := d.be.mapKernel(op, om, im, n, sc); err != nil {
 		ReleaseThen(nil, outs[:op.outs]...)
-		return [2]*Buffer{}, fmt.Errorf("ops: %s: %w", op.name, err)
+		return [2]*Buffer{}, opErr(op.name, err)
 	}
 	return outs, nil
 }

@@ -9,19 +9,25 @@ import (
 	"syscall"
 )
 
-// hostMemoryBytes returns the most memory the process can have: the least of the machine's
-// RAM, the memory limits of its cgroup and the cgroup's ancestors, and its address-space limit
-// (addressSpaceLimit: RLIMIT_AS, 3 GiB for a 32-bit program); 0 if none is known.
-func hostMemoryBytes() uint64 {
-	var limit uint64
+// hostMemoryBytes returns the most memory the process can have, and which limit that is (for
+// messages): the least of the machine's RAM, the memory limits of its cgroup and the cgroup's
+// ancestors, and its address-space limit (addressSpaceLimit: RLIMIT_AS, 3 GiB for a 32-bit
+// program); 0 if none is known.
+func hostMemoryBytes() (limit uint64, what string) {
+	take := func(v uint64, w string) {
+		if v != 0 && (limit == 0 || v < limit) {
+			limit, what = v, w
+		}
+	}
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) == nil {
-		limit = least(limit, uint64(si.Totalram)*uint64(si.Unit))
+		take(uint64(si.Totalram)*uint64(si.Unit), "of RAM")
 	}
 	for _, g := range cgroupLevels() {
-		limit = least(limit, g.limit)
+		take(g.limit, "under its cgroup's memory limit")
 	}
-	return least(limit, addressSpaceLimit())
+	take(addressSpaceLimit(), "of address space under its limit (ulimit -v; 3 GiB for a 32-bit program)")
+	return limit, what
 }
 
 // hostAvailable returns the memory a new allocation can take now, and whether that is known:

@@ -78,7 +78,8 @@ func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
 			}
 		}
 	}
-	return newIndices(d, host)
+	ix, err := newIndices(d, host)
+	return ix, opErr(op, err)
 }
 
 // newIndices uploads host, which comes from scratchU32 and belongs to the result (or, on error,
@@ -270,7 +271,14 @@ func ScatterAdd(x, values *Buffer, n int, idx []int) (*Buffer, error) {
 // row i. Like the other scatters it ignores a row i >= rows (the reference panicked there: a
 // flaw it lists); a negative i or one above math.MaxUint32 is an error.
 func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
-	return scatterRows("scatter_add_row", mat, rowVec, rows, cols, []int{i})
+	const op = "scatter_add_row"
+	if err := matrix(op, "mat", mat, rows, cols); err != nil {
+		return nil, err
+	}
+	if err := checkLen(op, rowVec, cols, "rowVec"); err != nil {
+		return nil, err
+	}
+	return scatterRows(op, mat, rowVec, rows, cols, []int{i})
 }
 
 // ScatterAddRows returns a copy of the (rows, cols) matrix mat with row j of values (a
@@ -318,7 +326,7 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 		return nil, err
 	}
 	if !Deterministic() {
-		out, err := Copy(mat)
+		out, err := copyAs(op, mat)
 		if err != nil || out.n == 0 || k == 0 {
 			return out, err
 		}

@@ -123,7 +123,7 @@ func (op *kernelOp) call(outLens []int, ins []*Buffer, idx []*Indices, sizes []i
 		b, err := newBuffer(d, n)
 		if err != nil {
 			releaseAll(outs[:k])
-			return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+			return nil, opErr(op.name, err)
 		}
 		outs[k] = b
 		empty = empty && n == 0
@@ -172,7 +172,7 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 	a.sizes, a.scalars = sizes, scalars
 	err := outs[0].dev.be.kernel(op, &a)
 	if err != nil {
-		return fmt.Errorf("ops: %s: %w", op.name, err)
+		return opErr(op.name, err)
 	}
 	return nil
 }

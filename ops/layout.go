@@ -199,8 +199,8 @@ func SwapAdjacentAtDepth(x *Buffer, dims []int, depth int) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(dims) < 2 || depth < 0 || depth+1 >= len(dims) {
-		return nil, fmt.Errorf("ops: %s: depth %d needs axes %d and %d of a rank-%d buffer", op, depth, depth, depth+1, len(dims))
+	if depth < 0 || depth >= len(dims)-1 { // not depth+1 >= len(dims): it overflows
+		return nil, fmt.Errorf("ops: %s: depth %d does not name two adjacent axes of a rank-%d buffer", op, depth, len(dims))
 	}
 	outer, inner := 1, 1
 	for _, d := range dims[:depth] {
@@ -308,7 +308,7 @@ func BroadcastTo(x *Buffer, inDims, outDims, axisMap []int) (*Buffer, error) {
 	case b.outN == 0:
 		return newBuffer(x.dev, 0)
 	case b.kept == 1<<len(b.dims)-1: // nothing broadcast: a copy
-		return Copy(x)
+		return copyAs(op, x)
 	case len(b.dims) == 2 && b.kept == 2:
 		return BroadcastVecToRows(x, b.dims[0], b.dims[1])
 	case len(b.dims) == 2 && b.kept == 1:

@@ -75,7 +75,7 @@ func bmm(op string, a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buf
 		return nil, err
 	}
 	if n == 0 || lenC == 0 {
-		return Zeros(a.dev, lenC)
+		return full(op, a.dev, lenC, 0)
 	}
 	k := 0
 	if transA {

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -40,7 +39,7 @@ func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
 			if cur != x {
 				cur.Release()
 			}
-			return nil, fmt.Errorf("ops: %s: %w", name, err)
+			return nil, opErr(name, err)
 		}
 		div := float32(1)
 		if parts == 1 {
@@ -52,7 +51,7 @@ func reduceAll(name string, x *Buffer, mean bool) (*Buffer, error) {
 		}
 		if err != nil {
 			out.Release()
-			return nil, fmt.Errorf("ops: %s: %w", name, err)
+			return nil, opErr(name, err)
 		}
 		if parts == 1 {
 			return out, nil

@@ -217,7 +217,7 @@ func reduceAxis(op string, x *Buffer, dims []int, axis int, mean bool) (*Buffer,
 		return nil, err
 	}
 	if len(dims) == 0 && axis == 0 { // a scalar, as PyTorch's sum(dim=0) of a 0-d tensor
-		return Copy(x)
+		return copyAs(op, x)
 	}
 	if axis < 0 || axis >= len(dims) {
 		return nil, fmt.Errorf("ops: %s: axis %d of a rank-%d buffer", op, axis, len(dims))
@@ -256,9 +256,9 @@ func ReduceFromBroadcastTo(dOut *Buffer, inDims, outDims, axisMap []int) (*Buffe
 	r := len(b.dims)
 	switch {
 	case b.outN == 0:
-		return Zeros(dOut.dev, b.inN)
+		return full(op, dOut.dev, b.inN, 0)
 	case b.kept == 1<<r-1:
-		return Copy(dOut)
+		return copyAs(op, dOut)
 	case b.kept == 0:
 		return Sum(dOut)
 	case r == 2 && b.kept == 2: // (free, kept)

@@ -25,7 +25,7 @@ func KeyOf(seed, counter uint64) uint64 { return cpu.SplitMix64(cpu.SplitMix64(s
 func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer, error) {
 	out, err := newBuffer(d, n)
 	if err != nil {
-		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+		return nil, opErr(op.name, err)
 	}
 	if n == 0 {
 		return out, nil
@@ -36,7 +36,7 @@ func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer
 	}
 	if err := d.be.randKernel(op, out.mem, n, key, sc); err != nil {
 		out.Release()
-		return nil, fmt.Errorf("ops: %s: %w", op.name, err)
+		return nil, opErr(op.name, err)
 	}
 	return out, nil
 }
