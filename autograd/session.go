@@ -589,7 +589,8 @@ func (r Ints) Indices() *ops.Indices {
 // session's device (Value), which optimizers update in place (an optimizer step between a forward
 // pass and its backward pass first moves the parameter to a copy, leaving the recorded buffer to
 // the pass until Reset); a host copy is kept in sync explicitly: Sync and Host download it when
-// an update made it stale, Set uploads new values.
+// an update made it stale, Set uploads new values. Like its session, a Param is not safe for
+// concurrent use (nor are the optimizers).
 type Param struct {
 	s            *Session
 	name         string

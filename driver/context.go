@@ -65,8 +65,10 @@ func (x *Context) Lock() error {
 }
 
 // Unlock undoes one successful Lock (runtime.UnlockOSThread). The context
-// stays current on the thread, which is harmless: the next Lock on any
-// thread sets it again.
+// stays current on the thread: the previous current context is not restored.
+// That is harmless within this module, whose every driver call sits between a
+// Lock and its Unlock, but code that calls the CUDA driver itself on the same
+// OS thread must make its own context current again.
 func (x *Context) Unlock() { runtime.UnlockOSThread() }
 
 // Release releases the primary context (cuDevicePrimaryCtxRelease_v2). Only

@@ -6,7 +6,9 @@ import (
 	"unsafe"
 )
 
-// Module is a loaded CUmodule.
+// Module is a loaded CUmodule. Modules and their Functions are immutable
+// handles: they may be copied and used from any goroutine, each method that
+// calls the driver on a thread holding the context's Lock, as it says.
 type Module struct {
 	c *CUDA
 	h uintptr

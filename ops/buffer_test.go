@@ -510,3 +510,46 @@ func TestEnvOn(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsSnapshotUnderLoad: Stats read while other goroutines allocate and release keeps
+// FreeCount <= AllocCount and LiveBytes <= PeakBytes, and the counters settle exactly.
+func TestStatsSnapshotUnderLoad(t *testing.T) {
+	d := CPU()
+	before := d.Stats()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	const workers = 4
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b, err := Zeros(d, 1+(i+w)%7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b.Release()
+			}
+		}()
+	}
+	for range 20000 {
+		s := d.Stats()
+		if s.FreeCount > s.AllocCount || s.LiveBytes > s.PeakBytes {
+			t.Errorf("torn snapshot: %+v", s)
+			break
+		}
+	}
+	close(stop)
+	for range workers {
+		<-done
+	}
+	after := d.Stats()
+	if after.LiveBytes != before.LiveBytes || after.AllocCount-before.AllocCount != after.FreeCount-before.FreeCount {
+		t.Errorf("counters did not settle: before %+v, after %+v", before, after)
+	}
+}

@@ -38,7 +38,8 @@ var (
 // uploaded once, so that a gather and the scatter-add of its backward pass (or many steps over
 // the same batch) share one upload; the deterministic scatter's sorted form is built once per
 // target row count and kept. Release frees the device memory and the host copy (once the ops
-// using them are done; a GC cleanup is a safety net).
+// using them are done; a GC cleanup is a safety net). Indices are safe for concurrent use, like
+// Buffers.
 type Indices struct {
 	dev  *Device
 	n    int
