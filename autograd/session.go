@@ -41,10 +41,11 @@ type Options struct {
 // # Errors
 //
 // Errors from the caller's input (a shape mismatch, a bad index, a bad hyperparameter, a stale
-// handle) and from the device never panic. The session keeps the first one for its whole life:
-// every later op, Backward and optimizer Step is a no-op that returns it (or the invalid zero
-// Var), Reset does not clear it, and Err reports it. So a training loop may check once, at the
-// end. The messages name the op and the offending shapes or values.
+// handle) and from the device never panic. The session keeps the first one: every later op,
+// Backward and optimizer Step is a no-op that returns it (or the invalid zero Var), Reset does
+// not clear it, and Err reports it. So a training loop may check once, at the end. The messages
+// name the op and the offending shapes or values. A loop that skips a bad batch and goes on, as
+// a PyTorch loop catching the exception would, calls ClearErr.
 //
 // # Ownership
 //
@@ -106,6 +107,26 @@ func (s *Session) Err() error {
 		s.err = s.Tape.err
 	}
 	return s.err
+}
+
+// ClearErr forgets the recorded error and returns it (nil if there was none), ending the current
+// step as Reset does, so that the next step runs. An error of the caller's input (a shape, an
+// index or label, a hyperparameter, a stale handle) changed nothing: parameters, their
+// gradients, optimizer state and running statistics are as before the failed call, and so they
+// are after a forward op the device had no memory for. A device error inside Backward or an
+// optimizer Step may have applied part of it (some gradients accumulated, some parameters
+// updated; ZeroGrad clears the gradients), and after a device fault every later op fails again
+// with the device's error. A closed session stays closed: ClearErr returns its error and keeps
+// it.
+func (s *Session) ClearErr() error {
+	err := s.Err()
+	if err == nil || s.closed {
+		return err
+	}
+	s.Reset()
+	s.err = nil
+	s.Tape.err = nil
+	return err
 }
 
 // fail records err unless an error is recorded already, makes the tape's ops no-ops, and

@@ -586,3 +586,61 @@ func TestParamNormal(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionClearErr: a bad batch (an out-of-range label) fails its step; ClearErr returns that
+// error and the next steps train from the same parameters, gradients and optimizer state as a
+// session that never saw the bad batch, bit for bit. A closed session stays closed.
+func TestSessionClearErr(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		before := d.Stats().LiveBytes
+		run := func(bad bool) []float32 {
+			s := autograd.NewSession(autograd.Options{Device: d, Seed: 3})
+			defer s.Close()
+			w := s.ParamUniform("w", []int{3, 4}, -1, 1)
+			opt := autograd.NewAdamW([]*autograd.Param{w}, autograd.DefaultAdamW())
+			x := []float32{1, 2, 3, 4, -1, 0.5, 2, 0}
+			step := func(labels []int) error {
+				s.Reset()
+				loss := s.CrossEntropy(s.Linear(s.Input(x, 2, 4), s.Use(w), autograd.Var{}), labels)
+				s.Backward(loss)
+				opt.Step()
+				opt.ZeroGrad()
+				return s.Err()
+			}
+			if err := step([]int{0, 2}); err != nil {
+				t.Fatal(err)
+			}
+			if bad {
+				err := step([]int{0, 3})
+				if err == nil || !strings.Contains(err.Error(), "label") {
+					t.Fatalf("bad label: error %v", err)
+				}
+				if got := s.ClearErr(); got != err {
+					t.Errorf("ClearErr returned %v, want %v", got, err)
+				}
+				if s.Err() != nil || s.ClearErr() != nil {
+					t.Errorf("error after ClearErr: %v", s.Err())
+				}
+			}
+			if err := step([]int{1, 2}); err != nil {
+				t.Fatal(err)
+			}
+			v, err := w.Host()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if clean, recovered := run(false), run(true); !slices.Equal(clean, recovered) {
+			t.Errorf("parameters after a recovered bad step %v, want %v", recovered, clean)
+		}
+		s := autograd.NewSession(autograd.Options{Device: d})
+		s.Close()
+		if err := s.ClearErr(); !errors.Is(err, autograd.ErrClosed) || !errors.Is(s.Err(), autograd.ErrClosed) {
+			t.Errorf("ClearErr on a closed session: %v, then %v", err, s.Err())
+		}
+		if after := d.Stats().LiveBytes; after != before {
+			t.Errorf("live bytes %d, want %d", after, before)
+		}
+	})
+}
