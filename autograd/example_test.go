@@ -85,3 +85,31 @@ func ExampleTape_Apply() {
 	fmt.Println(yv, gv)
 	// Output: [2.25 0 4] [-3 0 4]
 }
+
+// MatMul follows torch.matmul and the binary ops broadcast by NumPy's rule: a batch of
+// sequences (2, 3, 4) times a weight (4, 2) is one product with the rows folded, and a bias of
+// shape (2) adds to every row. The bias's gradient sums over the rows it was repeated along.
+func ExampleTape_MatMul() {
+	d := ops.CPU()
+	xb, _ := ops.Full(d, 2*3*4, 0.5)
+	wb, _ := ops.FromFloat32(d, []float32{1, 0, 0, 1, 1, 0, 0, 1})
+	bb, _ := ops.FromFloat32(d, []float32{10, 20})
+	tp := autograd.NewTape(d)
+	x := tp.Const(xb, []int{2, 3, 4})
+	w, b := tp.Leaf(wb, []int{4, 2}, true), tp.Leaf(bb, []int{2}, true)
+	y := tp.Add(tp.MatMul(x, w), b)
+	v, _ := tp.Value(y).Float32s()
+	fmt.Println(tp.Shape(y), v[:2])
+	if err := tp.Backward(tp.Sum(y)); err != nil {
+		fmt.Println(err)
+	}
+	g, _ := tp.Grad(b).Float32s()
+	fmt.Println("bias gradient", g)
+	tp.Reset()
+	for _, buf := range []*ops.Buffer{xb, wb, bb} {
+		buf.Release()
+	}
+	// Output:
+	// [2 3 2] [11 21]
+	// bias gradient [6 6]
+}

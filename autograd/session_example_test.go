@@ -102,3 +102,29 @@ func ExampleSession_BatchNorm() {
 	// running mean [0.25 2.50], running var [1.0667 17.5667]
 	// eval: [0.726 1.789 1.694 4.175 2.663 6.561 3.631 8.947]
 }
+
+// A bad batch (here a label out of range) fails its step; ClearErr reports it and lets the loop
+// go on from the same parameters, as a PyTorch loop that catches the exception would.
+func ExampleSession_ClearErr() {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 1})
+	defer s.Close()
+	w := s.ParamUniform("w", []int{3, 2}, -1, 1)
+	opt := autograd.NewSGD([]*autograd.Param{w}, autograd.SGDOptions{LR: 0.5})
+	x := []float32{1, -1, 0.5, 2}
+	for step, labels := range [][]int{{0, 2}, {0, 7}, {0, 2}} {
+		s.Reset()
+		loss := s.CrossEntropy(s.Linear(s.Input(x, 2, 2), s.Use(w), autograd.Var{}), labels)
+		s.Backward(loss)
+		opt.Step()
+		opt.ZeroGrad()
+		if err := s.ClearErr(); err != nil {
+			fmt.Printf("step %d skipped: %v\n", step, err)
+			continue
+		}
+		fmt.Printf("step %d trained\n", step)
+	}
+	// Output:
+	// step 0 trained
+	// step 1 skipped: autograd: cross_entropy: label 7 at position 1 is outside [0, 3)
+	// step 2 trained
+}
