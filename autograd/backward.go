@@ -85,7 +85,7 @@ func (t *Tape) backward(op string, ys []Var, seeds []*ops.Buffer, keep []Var) er
 		}
 	}
 	fail := func(err error) error {
-		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		t.fail(opFailed(op, err))
 		return t.err
 	}
 	if t.done {
@@ -180,7 +180,7 @@ func (t *Tape) run(op string, last int, keep []bool) error {
 		}
 		z, err := ops.Zeros(t.dev, size(t.nodes[i].val.shape))
 		if err != nil {
-			return fail(fmt.Errorf("autograd: %s: %w", op, err))
+			return fail(opFailed(op, err))
 		}
 		t.grads[i] = z
 		t.unreached[i] = true

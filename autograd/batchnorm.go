@@ -50,6 +50,7 @@ func (s *Session) NewBatchNorm(name string, channels int) *BatchNorm {
 	bn.RunningMean = s.Param(name+".running_mean", []int{channels}, nil)
 	bn.RunningVar = s.Param(name+".running_var", []int{channels}, ones())
 	bn.NumBatchesTracked = s.Param(name+".num_batches_tracked", []int{}, nil)
+	bn.NumBatchesTracked.optional = true // PyTorch loads state dicts saved before it had one
 	for _, p := range []*Param{bn.RunningMean, bn.RunningVar, bn.NumBatchesTracked} {
 		p.SetRequiresGrad(false)
 	}
@@ -69,7 +70,7 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 		return Var{}
 	}
 	if bn == nil || slices.ContainsFunc([]*Param{bn.Weight, bn.Bias, bn.RunningMean, bn.RunningVar, bn.NumBatchesTracked},
-		func(p *Param) bool { return p == nil || p.s != s }) {
+		func(p *Param) bool { return p == nil || p.s != s || p.buf == nil }) {
 		s.failf(op, "the batch norm is nil, lacks a parameter or is from another session (create it with NewBatchNorm)")
 		return Var{}
 	}

@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -148,10 +147,10 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 			return t.failf(op.name, "shapes %v and %v do not broadcast", va.shape, vb.shape)
 		}
 		if !slices.Equal(va.shape, shape) {
-			a = t.BroadcastTo(a, shape...)
+			a = t.broadcastFor(op.name, a, va.shape, shape)
 		}
 		if !slices.Equal(vb.shape, shape) {
-			b = t.BroadcastTo(b, shape...)
+			b = t.broadcastFor(op.name, b, vb.shape, shape)
 		}
 		return t.binary(op, a, b)
 	}
@@ -159,6 +158,19 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	return t.record(op.name, va.shape, y, err, nil, []Var{a, b}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return op.bwd(va.buf, vb.buf, g, need)
 	})
+}
+
+// broadcastFor returns x, of shape from, broadcast to shape for op: a view (Reshape) when no
+// element repeats (the axes added or grown all have size 1 before and after), else a recorded
+// BroadcastTo, which takes ranks up to ops.MaxRank.
+func (t *Tape) broadcastFor(op string, x Var, from, shape []int) Var {
+	switch {
+	case size(from) == size(shape):
+		return t.Reshape(x, shape...)
+	case len(shape) > ops.MaxRank:
+		return t.failf(op, "broadcasting shape %v to %v takes rank %d, above ops.MaxRank (%d)", from, shape, len(shape), ops.MaxRank)
+	}
+	return t.BroadcastTo(x, shape...)
 }
 
 // broadcastShapes returns the shape that a and b broadcast to by NumPy's (and PyTorch's) rule:
@@ -226,7 +238,7 @@ func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
 	keep := 1 - p
 	mask, err := ops.BernoulliMask(t.dev, vx.len(), keep, key)
 	if err != nil {
-		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return t.fail(opFailed(op, err))
 	}
 	apply := func(x *ops.Buffer) (*ops.Buffer, error) {
 		return then(x,

@@ -82,7 +82,7 @@ func (t *Tape) Apply(f Function, xs ...Var) Var {
 			y.Release()
 		}
 		release(work)
-		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return t.fail(opFailed(op, err))
 	}
 	saved = slices.Clone(saved)
 	back := func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {

@@ -14,8 +14,9 @@ import (
 // the leading axes folded into rows: (..., m, p). Otherwise both operands are stacks of matrices
 // whose batch axes (all but the last two) broadcast by NumPy's rule, and each pair is multiplied
 // (Bmm): (batch..., m, p). Matrix products are read in place for the gradients
-// (ops.BmmWithTranspose), never transposed in memory; a broadcast operand is materialized by a
-// recorded BroadcastTo, whose gradient sums over the repeated axes.
+// (ops.BmmWithTranspose), never transposed in memory; an operand whose batch axes repeat is
+// materialized by a recorded BroadcastTo (rank up to ops.MaxRank), whose gradient sums over
+// the repeated axes.
 func (t *Tape) MatMul(a, b Var) Var {
 	const op = "matmul"
 	vs, ok := t.args(op, a, b)
@@ -50,7 +51,7 @@ func (t *Tape) MatMul(a, b Var) Var {
 	stack := func(x Var, shape []int) Var {
 		rows, cols := shape[len(shape)-2], shape[len(shape)-1]
 		if want := append(slices.Clone(batch), rows, cols); !slices.Equal(shape, want) {
-			x = t.BroadcastTo(x, want...)
+			x = t.broadcastFor(op, x, shape, want)
 		}
 		return t.Reshape(x, size(batch), rows, cols)
 	}

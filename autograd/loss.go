@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -108,7 +107,7 @@ func (t *Tape) CrossEntropyWith(logits Var, labels []int, o CrossEntropyOptions)
 	work := make([]releaser, 0, 3)
 	fail := func(err error) Var {
 		release(work)
-		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return t.fail(opFailed(op, err))
 	}
 	ix, err := ops.NewIndices(t.dev, flat)
 	if err != nil {

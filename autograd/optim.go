@@ -73,7 +73,9 @@ type optimizer struct {
 const maxStep = 1 << 24
 
 // init checks params (distinct, of one session, created without error) and check (the
-// hyperparameters' error), and registers the optimizer with the session.
+// hyperparameters' error), and registers the optimizer with the session; an optimizer that
+// failed these checks records its error in the session and is not registered (its parameters
+// stay free for another optimizer), and every use of it returns that error.
 func (o *optimizer) init(name string, params []*Param, keys []string, counted bool, check error) {
 	o.name, o.params, o.keys, o.counted = name, slices.Clone(params), keys, counted
 	o.state, o.steps = make([][]*ops.Buffer, len(params)), make([]int, len(params))
@@ -94,7 +96,7 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 		break
 	}
 	if o.err == nil && check != nil {
-		o.err = fmt.Errorf("autograd: %s: %w", name, check)
+		o.err = opFailed(name, check)
 	}
 	if o.s == nil {
 		return
@@ -108,13 +110,19 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 	}
 	if o.err != nil {
 		o.s.fail(o.err)
+		return
 	}
 	o.s.optims = append(o.s.optims, o)
 }
 
-// ready returns the error that prevents using the optimizer, if any.
+// ready returns the error that prevents using the optimizer, if any: the constructor's error
+// is recorded in the session again (after ClearErr, a Step of a failed optimizer is still an
+// error the session reports).
 func (o *optimizer) ready() error {
 	if err := o.open(); err != nil {
+		if o.err != nil && o.s != nil {
+			return o.s.fail(o.err)
+		}
 		return err
 	}
 	if o.s == nil {
@@ -142,32 +150,55 @@ func (o *optimizer) open() error {
 
 // step runs update on every parameter that has a gradient, with its state (zeros, allocated
 // on its first step), whether the state was just allocated, and the number of this step (from
-// 1).
+// 1). It first checks every gradient and allocates every new state, so that an error of the
+// caller's input (a released gradient) or an allocation that fails changes nothing; an update
+// that fails after that (a device error) leaves the earlier parameters updated.
 func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, step int) error) error {
 	if err := o.ready(); err != nil {
 		return err
+	}
+	fresh := make([][]*ops.Buffer, len(o.params)) // new states, adopted by successful updates
+	defer func() {
+		for _, st := range fresh {
+			releaseAll(st)
+		}
+	}()
+	for i, p := range o.params {
+		if p.grad == nil {
+			continue
+		}
+		if err := p.grad.Err(); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: gradient of %s: %w", o.name, p.name, err))
+		}
+		if o.state[i] != nil {
+			continue
+		}
+		st := make([]*ops.Buffer, len(o.keys))
+		for k := range st {
+			var err error
+			if st[k], err = ops.Zeros(o.s.Device(), p.buf.Len()); err != nil {
+				releaseAll(st)
+				return o.s.fail(fmt.Errorf("autograd: %s: state of %s: %w", o.name, p.name, err))
+			}
+		}
+		fresh[i] = st
 	}
 	for i, p := range o.params {
 		if p.grad == nil {
 			continue
 		}
-		fresh := o.state[i] == nil
-		if fresh {
-			st := make([]*ops.Buffer, len(o.keys))
-			for k := range st {
-				var err error
-				if st[k], err = ops.Zeros(o.s.Device(), p.buf.Len()); err != nil {
-					releaseAll(st)
-					return o.s.fail(fmt.Errorf("autograd: %s: state of %s: %w", o.name, p.name, err))
-				}
-			}
-			o.state[i], o.steps[i] = st, 0
+		st, isNew := o.state[i], fresh[i] != nil
+		if isNew {
+			st = fresh[i]
 		}
 		if err := p.unshare(); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
 		}
-		if err := update(p, o.state[i], fresh, o.steps[i]+1); err != nil {
+		if err := update(p, st, isNew, o.steps[i]+1); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
+		}
+		if isNew {
+			o.state[i], o.steps[i], fresh[i] = st, 0, nil
 		}
 		o.steps[i]++
 		p.updated()
@@ -390,7 +421,11 @@ func NewAdamW(params []*Param, o AdamOptions) *Adam { return newAdam("adamw", pa
 func newAdam(name string, params []*Param, o AdamOptions, decoupled bool) *Adam {
 	opt := &Adam{h: ops.AdamParams{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
 		WeightDecay: o.WeightDecay, Decoupled: decoupled}}
-	opt.init(name, params, []string{"exp_avg", "exp_avg_sq"}, true, opt.h.Check())
+	check := opt.h.Check()
+	if check != nil && o.Eps == 0 {
+		check = fmt.Errorf("%w (AdamOptions' zero values are not PyTorch's defaults: start from DefaultAdam or DefaultAdamW and set LR)", check)
+	}
+	opt.init(name, params, []string{"exp_avg", "exp_avg_sq"}, true, check)
 	return opt
 }
 
@@ -412,7 +447,7 @@ func (o *optimizer) setHyper(check error, set func()) {
 		set()
 		return
 	}
-	err := fmt.Errorf("autograd: %s: %w", o.name, check)
+	err := opFailed(o.name, check)
 	if o.s != nil {
 		o.s.fail(err)
 	} else if o.err == nil {

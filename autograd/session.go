@@ -109,8 +109,8 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// ClearErr forgets the recorded error and returns it (nil if there was none), ending the current
-// step as Reset does, so that the next step runs. An error of the caller's input (a shape, an
+// ClearErr forgets the recorded error and returns it, ending the current step as Reset does, so
+// that the next step runs; with no error recorded it does nothing and returns nil. An error of the caller's input (a shape, an
 // index or label, a hyperparameter, a stale handle) changed nothing: parameters, their
 // gradients, optimizer state and running statistics are as before the failed call, and so they
 // are after a forward op the device had no memory for. A device error inside Backward or an
@@ -199,12 +199,38 @@ func (s *Session) SetRandomState(seed, draws uint64) {
 }
 
 // NextKey returns the key of the session's next random draw, ops.KeyOf(Seed, k) for the k-th
-// call (from 0), and advances the count. Uniform, Bernoulli, Dropout, ParamUniform and
-// ParamNormal take their keys from it.
+// call (from 0), and advances the count. Uniform, Normal, Bernoulli, Dropout, ParamUniform and
+// ParamNormal take their keys from the same count, advancing it only when they succeed: a call
+// that fails (a bad argument) draws nothing, so after ClearErr the draws go on as if it had
+// not been made.
 func (s *Session) NextKey() uint64 {
 	k := ops.KeyOf(s.seed, s.counter)
 	s.counter++
 	return k
+}
+
+// draw runs f with the key of the next draw and takes that key (advances the count) when f
+// reports success.
+func (s *Session) draw(f func(key uint64) bool) {
+	if f(ops.KeyOf(s.seed, s.counter)) {
+		s.counter++
+	}
+}
+
+// drawLeaf records the buffer gen makes with the next key as a constant leaf of shape for the
+// current step (op names it in errors).
+func (s *Session) drawLeaf(op string, shape []int, gen func(n int, key uint64) (*ops.Buffer, error)) Var {
+	n, ok := s.numelFor(op, shape)
+	if !ok {
+		return Var{}
+	}
+	var v Var
+	s.draw(func(key uint64) bool {
+		b, err := gen(n, key)
+		v = s.leaf(op, b, err, shape, false)
+		return v.Valid()
+	})
+	return v
 }
 
 // leaf records b, created by op for the current step (err is op's error), as a leaf of shape;
@@ -212,7 +238,7 @@ func (s *Session) NextKey() uint64 {
 func (s *Session) leaf(op string, b *ops.Buffer, err error, shape []int, requiresGrad bool) Var {
 	if err != nil {
 		b.Release()
-		s.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		s.fail(opFailed(op, err))
 		return Var{}
 	}
 	s.owned = append(s.owned, b)
@@ -260,23 +286,26 @@ func (s *Session) input(op string, values []float32, shape []int, requiresGrad b
 // Uniform returns a constant of the given shape drawn from U[0, 1) with the next key
 // (ops.RandUniform: the same bits on every device).
 func (s *Session) Uniform(shape ...int) Var {
-	n, ok := s.numelFor("uniform", shape)
-	if !ok {
-		return Var{}
-	}
-	b, err := ops.RandUniform(s.Device(), n, s.NextKey())
-	return s.leaf("uniform", b, err, shape, false)
+	return s.drawLeaf("uniform", shape, func(n int, key uint64) (*ops.Buffer, error) {
+		return ops.RandUniform(s.Device(), n, key)
+	})
+}
+
+// Normal returns a constant of the given shape drawn from N(mean, std²) with the next key
+// (ops.RandNormal: the same bits on every device), PyTorch's torch.randn(shape) * std + mean, as
+// for a VAE's reparameterization noise. mean must be finite and std finite and >= 0, as float32s.
+func (s *Session) Normal(mean, std float64, shape ...int) Var {
+	return s.drawLeaf("normal", shape, func(n int, key uint64) (*ops.Buffer, error) {
+		return ops.RandNormal(s.Device(), n, mean, std, key)
+	})
 }
 
 // Bernoulli returns a constant mask of the given shape, 1 with probability keep and 0
 // otherwise, drawn with the next key (ops.BernoulliMask). keep must be in [0, 1].
 func (s *Session) Bernoulli(keep float64, shape ...int) Var {
-	n, ok := s.numelFor("bernoulli", shape)
-	if !ok {
-		return Var{}
-	}
-	b, err := ops.BernoulliMask(s.Device(), n, keep, s.NextKey())
-	return s.leaf("bernoulli", b, err, shape, false)
+	return s.drawLeaf("bernoulli", shape, func(n int, key uint64) (*ops.Buffer, error) {
+		return ops.BernoulliMask(s.Device(), n, keep, key)
+	})
 }
 
 // Dropout is Tape.Dropout with the mask keyed by the session's next key; p = 0 and p = 1 draw
@@ -288,7 +317,12 @@ func (s *Session) Dropout(x Var, p float64) Var {
 	if p == 0 || p == 1 {
 		return s.Tape.Dropout(x, p, 0)
 	}
-	return s.Tape.Dropout(x, p, s.NextKey())
+	var y Var
+	s.draw(func(key uint64) bool {
+		y = s.Tape.Dropout(x, p, key)
+		return y.Valid()
+	})
+	return y
 }
 
 // Backward differentiates loss, a value of one element, with respect to the leaves of this step
@@ -488,11 +522,17 @@ func (s *Session) paramDrawn(name string, shape []int, draw func(n int, key uint
 	if !ok {
 		return s.unusable(name, shape)
 	}
-	values, err := draw(n, s.NextKey())
-	if err != nil {
-		return s.paramFailed(name, shape, err)
-	}
-	return s.param(name, shape, values, true)
+	var p *Param
+	s.draw(func(key uint64) bool {
+		values, err := draw(n, key)
+		if err != nil {
+			p = s.paramFailed(name, shape, err)
+		} else {
+			p = s.param(name, shape, values, true)
+		}
+		return p.buf != nil
+	})
+	return p
 }
 
 // paramFailed records err for the parameter name and returns an unusable parameter.
@@ -621,6 +661,7 @@ type Param struct {
 	hostOK       bool
 	requiresGrad bool
 	grad         *ops.Buffer // accumulated gradient, nil when none
+	optional     bool        // a strict LoadStateDict may lack it (BatchNorm's num_batches_tracked)
 }
 
 // Name returns the parameter's name.
@@ -677,7 +718,8 @@ func (p *Param) Host() ([]float32, error) {
 
 // Set uploads values (row-major, the parameter's size) into a new device buffer, which
 // replaces Value (the old one stays live until the next Reset when this step used it), and
-// makes the host copy current. The accumulated gradient and the optimizer state are kept.
+// makes the host copy current. The accumulated gradient and the optimizer state are kept. Like
+// every session method, it records its error (a wrong number of values, say) in the session.
 func (p *Param) Set(values []float32) error {
 	s := p.s
 	if err := s.Err(); err != nil {

@@ -201,7 +201,7 @@ func TestSessionErrors(t *testing.T) {
 		}, "another session"},
 		{"optimizer", func(s *autograd.Session) {
 			autograd.NewAdam(s.Params(), autograd.AdamOptions{LR: 1e-3, Beta1: 0.9, Beta2: 0.999})
-		}, "adam: ops: adam: eps 0 is not a finite float32 > 0"},
+		}, "autograd: adam: eps 0 is not a finite float32 > 0"},
 		{"mixed sessions", func(s *autograd.Session) {
 			o := autograd.NewSession(autograd.Options{Device: ops.CPU()})
 			defer o.Close()
@@ -642,5 +642,81 @@ func TestSessionClearErr(t *testing.T) {
 		if after := d.Stats().LiveBytes; after != before {
 			t.Errorf("live bytes %d, want %d", after, before)
 		}
+	})
+}
+
+// TestClearErrLeavesNothingBehind: the failures a loop may skip with ClearErr change nothing. An
+// optimizer whose hyperparameters are rejected does not hold its parameters (another may take
+// them) and its Step records its error again; a Step that meets a released gradient updates no
+// parameter and creates no state; draws with bad arguments take no key; a strict
+// LoadStateDict accepts a BatchNorm state dict without num_batches_tracked.
+func TestClearErrLeavesNothingBehind(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		before := d.Stats().LiveBytes
+		s := autograd.NewSession(autograd.Options{Device: d, Seed: 9})
+		defer func() {
+			s.Close()
+			if after := d.Stats().LiveBytes; after != before {
+				t.Errorf("live bytes %d, want %d", after, before)
+			}
+		}()
+		p1 := s.Param("p1", []int{2}, []float32{1, 2})
+		p2 := s.Param("p2", []int{2}, []float32{3, 4})
+		bad := autograd.NewSGD([]*autograd.Param{p1, p2}, autograd.SGDOptions{LR: -1})
+		if s.ClearErr() == nil {
+			t.Fatal("a negative learning rate was accepted")
+		}
+		if bad.Step() == nil || s.ClearErr() == nil {
+			t.Error("the failed optimizer's Step did not record its error")
+		}
+		opt := autograd.NewSGD([]*autograd.Param{p1, p2}, autograd.SGDOptions{LR: 0.5, Momentum: 0.9})
+		if err := s.Err(); err != nil {
+			t.Fatalf("a second optimizer of the same parameters after ClearErr: %v", err)
+		}
+		loss := s.Sum(s.Add(s.Use(p1), s.Use(p2)))
+		if err := s.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		p2.Grad().Release() // a stale handle: Step must fail before touching anything
+		if opt.Step() == nil || s.ClearErr() == nil {
+			t.Fatal("Step with a released gradient succeeded")
+		}
+		if v, _ := p1.Host(); !slices.Equal(v, []float32{1, 2}) {
+			t.Errorf("the failed Step updated p1: %v", v)
+		}
+		if st, err := opt.State(); err != nil || len(st) != 0 {
+			t.Errorf("the failed Step left state %v (%v)", st, err)
+		}
+		seed, draws := s.RandomState()
+		x := s.Input([]float32{1, 2, 3}, 3)
+		s.Dropout(x, 1.5)
+		s.ClearErr()
+		s.Bernoulli(2, 3)
+		s.ClearErr()
+		s.Normal(0, -1, 3)
+		s.ClearErr()
+		s.ParamNormal("q", []int{2}, 0, -1)
+		s.ClearErr()
+		if s2, d2 := s.RandomState(); s2 != seed || d2 != draws {
+			t.Errorf("failed draws took keys: %d draws, want %d", d2, draws)
+		}
+		s.Normal(0, 1, 3)
+		if _, d2 := s.RandomState(); d2 != draws+1 || s.Err() != nil {
+			t.Errorf("Normal: %d draws, want %d (%v)", d2, draws+1, s.Err())
+		}
+
+		s.NewBatchNorm("bn", 2)
+		sd, err := s.StateDict()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old, ok := sd["bn.num_batches_tracked"]; ok {
+			old.Buf.Release()
+			delete(sd, "bn.num_batches_tracked")
+		}
+		if err := s.LoadStateDict(sd, true); err != nil {
+			t.Errorf("strict load without num_batches_tracked: %v", err)
+		}
+		autograd.ReleaseTensors(sd)
 	})
 }

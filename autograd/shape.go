@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -297,7 +296,7 @@ func (t *Tape) indices(op string, idx []int) (*ops.Indices, bool) {
 	}
 	ix, err := ops.NewIndices(t.dev, idx)
 	if err != nil {
-		t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		t.fail(opFailed(op, err))
 		return nil, false
 	}
 	return ix, true

@@ -36,7 +36,8 @@ func (s *Session) StateDict() (map[string]NamedTensor, error) {
 // load_state_dict), copied to the session's device (ts stays the caller's; a tensor may live on
 // another device, e.g. as LoadTensorsFile read it onto the CPU). Each tensor must have its
 // parameter's shape. With strict, every parameter must have a tensor and every tensor a
-// parameter, as PyTorch's strict=True asks. Such a mismatch is returned without loading anything
+// parameter, as PyTorch's strict=True asks (a BatchNorm's num_batches_tracked may be missing,
+// as in state dicts saved before PyTorch had it: it keeps its value). Such a mismatch is returned without loading anything
 // and without recording an error in the session; a device error while copying is recorded, and
 // leaves every parameter as it was too.
 func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
@@ -47,7 +48,7 @@ func (s *Session) LoadStateDict(ts map[string]NamedTensor, strict bool) error {
 	var problems, missing []string
 	for _, p := range s.params {
 		byName[p.name] = p
-		if _, ok := ts[p.name]; !ok && strict {
+		if _, ok := ts[p.name]; !ok && strict && !p.optional {
 			missing = append(missing, p.name)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -102,7 +103,7 @@ func (t *Tape) Leaf(buf *ops.Buffer, shape []int, requiresGrad bool) Var {
 	}
 	v, err := t.newValue(buf, shape)
 	if err != nil {
-		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return t.fail(opFailed(op, err))
 	}
 	return t.push(node{name: op, val: v, requires: requiresGrad})
 }
@@ -252,6 +253,24 @@ func (t *Tape) fail(err error) Var {
 	return Var{}
 }
 
+// opError is the error err of the autograd op named op: its message is "autograd: <op>: " and
+// err's own message without a leading "ops: " and, after it, without a repeated "<op>: " (an ops
+// error of the kernel the op is named after); it wraps err.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "ops: ")
+	return "autograd: " + e.op + ": " + strings.TrimPrefix(msg, e.op+": ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// opFailed names op in err.
+func opFailed(op string, err error) error { return &opError{op, err} }
+
 // failf records the error "autograd: op: message".
 func (t *Tape) failf(op, format string, args ...any) Var {
 	return t.fail(fmt.Errorf("autograd: %s: %s", op, fmt.Sprintf(format, args...)))
@@ -305,7 +324,7 @@ func (t *Tape) record(op string, shape []int, y *ops.Buffer, err error, work []r
 	if err != nil {
 		y.Release()
 		release(work)
-		return t.fail(fmt.Errorf("autograd: %s: %w", op, err))
+		return t.fail(opFailed(op, err))
 	}
 	n := node{name: op, val: value{shape: shape, buf: y}, owned: true, work: work, back: back}
 	for _, p := range parents {

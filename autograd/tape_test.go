@@ -281,10 +281,10 @@ func TestStickyErrors(t *testing.T) {
 			{"axis", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.ReduceSum(x, 2) }, "reduce_sum: axis 2 of shape [2 3]"},
 			{"label", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1, 3}) }, "cross_entropy: label 3 at position 1 is outside [0, 3)"},
 			{"labels", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1}) }, "cross_entropy: 1 labels for logits of shape [2 3]"},
-			{"gather", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Gather(x, []int{0, -1}) }, "gather: ops: indices: negative index -1 at position 1"},
+			{"gather", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Gather(x, []int{0, -1}) }, "autograd: gather: indices: negative index -1 at position 1"},
 			{"dropout", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Dropout(x, 1.5, 7) }, "dropout: probability 1.5 is outside [0, 1]"},
 			{"permute", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Permute(x, 0, 0) }, "permute: [0 0] is not a permutation"},
-			{"broadcast", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.BroadcastTo(x, 4, 3) }, "broadcast_to: ops: broadcast_to: input axis 0 of size 2 cannot broadcast to 4"},
+			{"broadcast", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.BroadcastTo(x, 4, 3) }, "autograd: broadcast_to: input axis 0 of size 2 cannot broadcast to 4"},
 			{"linear", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Linear(x, x, x) }, "linear: input [2 3], weight [2 3] and bias [2 3] do not fit"},
 			{"batchnorm", func(tp *autograd.Tape, x autograd.Var) autograd.Var {
 				return tp.BatchNormChannelFirst(x, tp.Slice(x, 0, 1), x)
@@ -791,6 +791,9 @@ func TestBroadcastShapes(t *testing.T) {
 			{"add", []int{0, 3}, []int{3}, []int{0, 3}, ""},
 			{"add", []int{2, 1}, []int{0}, []int{2, 0}, ""},
 			{"add", []int{2, 3}, []int{2}, nil, "autograd: add: shapes [2 3] and [2] do not broadcast"},
+			{"add", []int{1, 1, 1, 1, 1, 1, 1, 1, 2}, []int{2}, []int{1, 1, 1, 1, 1, 1, 1, 1, 2}, ""}, // a view
+			{"add", []int{2, 1, 1, 1, 1, 1, 1, 1, 1}, []int{3}, nil,
+				"autograd: add: broadcasting shape [2 1 1 1 1 1 1 1 1] to [2 1 1 1 1 1 1 1 3] takes rank 9, above ops.MaxRank (8)"},
 			{"matmul", []int{3}, []int{3}, []int{}, ""},
 			{"matmul", []int{3}, []int{3, 2}, []int{2}, ""},
 			{"matmul", []int{2, 3}, []int{3}, []int{2}, ""},
@@ -799,6 +802,10 @@ func TestBroadcastShapes(t *testing.T) {
 			{"matmul", []int{6, 1, 2, 3}, []int{5, 3, 4}, []int{6, 5, 2, 4}, ""},
 			{"matmul", []int{3}, []int{5, 3, 4}, []int{5, 4}, ""},
 			{"matmul", []int{0, 2, 3}, []int{3, 4}, []int{0, 2, 4}, ""},
+			{"matmul", []int{3}, []int{1, 1, 1, 1, 1, 1, 1, 3, 2}, []int{1, 1, 1, 1, 1, 1, 1, 2}, ""},
+			{"matmul", []int{2, 3}, []int{1, 1, 1, 1, 1, 1, 1, 3, 2}, []int{1, 1, 1, 1, 1, 1, 1, 2, 2}, ""},
+			{"matmul", []int{2, 3}, []int{2, 1, 1, 1, 1, 1, 1, 3, 2}, nil,
+				"autograd: matmul: broadcasting shape [2 3] to [2 1 1 1 1 1 1 2 3] takes rank 9, above ops.MaxRank (8)"},
 			{"matmul", []int{2, 3}, []int{2, 3}, nil, "autograd: matmul: shapes [2 3] and [2 3] do not multiply"},
 			{"matmul", []int{3}, []int{}, nil, "autograd: matmul: shapes [3] and [] do not multiply"},
 			{"matmul", []int{2, 2, 3}, []int{3, 3, 4}, nil,
