@@ -18,17 +18,18 @@
 // Binary elementwise ops (Add, Sub, Mul, Div, Max, Min) broadcast operands of different
 // shapes by NumPy's rule, as PyTorch does, recording a BroadcastTo for each operand whose values
 // repeat (it materializes them; an operand that only gains axes of size 1 is a view;
-// BroadcastAxes maps axes explicitly). Softmax,
-// LogSoftmax, MaskedSoftmax, LayerNorm and CrossEntropy work along the last axis with the
-// leading axes folded into rows; BatchNormChannelFirst normalizes each channel (dim 0) of one
-// sample, Session.BatchNorm each channel (dim 1) of a batch; Concat, Slice, Gather and ScatterAdd
-// work along dim 0. MatMul follows torch.matmul (vectors, stacks of matrices, broadcast batch
-// axes); Bmm and BmmWithTranspose multiply (batch, m, n) by (batch, n, p), the latter
-// reading either operand transposed in place (attention's q·kᵀ without a copy);
-// MultiHeadAttention takes a batch of sequences (..., n, dModel). Reductions to one value (Sum,
-// Mean, the losses) give shape [] (a scalar). The axis ops (ReduceSum, ReduceMean, ReduceMax,
-// Permute, SwapAdjacent, BroadcastTo, BroadcastAxes, and the binary ops and MatMul where they
-// repeat values) take shapes of rank at most ops.MaxRank; the others any rank.
+// BroadcastAxes maps axes explicitly). Softmax, LogSoftmax, MaskedSoftmax, LayerNorm and
+// CrossEntropy work along the last axis with the leading axes folded into rows;
+// BatchNormChannelFirst normalizes each channel (dim 0) of one sample, Session.BatchNorm each
+// channel (dim 1) of a batch; Concat, Slice, Gather and ScatterAdd work along dim 0, Cat, Stack
+// and Narrow (torch.cat, torch.stack, narrow) along any axis. MatMul follows torch.matmul
+// (vectors, stacks of matrices, broadcast batch axes); Bmm and BmmWithTranspose multiply (batch,
+// m, n) by (batch, n, p), the latter reading either operand transposed in place (attention's
+// q·kᵀ without a copy); MultiHeadAttention takes a batch of sequences (..., n, dModel).
+// Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar). The axis ops
+// (ReduceSum, ReduceMean, ReduceMax, Permute, SwapAdjacent, BroadcastTo, BroadcastAxes, and the
+// binary ops and MatMul where they repeat values) take shapes of rank at most ops.MaxRank; the
+// others any rank.
 //
 // # Ownership
 //

@@ -325,6 +325,51 @@ func gradCases() []gradCase {
 			return tp.BroadcastAxes(x[0], []int{3, 4}, []int{1, 0}) // (3) -> (3, 4): columns
 		},
 		ref: func(x [][]float64) []float64 { return mapIdx(12, func(i int) float64 { return x[0][i/4] }) }})
+	// Cat, Stack and Narrow along every kind of axis (leading, inner, last, negative), with a
+	// zero-size part.
+	for _, c := range []struct {
+		axis   int
+		shapes [][]int
+	}{
+		{0, [][]int{{2, 3}, {1, 3}, {3, 3}}}, {1, [][]int{{2, 1, 4}, {2, 3, 4}}}, {-1, [][]int{{2, 3}, {2, 2}}},
+		{2, [][]int{{2, 2, 1}, {2, 2, 3}, {2, 2, 2}}}, {1, [][]int{{2, 0}, {2, 3}}}, {0, [][]int{{4}, {2}}},
+	} {
+		add(gradCase{name: fmt.Sprintf("cat%d", c.axis), in: c.shapes,
+			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Cat(c.axis, x...) },
+			ref: func(x [][]float64) []float64 { return catRef(x, c.shapes, (c.axis+len(c.shapes[0]))%len(c.shapes[0])) }})
+	}
+	for _, c := range []struct{ axis, n int }{{0, 3}, {1, 2}, {-1, 2}, {2, 3}} {
+		shapes := slices.Repeat([][]int{{2, 3}}, c.n)
+		add(gradCase{name: fmt.Sprintf("stack%d", c.axis), in: shapes,
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Stack(c.axis, x...) },
+			ref: func(x [][]float64) []float64 {
+				k := (c.axis + 3) % 3
+				grown := make([][]int, c.n)
+				for i := range grown {
+					grown[i] = slices.Insert([]int{2, 3}, k, 1)
+				}
+				return catRef(x, grown, k)
+			}})
+	}
+	for _, c := range []struct {
+		shape               []int
+		axis, start, length int
+	}{{[]int{4, 5}, 1, 1, 3}, {[]int{3, 4, 2}, 1, 2, 2}, {[]int{5}, 0, 1, 3}, {[]int{2, 3, 4}, -1, 0, 1}, {[]int{3, 2}, 0, 2, 1}} {
+		add(gradCase{name: fmt.Sprintf("narrow%d_%d_%d", c.axis, c.start, c.length), in: [][]int{c.shape},
+			op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var {
+				return tp.Narrow(x[0], c.axis, c.start, c.length)
+			},
+			ref: func(x [][]float64) []float64 {
+				k := (c.axis + len(c.shape)) % len(c.shape)
+				out := slices.Clone(c.shape)
+				out[k] = c.length
+				return mapIdx(numel(out), func(i int) float64 {
+					co := coords(i, out)
+					co[k] += c.start
+					return x[0][flat(co, c.shape)]
+				})
+			}})
+	}
 	// MatMul beyond two matrices: vectors, folded rows, broadcast batch axes.
 	for _, sh := range [][2][]int{
 		{{3}, {3}}, {{3}, {3, 2}}, {{2, 3}, {3}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}},
@@ -735,6 +780,24 @@ func broadcastRef(x []float64, in, out []int) []float64 {
 			}
 		}
 		return x[flat(c, in)]
+	})
+}
+
+// catRef joins xs (of shapes) along axis k.
+func catRef(xs [][]float64, shapes [][]int, k int) []float64 {
+	out := slices.Clone(shapes[0])
+	for _, s := range shapes[1:] {
+		out[k] += s[k]
+	}
+	return mapIdx(numel(out), func(i int) float64 {
+		c := coords(i, out)
+		for j, s := range shapes {
+			if c[k] < s[k] {
+				return xs[j][flat(c, s)]
+			}
+			c[k] -= s[k]
+		}
+		panic("unreachable")
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -844,6 +845,47 @@ func TestBroadcastShapes(t *testing.T) {
 			for _, b := range bufs {
 				b.Release()
 			}
+		}
+	})
+}
+
+// TestAxisOpErrors: Cat, Stack and Narrow check their axes, shapes and ranges, return a single
+// value or a whole axis as it is, and record one error naming the op.
+func TestAxisOpErrors(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		b := upload(t, d, 1, 2, 3, 4, 5, 6)
+		defer b.Release()
+		for _, c := range []struct {
+			name string
+			run  func(tp *autograd.Tape, x, y autograd.Var) autograd.Var
+			want string
+		}{
+			{"cat none", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(0) }, "autograd: cat: no values to join"},
+			{"cat axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(2, x, x) }, "autograd: cat: axis 2 is outside a shape of rank 2"},
+			{"cat shapes", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(0, x, y) }, "autograd: cat: shapes [2 3] and [3 2] differ off axis 0"},
+			{"stack shapes", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Stack(0, x, y) }, "autograd: stack: shapes [2 3] and [3 2] differ"},
+			{"stack axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Stack(-4, x) }, "autograd: stack: axis -4 is outside a shape of rank 3"},
+			{"narrow range", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Narrow(x, 1, 2, math.MaxInt) },
+				"autograd: narrow: [2, 2+" + strconv.Itoa(math.MaxInt) + ") is outside axis 1 of shape [2 3]"},
+			{"narrow axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Narrow(x, math.MinInt, 0, 1) },
+				"autograd: narrow: axis " + strconv.Itoa(math.MinInt) + " is outside a shape of rank 2"},
+		} {
+			tp := autograd.NewTape(d)
+			x, y := tp.Leaf(b, []int{2, 3}, true), tp.Leaf(b, []int{3, 2}, true)
+			if v := c.run(tp, x, y); v.Valid() || tp.Err() == nil || tp.Err().Error() != c.want {
+				t.Errorf("%s: error %v, want %q", c.name, tp.Err(), c.want)
+			}
+			tp.Reset()
+		}
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(b, []int{2, 3}, true)
+		if tp.Cat(1, x) != x || tp.Narrow(x, -1, 0, 3) != x || tp.Err() != nil {
+			t.Errorf("Cat of one value or Narrow of a whole axis is not the value itself: %v", tp.Err())
+		}
+		s := tp.Stack(1, x, x)
+		if got := tp.Shape(s); !slices.Equal(got, []int{2, 2, 3}) {
+			t.Errorf("Stack(1) of two [2 3]: shape %v", got)
 		}
 	})
 }

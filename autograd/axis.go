@@ -1,0 +1,142 @@
+package autograd
+
+import "slices"
+
+// The ops of this file work along any axis by composing recorded ops along dim 0 (Concat,
+// Slice) with views and 2-D transposes: for an axis with outer elements before it, the values
+// are laid out (outer, rest), transposed so that the axis leads, handled along dim 0 and
+// transposed back. Their gradients are those of the composed ops.
+
+// axisOf returns axis (negative: counted from the end) as an index into a shape of rank r, or
+// records an error of op.
+func (t *Tape) axisOf(op string, axis, r int) (int, bool) {
+	if axis < -r || axis >= r {
+		t.failf(op, "axis %d is outside a shape of rank %d", axis, r)
+		return 0, false
+	}
+	if axis < 0 {
+		axis += r
+	}
+	return axis, true
+}
+
+// leading returns x, of shape shape with outer = size(shape[:axis]) elements before axis, as a
+// value of shape (size(shape[axis:]), outer): the axis and those after it lead. With outer 1 it is
+// a view.
+func (t *Tape) leading(x Var, shape []int, axis int) Var {
+	outer, rest := size(shape[:axis]), size(shape[axis:])
+	if outer == 1 {
+		return t.Reshape(x, rest, 1)
+	}
+	return t.Transpose2d(t.Reshape(x, outer, rest))
+}
+
+// trailing undoes leading: y of shape (size(shape[axis:]), outer) back to shape.
+func (t *Tape) trailing(y Var, shape []int, axis int) Var {
+	outer, rest := size(shape[:axis]), size(shape[axis:])
+	if outer == 1 {
+		return t.Reshape(y, shape...)
+	}
+	return t.Reshape(t.Transpose2d(t.Reshape(y, rest, outer)), shape...)
+}
+
+// Cat joins xs along axis (negative: counted from the end), PyTorch's torch.cat(xs, dim=axis):
+// the values have one rank (at least 1) and the same sizes on every other axis. One value is
+// returned as it is. The inputs are joined in a balanced tree of Concats (each value is copied
+// about log2(len(xs)) times).
+func (t *Tape) Cat(axis int, xs ...Var) Var {
+	const op = "cat"
+	vs, ok := t.args(op, xs...)
+	if !ok {
+		return Var{}
+	}
+	if len(vs) == 0 {
+		return t.failf(op, "no values to join")
+	}
+	first := vs[0].shape
+	k, ok := t.axisOf(op, axis, len(first))
+	if !ok {
+		return Var{}
+	}
+	shape := slices.Clone(first)
+	for _, v := range vs[1:] {
+		if len(v.shape) != len(first) || !slices.Equal(v.shape[:k], first[:k]) || !slices.Equal(v.shape[k+1:], first[k+1:]) {
+			return t.failf(op, "shapes %v and %v differ off axis %d", first, v.shape, k)
+		}
+		shape[k] += v.shape[k]
+	}
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	parts := make([]Var, len(xs))
+	for i, x := range xs {
+		parts[i] = t.leading(x, vs[i].shape, k)
+	}
+	for len(parts) > 1 {
+		next := parts[:0:0]
+		for i := 0; i+1 < len(parts); i += 2 {
+			next = append(next, t.Concat(parts[i], parts[i+1]))
+		}
+		if len(parts)%2 == 1 {
+			next = append(next, parts[len(parts)-1])
+		}
+		parts = next
+	}
+	return t.trailing(parts[0], shape, k)
+}
+
+// Stack joins xs, all of one shape, along a new axis (negative: counted from the end of the
+// result's shape), PyTorch's torch.stack(xs, dim=axis): Cat of the values with an axis of size 1
+// inserted.
+func (t *Tape) Stack(axis int, xs ...Var) Var {
+	const op = "stack"
+	vs, ok := t.args(op, xs...)
+	if !ok {
+		return Var{}
+	}
+	if len(vs) == 0 {
+		return t.failf(op, "no values to stack")
+	}
+	first := vs[0].shape
+	k, ok := t.axisOf(op, axis, len(first)+1)
+	if !ok {
+		return Var{}
+	}
+	grown := slices.Insert(slices.Clone(first), k, 1)
+	parts := make([]Var, len(xs))
+	for i, v := range vs {
+		if !slices.Equal(v.shape, first) {
+			return t.failf(op, "shapes %v and %v differ", first, v.shape)
+		}
+		parts[i] = t.Reshape(xs[i], grown...)
+	}
+	return t.Cat(k, parts...)
+}
+
+// Narrow returns the entries start .. start+length-1 of x along axis (negative: counted from the
+// end), PyTorch's x.narrow(axis, start, length) (x[:, start:start+length] for axis 1); a copy,
+// unless it is the whole axis (x itself).
+func (t *Tape) Narrow(x Var, axis, start, length int) Var {
+	const op = "narrow"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	k, ok := t.axisOf(op, axis, len(vx.shape))
+	if !ok {
+		return Var{}
+	}
+	d := vx.shape[k]
+	if start < 0 || length < 0 || start > d || length > d-start { // start+length may overflow
+		return t.failf(op, "[%d, %d+%d) is outside axis %d of shape %v", start, start, length, k, vx.shape)
+	}
+	if length == d {
+		return x
+	}
+	shape := slices.Clone(vx.shape)
+	shape[k] = length
+	inner, outer := size(vx.shape[k+1:]), size(vx.shape[:k])
+	lead := t.leading(x, vx.shape, k) // (d*inner, outer)
+	part := t.Slice(t.Reshape(lead, d, inner*outer), start, length)
+	return t.trailing(t.Reshape(part, length*inner, outer), shape, k)
+}
