@@ -1,6 +1,9 @@
 package autograd
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // The ops of this file work along any axis by composing recorded ops along dim 0 (Concat,
 // Slice) with views and 2-D transposes: for an axis with outer elements before it, the values
@@ -8,16 +11,28 @@ import "slices"
 // transposed back. Their gradients are those of the composed ops.
 
 // axisOf returns axis (negative: counted from the end) as an index into a shape of rank r, or
-// records an error of op.
-func (t *Tape) axisOf(op string, axis, r int) (int, bool) {
+// records an error of op (what names the shape in it).
+func (t *Tape) axisOf(op string, axis, r int, what string) (int, bool) {
 	if axis < -r || axis >= r {
-		t.failf(op, "axis %d is outside a shape of rank %d", axis, r)
+		t.failf(op, "axis %d is outside [%d, %d] for %s", axis, -r, r-1, what)
 		return 0, false
 	}
 	if axis < 0 {
 		axis += r
 	}
 	return axis, true
+}
+
+// liveArgs checks that the buffers of vs are live, so that a released one is an error of op
+// rather than of an op it is composed of.
+func (t *Tape) liveArgs(op string, vs []value) bool {
+	for _, v := range vs {
+		if err := v.buf.Err(); err != nil {
+			t.fail(opFailed(op, err))
+			return false
+		}
+	}
+	return true
 }
 
 // leading returns x, of shape shape with outer = size(shape[:axis]) elements before axis, as a
@@ -47,20 +62,23 @@ func (t *Tape) trailing(y Var, shape []int, axis int) Var {
 func (t *Tape) Cat(axis int, xs ...Var) Var {
 	const op = "cat"
 	vs, ok := t.args(op, xs...)
-	if !ok {
+	if !ok || !t.liveArgs(op, vs) {
 		return Var{}
 	}
 	if len(vs) == 0 {
 		return t.failf(op, "no values to join")
 	}
 	first := vs[0].shape
-	k, ok := t.axisOf(op, axis, len(first))
+	k, ok := t.axisOf(op, axis, len(first), fmt.Sprintf("shape %v", first))
 	if !ok {
 		return Var{}
 	}
 	shape := slices.Clone(first)
 	for _, v := range vs[1:] {
-		if len(v.shape) != len(first) || !slices.Equal(v.shape[:k], first[:k]) || !slices.Equal(v.shape[k+1:], first[k+1:]) {
+		switch {
+		case len(v.shape) != len(first):
+			return t.failf(op, "shapes %v and %v have different ranks", first, v.shape)
+		case !slices.Equal(v.shape[:k], first[:k]) || !slices.Equal(v.shape[k+1:], first[k+1:]):
 			return t.failf(op, "shapes %v and %v differ off axis %d", first, v.shape, k)
 		}
 		shape[k] += v.shape[k]
@@ -98,7 +116,7 @@ func (t *Tape) Stack(axis int, xs ...Var) Var {
 		return t.failf(op, "no values to stack")
 	}
 	first := vs[0].shape
-	k, ok := t.axisOf(op, axis, len(first)+1)
+	k, ok := t.axisOf(op, axis, len(first)+1, fmt.Sprintf("stacking values of shape %v", first))
 	if !ok {
 		return Var{}
 	}
@@ -119,10 +137,10 @@ func (t *Tape) Stack(axis int, xs ...Var) Var {
 func (t *Tape) Narrow(x Var, axis, start, length int) Var {
 	const op = "narrow"
 	vx, ok := t.arg(op, x)
-	if !ok {
+	if !ok || !t.liveArgs(op, []value{vx}) {
 		return Var{}
 	}
-	k, ok := t.axisOf(op, axis, len(vx.shape))
+	k, ok := t.axisOf(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
 	if !ok {
 		return Var{}
 	}

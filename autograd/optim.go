@@ -80,6 +80,9 @@ func (o *optimizer) init(name string, params []*Param, keys []string, counted bo
 	o.name, o.params, o.keys, o.counted = name, slices.Clone(params), keys, counted
 	o.state, o.steps = make([][]*ops.Buffer, len(params)), make([]int, len(params))
 	for k, p := range params {
+		if o.s == nil && p != nil {
+			o.s = p.s // the session that records the optimizer's error, even if p failed
+		}
 		switch {
 		case p != nil && p.buf == nil && p.s != nil && p.s.Err() != nil:
 			o.err = p.s.Err() // the error that kept the parameter from being created
@@ -150,9 +153,10 @@ func (o *optimizer) open() error {
 
 // step runs update on every parameter that has a gradient, with its state (zeros, allocated
 // on its first step), whether the state was just allocated, and the number of this step (from
-// 1). It first checks every gradient and allocates every new state, so that an error of the
-// caller's input (a released gradient) or an allocation that fails changes nothing; an update
-// that fails after that (a device error) leaves the earlier parameters updated.
+// 1). It first checks every gradient and parameter buffer, moves parameters that a recorded
+// pass still reads to copies (unshare) and allocates every new state, so that an error of the
+// caller's input (a released buffer) or an allocation that fails changes nothing; an update that
+// fails after that (a device error) leaves the earlier parameters updated.
 func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, step int) error) error {
 	if err := o.ready(); err != nil {
 		return err
@@ -169,6 +173,13 @@ func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, ste
 		}
 		if err := p.grad.Err(); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: gradient of %s: %w", o.name, p.name, err))
+		}
+		if err := p.buf.Err(); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
+		}
+		// A copy when a recorded pass may still read the buffer: the same values, elsewhere.
+		if err := p.unshare(); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
 		}
 		if o.state[i] != nil {
 			continue
@@ -190,9 +201,6 @@ func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, ste
 		st, isNew := o.state[i], fresh[i] != nil
 		if isNew {
 			st = fresh[i]
-		}
-		if err := p.unshare(); err != nil {
-			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
 		}
 		if err := update(p, st, isNew, o.steps[i]+1); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))

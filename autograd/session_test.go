@@ -705,6 +705,30 @@ func TestClearErrLeavesNothingBehind(t *testing.T) {
 			t.Errorf("Normal: %d draws, want %d (%v)", d2, draws+1, s.Err())
 		}
 
+		// An optimizer whose only parameter failed to be created, and a parameter whose buffer
+		// the caller released: Step records its error and updates nothing.
+		q := s.Param("q", []int{2}, []float32{1, 2, 3})
+		noParam := autograd.NewSGD([]*autograd.Param{q}, autograd.SGDOptions{LR: 1})
+		s.ClearErr()
+		if noParam.Step() == nil || s.ClearErr() == nil {
+			t.Error("Step of an optimizer of a failed parameter recorded no error")
+		}
+		s2 := autograd.NewSession(autograd.Options{Device: d})
+		r1 := s2.Param("r1", []int{2}, []float32{1, 2})
+		r2 := s2.Param("r2", []int{2}, []float32{3, 4})
+		adam := autograd.NewAdam([]*autograd.Param{r1, r2}, autograd.DefaultAdam())
+		if err := s2.Backward(s2.Sum(s2.Add(s2.Use(r1), s2.Use(r2)))); err != nil {
+			t.Fatal(err)
+		}
+		r2.Value().Release()
+		if adam.Step() == nil || s2.ClearErr() == nil {
+			t.Error("Step with a released parameter buffer succeeded")
+		}
+		if v, _ := r1.Host(); !slices.Equal(v, []float32{1, 2}) {
+			t.Errorf("the failed Step updated r1: %v", v)
+		}
+		s2.Close()
+
 		s.NewBatchNorm("bn", 2)
 		sd, err := s.StateDict()
 		if err != nil {

@@ -254,15 +254,15 @@ func (t *Tape) fail(err error) Var {
 }
 
 // opError is the error err of the autograd op named op: its message is "autograd: <op>: " and
-// err's own message without a leading "ops: " and, after it, without a repeated "<op>: " (an ops
-// error of the kernel the op is named after); it wraps err.
+// err's own message without a leading "ops: " or "autograd: " and, after it, without a repeated
+// "<op>: " (an error of the kernel the op is named after, or a custom op's own); it wraps err.
 type opError struct {
 	op  string
 	err error
 }
 
 func (e *opError) Error() string {
-	msg := strings.TrimPrefix(e.err.Error(), "ops: ")
+	msg := strings.TrimPrefix(strings.TrimPrefix(e.err.Error(), "ops: "), "autograd: ")
 	return "autograd: " + e.op + ": " + strings.TrimPrefix(msg, e.op+": ")
 }
 

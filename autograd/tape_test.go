@@ -861,19 +861,36 @@ func TestAxisOpErrors(t *testing.T) {
 			want string
 		}{
 			{"cat none", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(0) }, "autograd: cat: no values to join"},
-			{"cat axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(2, x, x) }, "autograd: cat: axis 2 is outside a shape of rank 2"},
+			{"cat axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(2, x, x) }, "autograd: cat: axis 2 is outside [-2, 1] for shape [2 3]"},
 			{"cat shapes", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(0, x, y) }, "autograd: cat: shapes [2 3] and [3 2] differ off axis 0"},
 			{"stack shapes", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Stack(0, x, y) }, "autograd: stack: shapes [2 3] and [3 2] differ"},
-			{"stack axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Stack(-4, x) }, "autograd: stack: axis -4 is outside a shape of rank 3"},
+			{"stack axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Stack(-4, x) }, "autograd: stack: axis -4 is outside [-3, 2] for stacking values of shape [2 3]"},
 			{"narrow range", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Narrow(x, 1, 2, math.MaxInt) },
 				"autograd: narrow: [2, 2+" + strconv.Itoa(math.MaxInt) + ") is outside axis 1 of shape [2 3]"},
 			{"narrow axis", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Narrow(x, math.MinInt, 0, 1) },
-				"autograd: narrow: axis " + strconv.Itoa(math.MinInt) + " is outside a shape of rank 2"},
+				"autograd: narrow: axis " + strconv.Itoa(math.MinInt) + " is outside [-2, 1] for shape [2 3]"},
+			{"cat ranks", func(tp *autograd.Tape, x, y autograd.Var) autograd.Var { return tp.Cat(0, x, tp.Reshape(y, 6)) },
+				"autograd: cat: shapes [2 3] and [6] have different ranks"},
 		} {
 			tp := autograd.NewTape(d)
 			x, y := tp.Leaf(b, []int{2, 3}, true), tp.Leaf(b, []int{3, 2}, true)
 			if v := c.run(tp, x, y); v.Valid() || tp.Err() == nil || tp.Err().Error() != c.want {
 				t.Errorf("%s: error %v, want %q", c.name, tp.Err(), c.want)
+			}
+			tp.Reset()
+		}
+		for _, f := range []func(tp *autograd.Tape, x autograd.Var) autograd.Var{
+			func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Cat(1, x, x) },
+			func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Narrow(x, 1, 0, 2) },
+		} {
+			tp := autograd.NewTape(d)
+			gone := upload(t, d, 1, 2, 3, 4, 5, 6)
+			x := tp.Leaf(gone, []int{2, 3}, true)
+			gone.Release()
+			f(tp, x)
+			if err := tp.Err(); !errors.Is(err, ops.ErrReleased) ||
+				!strings.HasPrefix(err.Error(), "autograd: cat: ") && !strings.HasPrefix(err.Error(), "autograd: narrow: ") {
+				t.Errorf("a released operand: %v, want ops.ErrReleased named by cat or narrow", err)
 			}
 			tp.Reset()
 		}
