@@ -23,18 +23,6 @@ func (t *Tape) axisOf(op string, axis, r int, what string) (int, bool) {
 	return axis, true
 }
 
-// liveArgs checks that the buffers of vs are live, so that a released one is an error of op
-// rather than of an op it is composed of.
-func (t *Tape) liveArgs(op string, vs []value) bool {
-	for _, v := range vs {
-		if err := v.buf.Err(); err != nil {
-			t.fail(opFailed(op, err))
-			return false
-		}
-	}
-	return true
-}
-
 // leading returns x, of shape shape with outer = size(shape[:axis]) elements before axis, as a
 // value of shape (size(shape[axis:]), outer): the axis and those after it lead. With outer 1 it is
 // a view.
@@ -109,7 +97,7 @@ func (t *Tape) Cat(axis int, xs ...Var) Var {
 func (t *Tape) Stack(axis int, xs ...Var) Var {
 	const op = "stack"
 	vs, ok := t.args(op, xs...)
-	if !ok {
+	if !ok || !t.liveArgs(op, vs) {
 		return Var{}
 	}
 	if len(vs) == 0 {

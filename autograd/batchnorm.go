@@ -87,6 +87,14 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 		s.failf(op, "eps %v (want finite as a float32 and >= 0)", bn.Eps)
 		return Var{}
 	}
+	if len(vx.shape) > ops.MaxRank {
+		s.failf(op, "input of rank %d is above ops.MaxRank (%d)", len(vx.shape), ops.MaxRank)
+		return Var{}
+	}
+	if err := vx.buf.Err(); err != nil {
+		s.fail(opFailed(op, err))
+		return Var{}
+	}
 	perm := make([]int, len(vx.shape)) // (N, C, ...) <-> (C, N, ...)
 	for i := range perm {
 		perm[i] = i
@@ -94,35 +102,36 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 	perm[0], perm[1] = 1, 0
 	xc := s.Permute(x, perm...)
 	m := vx.len() / max(c, 1) // values per channel
-	var y Var
 	if train {
 		if m < 2 {
 			s.failf(op, "input of shape %v has %d value per channel; training needs more than 1", vx.shape, m)
 			return Var{}
 		}
-		y = s.BatchNormChannelFirstEps(xc, s.Use(bn.Weight), s.Use(bn.Bias), bn.Eps)
-		if s.Err() == nil {
-			if err := bn.track(s.Value(xc), c, m); err != nil {
-				s.fail(fmt.Errorf("autograd: %s: running statistics: %w", op, err))
-				return Var{}
-			}
+		// The running statistics change last, once the output exists: a failure before leaves
+		// them as they were.
+		out := s.Permute(s.BatchNormChannelFirstEps(xc, s.Use(bn.Weight), s.Use(bn.Bias), bn.Eps), perm...)
+		if s.Err() != nil {
+			return Var{}
 		}
-	} else {
-		// scale = Weight/sqrt(RunningVar + Eps), shift = Bias - RunningMean*scale, per channel.
-		scale := s.Mul(s.Use(bn.Weight), s.Inv(s.Sqrt(s.AddScalar(s.Use(bn.RunningVar), bn.Eps))))
-		shift := s.Sub(s.Use(bn.Bias), s.Mul(s.Use(bn.RunningMean), scale))
-		flat := s.Reshape(xc, c, m)
-		cols := []int{c, m}
-		y = s.Add(s.Mul(flat, s.BroadcastAxes(scale, cols, []int{1, 0})), s.BroadcastAxes(shift, cols, []int{1, 0}))
-		y = s.Reshape(y, s.Shape(xc)...)
+		if err := bn.track(s.Value(xc), c, m); err != nil {
+			s.fail(fmt.Errorf("autograd: %s: running statistics: %w", op, err))
+			return Var{}
+		}
+		return out
 	}
-	return s.Permute(y, perm...)
+	// scale = Weight/sqrt(RunningVar + Eps), shift = Bias - RunningMean*scale, per channel.
+	scale := s.Mul(s.Use(bn.Weight), s.Inv(s.Sqrt(s.AddScalar(s.Use(bn.RunningVar), bn.Eps))))
+	shift := s.Sub(s.Use(bn.Bias), s.Mul(s.Use(bn.RunningMean), scale))
+	flat := s.Reshape(xc, c, m)
+	cols := []int{c, m}
+	y := s.Add(s.Mul(flat, s.BroadcastAxes(scale, cols, []int{1, 0})), s.BroadcastAxes(shift, cols, []int{1, 0}))
+	return s.Permute(s.Reshape(y, s.Shape(xc)...), perm...)
 }
 
 // track folds the statistics of the batch xc, c channels of m values each, into the running
-// statistics and counts the batch: all three or, on an error, none. The batch's mean and variance are computed here
-// again rather than taken from the normalization (whose sd holds sqrt(var + eps): the variance
-// back from it would lose eps's bits).
+// statistics and counts the batch: all three or, on an error, none. The batch's mean and
+// variance are computed here again rather than taken from the normalization (whose sd holds
+// sqrt(var + eps): the variance back from it would lose eps's bits).
 func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
 	sum, err := ops.ReduceSumByRow(xc, c, m)
 	if err != nil {

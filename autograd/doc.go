@@ -27,9 +27,9 @@
 // m, n) by (batch, n, p), the latter reading either operand transposed in place (attention's
 // q·kᵀ without a copy); MultiHeadAttention takes a batch of sequences (..., n, dModel).
 // Reductions to one value (Sum, Mean, the losses) give shape [] (a scalar). The axis ops
-// (ReduceSum, ReduceMean, ReduceMax, Permute, SwapAdjacent, BroadcastTo, BroadcastAxes, and the
-// binary ops and MatMul where they repeat values) take shapes of rank at most ops.MaxRank; the
-// others any rank.
+// (ReduceSum, ReduceMean, ReduceMax, Permute, SwapAdjacent, BroadcastTo, BroadcastAxes,
+// Session.BatchNorm, and the binary ops and MatMul where they repeat values) take shapes of rank
+// at most ops.MaxRank; the others any rank.
 //
 // # Ownership
 //

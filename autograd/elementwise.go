@@ -142,6 +142,9 @@ func (t *Tape) binary(op binaryOp, a, b Var) Var {
 	}
 	va, vb := vs[0], vs[1]
 	if !slices.Equal(va.shape, vb.shape) {
+		if !t.liveArgs(op.name, vs) { // before the broadcast, so that op names a released operand
+			return Var{}
+		}
 		shape, ok := broadcastShapes(va.shape, vb.shape)
 		if !ok {
 			return t.failf(op.name, "shapes %v and %v do not broadcast", va.shape, vb.shape)

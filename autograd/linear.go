@@ -20,7 +20,7 @@ import (
 func (t *Tape) MatMul(a, b Var) Var {
 	const op = "matmul"
 	vs, ok := t.args(op, a, b)
-	if !ok {
+	if !ok || !t.liveArgs(op, vs) {
 		return Var{}
 	}
 	sa, sb := vs[0].shape, vs[1].shape

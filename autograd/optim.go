@@ -221,7 +221,8 @@ func (o *optimizer) ZeroGrad() {
 	}
 }
 
-// Close releases the optimizer's state; later uses are errors. The session's Close calls it.
+// Close releases the optimizer's state; a later Step, State or LoadState is an error (SetLR, LR
+// and ZeroGrad still work). The session's Close calls it.
 // It is idempotent.
 func (o *optimizer) Close() {
 	for i, st := range o.state {

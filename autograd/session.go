@@ -377,6 +377,14 @@ func (s *Session) backward(op string, ys []Var, seeds []*ops.Buffer, inputs []Va
 			}
 		}
 	}
+	// A released accumulated gradient is the caller's error: found before anything is added.
+	for _, u := range s.uses {
+		if u.p.grad != nil {
+			if err := u.p.grad.Err(); err != nil {
+				return s.fail(fmt.Errorf("autograd: %s: gradient of %s: %w", op, u.p.name, err))
+			}
+		}
+	}
 	if err := s.Tape.backward(op, ys, seeds, inputs); err != nil {
 		return s.fail(err)
 	}

@@ -729,6 +729,25 @@ func TestClearErrLeavesNothingBehind(t *testing.T) {
 		}
 		s2.Close()
 
+		// A released accumulated gradient fails Backward before any gradient is added.
+		s3 := autograd.NewSession(autograd.Options{Device: d})
+		u1 := s3.Param("u1", []int{2}, []float32{1, 2})
+		u2 := s3.Param("u2", []int{2}, []float32{3, 4})
+		for step := range 2 {
+			s3.Reset()
+			s3.Backward(s3.Sum(s3.Add(s3.Use(u1), s3.Use(u2))))
+			if step == 0 {
+				u2.Grad().Release()
+			}
+		}
+		if s3.ClearErr() == nil {
+			t.Error("Backward into a released gradient succeeded")
+		}
+		if g, _ := u1.Grad().Float32s(); !slices.Equal(g, []float32{1, 1}) {
+			t.Errorf("the failed Backward added to u1's gradient: %v", g)
+		}
+		s3.Close()
+
 		s.NewBatchNorm("bn", 2)
 		sd, err := s.StateDict()
 		if err != nil {

@@ -280,6 +280,18 @@ func (t *Tape) failf(op, format string, args ...any) Var {
 // not a current one of its tape: the zero Var, a Var made stale by Reset, or one of another tape.
 var ErrInvalidVar = errors.New("invalid Var (the zero Var, stale after Reset, or from another tape)")
 
+// liveArgs checks that the buffers of vs are live, so that a released one is an error of op
+// rather than of an op it is composed of.
+func (t *Tape) liveArgs(op string, vs []value) bool {
+	for _, v := range vs {
+		if err := v.buf.Err(); err != nil {
+			t.fail(opFailed(op, err))
+			return false
+		}
+	}
+	return true
+}
+
 // args returns the values of the operands of op, or false (with the error recorded) when the
 // tape holds an error or a handle is invalid.
 func (t *Tape) args(op string, vs ...Var) ([]value, bool) {

@@ -156,8 +156,8 @@ func (s Stats) String() string {
 // Collect returns memory the device holds for reuse: with force, every cached CUDA block goes
 // back to the driver (after the device finished its work), and the CPU's cached slices go to the
 // garbage collector. Without force it does nothing. It never changes a buffer. (The CPU cache is
-// bounded anyway, by 1/32 of RAM and at most 1 GiB; the CUDA cache grows until an allocation
-// fails, which empties it and retries.)
+// bounded anyway, by 1/32 of the process's memory limit, kept between 64 MiB and 1 GiB; the CUDA
+// cache grows until an allocation fails, which empties it and retries.)
 func (d *Device) Collect(force bool) error {
 	if err := d.check(); err != nil || !force {
 		return err
@@ -196,10 +196,10 @@ func envOn(v string) bool {
 // so far only the scatter-adds read it: in fast mode they accumulate with atomics on a GPU (in
 // index order on the CPU), in deterministic mode they add each target's values in index order,
 // bit-identical on both. Every other kernel (reductions, broadcast adjoints, matmul) has one
-// fixed order in both modes. The initial value comes from TORCHLEAN_DETERMINISTIC (off when
-// unset, empty, 0, f, false, n, no or off, in any case; on for any other value such as 1, true
-// or on) or, when that is unset or empty, TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS
-// (on unless empty or 0). Both are read once, when the package is initialized.
+// fixed order in both modes. The initial value comes from TORCHLEAN_DETERMINISTIC (off for 0, f,
+// false, n, no or off, in any case; on for any other non-empty value such as 1, true or on) or,
+// when that is unset or empty, from TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS (on
+// unless unset, empty or 0). Both are read once, when the package is initialized.
 func SetDeterministic(on bool) { deterministic.Store(on) }
 
 // Deterministic reports the mode.
