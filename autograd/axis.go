@@ -146,3 +146,37 @@ func (t *Tape) Narrow(x Var, axis, start, length int) Var {
 	part := t.Slice(t.Reshape(lead, d, inner*outer), start, length)
 	return t.trailing(t.Reshape(part, length*inner, outer), shape, k)
 }
+
+// Unsqueeze returns x with an axis of size 1 inserted at axis (negative: counted from the end of
+// the result's shape), PyTorch's x.unsqueeze(axis): a view, as Reshape. With it a reduction
+// keeps its axis for broadcasting (PyTorch's keepdim=True): x - Unsqueeze(ReduceMean(x, -1), -1).
+func (t *Tape) Unsqueeze(x Var, axis int) Var {
+	const op = "unsqueeze"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	k, ok := t.axisOf(op, axis, len(vx.shape)+1, fmt.Sprintf("inserting into shape %v", vx.shape))
+	if !ok {
+		return Var{}
+	}
+	return t.Reshape(x, slices.Insert(slices.Clone(vx.shape), k, 1)...)
+}
+
+// Squeeze returns x without its axis axis (negative: counted from the end) when that axis has
+// size 1, and x itself otherwise, as PyTorch's x.squeeze(axis) does: a view, as Reshape.
+func (t *Tape) Squeeze(x Var, axis int) Var {
+	const op = "squeeze"
+	vx, ok := t.arg(op, x)
+	if !ok {
+		return Var{}
+	}
+	k, ok := t.axisOf(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
+	if !ok {
+		return Var{}
+	}
+	if vx.shape[k] != 1 {
+		return x
+	}
+	return t.Reshape(x, slices.Delete(slices.Clone(vx.shape), k, k+1)...)
+}

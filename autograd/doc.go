@@ -22,7 +22,8 @@
 // CrossEntropy work along the last axis with the leading axes folded into rows;
 // BatchNormChannelFirst normalizes each channel (dim 0) of one sample, Session.BatchNorm each
 // channel (dim 1) of a batch; Concat, Slice, Gather and ScatterAdd work along dim 0, Cat, Stack
-// and Narrow (torch.cat, torch.stack, narrow) along any axis. MatMul follows torch.matmul
+// and Narrow (torch.cat, torch.stack, narrow) along any axis; Unsqueeze and Squeeze are views
+// that add or drop an axis of size 1 (a reduction's keepdim). MatMul follows torch.matmul
 // (vectors, stacks of matrices, broadcast batch axes); Bmm and BmmWithTranspose multiply (batch,
 // m, n) by (batch, n, p), the latter reading either operand transposed in place (attention's
 // q·kᵀ without a copy); MultiHeadAttention takes a batch of sequences (..., n, dModel).

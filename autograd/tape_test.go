@@ -907,5 +907,27 @@ func TestAxisOpErrors(t *testing.T) {
 		if got := tp.Shape(s); !slices.Equal(got, []int{2, 2, 3}) {
 			t.Errorf("Stack(1) of two [2 3]: shape %v", got)
 		}
+		for _, c := range []struct {
+			v    autograd.Var
+			want []int
+		}{
+			{tp.Unsqueeze(x, 0), []int{1, 2, 3}}, {tp.Unsqueeze(x, -1), []int{2, 3, 1}}, {tp.Unsqueeze(x, 1), []int{2, 1, 3}},
+			{tp.Squeeze(tp.Unsqueeze(x, 1), 1), []int{2, 3}}, {tp.Squeeze(tp.Unsqueeze(x, -1), -1), []int{2, 3}},
+		} {
+			if got := tp.Shape(c.v); !slices.Equal(got, c.want) {
+				t.Errorf("unsqueeze/squeeze: shape %v, want %v", got, c.want)
+			}
+		}
+		if tp.Squeeze(x, 0) != x || tp.Err() != nil {
+			t.Errorf("Squeeze of an axis of size 2 is not x itself: %v", tp.Err())
+		}
+		// keepdim: x - mean over the last axis, broadcast back.
+		centered := tp.Sub(x, tp.Unsqueeze(tp.ReduceMean(x, -1), -1))
+		if got, _ := tp.Value(centered).Float32s(); !slices.Equal(got, []float32{-1, 0, 1, -1, 0, 1}) {
+			t.Errorf("x - mean(x, -1, keepdim): %v", got)
+		}
+		if tp.Unsqueeze(x, 3); tp.Err() == nil || tp.Err().Error() != "autograd: unsqueeze: axis 3 is outside [-3, 2] for inserting into shape [2 3]" {
+			t.Errorf("Unsqueeze(x, 3): %v", tp.Err())
+		}
 	})
 }
