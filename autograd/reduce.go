@@ -235,3 +235,45 @@ func axisOf(axis, rank int) (int, bool) {
 	}
 	return axis, axis >= 0 && axis < rank
 }
+
+// Argmax returns, for each row of v along its last axis (the leading axes folded into rows), the
+// index of the row's largest value: the first of equal ones, and the first NaN where there is
+// one, as PyTorch's argmax(-1). It downloads v (on a GPU, it waits for the device) and is not
+// differentiable: it is for accuracy counts and greedy decoding. A scalar gives [0]. An empty last
+// axis, or an invalid v, records an error and gives nil.
+func (t *Tape) Argmax(v Var) []int {
+	const op = "argmax"
+	vv, ok := t.arg(op, v)
+	if !ok {
+		return nil
+	}
+	cols := 1
+	if len(vv.shape) > 0 {
+		cols = vv.shape[len(vv.shape)-1]
+	}
+	if cols == 0 {
+		t.failf(op, "the last axis of shape %v is empty", vv.shape)
+		return nil
+	}
+	x, err := vv.buf.Float32s()
+	if err != nil {
+		t.fail(opFailed(op, err))
+		return nil
+	}
+	idx := make([]int, len(x)/cols)
+	for r := range idx {
+		row := x[r*cols : (r+1)*cols]
+		best := 0
+		for j, y := range row {
+			if y != y { // NaN
+				best = j
+				break
+			}
+			if y > row[best] {
+				best = j
+			}
+		}
+		idx[r] = best
+	}
+	return idx
+}

@@ -931,3 +931,31 @@ func TestAxisOpErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestArgmax: the first largest value of each row along the last axis, NaN counting as largest
+// (PyTorch's argmax(-1)); a scalar gives [0], no rows give [], an empty last axis is an error.
+func TestArgmax(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		nan, inf := math.NaN(), math.Inf(1)
+		b := upload(t, d, 1, 3, 3, 2, nan, 1, -inf, -inf, -5, 0, -0.0, 0)
+		defer b.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		x := tp.Leaf(b, []int{2, 2, 3}, false)
+		if got := tp.Argmax(x); !slices.Equal(got, []int{1, 1, 2, 0}) {
+			t.Errorf("Argmax: %v, want [1 1 2 0]", got)
+		}
+		if got := tp.Argmax(tp.Reshape(tp.Narrow(tp.Reshape(x, 12), 0, 1, 1))); !slices.Equal(got, []int{0}) {
+			t.Errorf("Argmax of a scalar: %v", got)
+		}
+		if got := tp.Argmax(tp.Narrow(x, 0, 0, 0)); got == nil || len(got) != 0 {
+			t.Errorf("Argmax of no rows: %v, want []", got)
+		}
+		if tp.Err() != nil {
+			t.Fatal(tp.Err())
+		}
+		if got := tp.Argmax(tp.Narrow(x, -1, 0, 0)); got != nil || tp.Err() == nil {
+			t.Errorf("Argmax of an empty last axis: %v, error %v", got, tp.Err())
+		}
+	})
+}
