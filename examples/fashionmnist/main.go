@@ -230,20 +230,13 @@ func (m *mlp) accuracy(sess *autograd.Session, ds *Dataset) float64 {
 			idx[k] = lo + k
 		}
 		sess.Reset()
-		var out []float32
-		sess.NoGrad(func() {
-			logits := m.forward(sess, ds, idx)
-			if sess.Err() == nil {
-				out, _ = sess.Value(logits).Float32s()
-			}
-		})
-		if out == nil {
+		var pred []int
+		sess.NoGrad(func() { pred = sess.Argmax(m.forward(sess, ds, idx)) })
+		if pred == nil {
 			return 0
 		}
-		c := len(Classes)
 		for k, i := range idx {
-			row := out[k*c : (k+1)*c]
-			if slices.Index(row, slices.Max(row)) == ds.Labels[i] {
+			if pred[k] == ds.Labels[i] {
 				correct++
 			}
 		}

@@ -207,21 +207,14 @@ func (m *model) accuracy(s *autograd.Session, rng *rand.Rand) float64 {
 	const n = 256
 	tokens, targets := sequences(rng, n)
 	s.Reset()
-	var out []float32
-	s.NoGrad(func() { out, _ = s.Value(m.logits(s, tokens, n)).Float32s() })
+	var pred []int
+	s.NoGrad(func() { pred = s.Argmax(m.logits(s, tokens, n)) })
 	right, total := 0, 0
 	for r, t := range targets {
-		if t == ignore || out == nil {
+		if t == ignore || pred == nil {
 			continue
 		}
-		row := out[r*vocab : (r+1)*vocab]
-		best := 0
-		for c := range row {
-			if row[c] > row[best] {
-				best = c
-			}
-		}
-		if best == t {
+		if pred[r] == t {
 			right++
 		}
 		total++
