@@ -3,12 +3,13 @@ package autograd
 import (
 	"fmt"
 	"slices"
+
+	"github.com/torchlean-go/torchlean/ops"
 )
 
-// The ops of this file work along any axis by composing recorded ops along dim 0 (Concat,
-// Slice) with views and 2-D transposes: for an axis with outer elements before it, the values
-// are laid out (outer, rest), transposed so that the axis leads, handled along dim 0 and
-// transposed back. Their gradients are those of the composed ops.
+// The ops of this file work along any axis by ops along dim 0 (ops.ConcatN, Slice) composed with
+// views and 2-D transposes: for an axis with outer elements before it, the values are laid out
+// (outer, rest), transposed so that the axis leads, handled along dim 0 and transposed back.
 
 // axisOf returns axis (negative: counted from the end) as an index into a shape of rank r, or
 // records an error of op (what names the shape in it).
@@ -45,8 +46,8 @@ func (t *Tape) trailing(y Var, shape []int, axis int) Var {
 
 // Cat joins xs along axis (negative: counted from the end), PyTorch's torch.cat(xs, dim=axis):
 // the values have one rank (at least 1) and the same sizes on every other axis. One value is
-// returned as it is. The inputs are joined in a balanced tree of Concats (each value is copied
-// about log2(len(xs)) times).
+// returned as it is. The values, with the axis leading, are joined by one ops.ConcatN; the
+// gradient of each is its slice of the result's.
 func (t *Tape) Cat(axis int, xs ...Var) Var {
 	const op = "cat"
 	vs, ok := t.args(op, xs...)
@@ -78,17 +79,23 @@ func (t *Tape) Cat(axis int, xs ...Var) Var {
 	for i, x := range xs {
 		parts[i] = t.leading(x, vs[i].shape, k)
 	}
-	for len(parts) > 1 {
-		next := parts[:0:0]
-		for i := 0; i+1 < len(parts); i += 2 {
-			next = append(next, t.Concat(parts[i], parts[i+1]))
-		}
-		if len(parts)%2 == 1 {
-			next = append(next, parts[len(parts)-1])
-		}
-		parts = next
+	pv, ok := t.args(op, parts...)
+	if !ok {
+		return Var{}
 	}
-	return t.trailing(parts[0], shape, k)
+	bufs, offs := make([]*ops.Buffer, len(pv)), make([]int, len(pv)+1)
+	for i, v := range pv {
+		bufs[i], offs[i+1] = v.buf, offs[i]+v.len()
+	}
+	y, err := ops.ConcatN(bufs...)
+	cat := t.record(op, []int{size(shape[k:]), size(shape[:k])}, y, err, nil, parts, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		fs := make([]func() (*ops.Buffer, error), len(pv))
+		for i := range fs {
+			fs[i] = func() (*ops.Buffer, error) { return ops.Slice1d(g, offs[len(pv)], offs[i], offs[i+1]-offs[i]) }
+		}
+		return grads(need, fs...)
+	})
+	return t.trailing(cat, shape, k)
 }
 
 // Stack joins xs, all of one shape, along a new axis (negative: counted from the end of the

@@ -338,6 +338,12 @@ func gradCases() []gradCase {
 			op:  func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Cat(c.axis, x...) },
 			ref: func(x [][]float64) []float64 { return catRef(x, c.shapes, (c.axis+len(c.shapes[0]))%len(c.shapes[0])) }})
 	}
+	// The same value joined twice: its gradient is the sum of its two slices'.
+	add(gradCase{name: "cat_repeated", in: [][]int{{2, 2}, {2, 1}},
+		op: func(tp *autograd.Tape, x []autograd.Var) autograd.Var { return tp.Cat(1, x[0], x[1], x[0]) },
+		ref: func(x [][]float64) []float64 {
+			return catRef([][]float64{x[0], x[1], x[0]}, [][]int{{2, 2}, {2, 1}, {2, 2}}, 1)
+		}})
 	for _, c := range []struct{ axis, n int }{{0, 3}, {1, 2}, {-1, 2}, {2, 3}} {
 		shapes := slices.Repeat([][]int{{2, 3}}, c.n)
 		add(gradCase{name: fmt.Sprintf("stack%d", c.axis), in: shapes,

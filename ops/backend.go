@@ -11,6 +11,14 @@ type storage struct {
 	ptr  driver.DevicePtr
 }
 
+// at returns the storage from element off on.
+func (s storage) at(off int) storage {
+	if s.host != nil {
+		return storage{host: s.host[off:]}
+	}
+	return storage{ptr: s.ptr + driver.DevicePtr(4*off)}
+}
+
 // backend is what a Device needs from the CPU or a CUDA device. Families of kernels are tables
 // (mapOp, randOp) run by one method each; one-off kernels are methods of their own, so both
 // backends must have every kernel. Sizes are element counts; n > 0 unless stated.

@@ -101,6 +101,42 @@ func Concat1d(a, b *Buffer, n, m int) (*Buffer, error) {
 	return concat1dOp.call1(n+m, []*Buffer{a, b}, nil, []int{n, m})
 }
 
+// ConcatN returns the buffers xs, of one device, one after another: Concat1d of any number of
+// buffers, each element copied once by the device's copy (the values are the inputs' bits). A
+// buffer may be listed more than once.
+func ConcatN(xs ...*Buffer) (*Buffer, error) {
+	const op = "concat_n"
+	if len(xs) == 0 {
+		return nil, fmt.Errorf("ops: %s: no buffers", op)
+	}
+	if err := useAll(op, xs...); err != nil {
+		return nil, err
+	}
+	defer doneAll(xs...)
+	total := 0
+	for _, x := range xs {
+		if total += x.n; total > maxBufferLen {
+			return nil, opErr(op, fmt.Errorf("%w: more than %d floats in all", ErrOutOfMemory, maxBufferLen))
+		}
+	}
+	d := xs[0].dev
+	out, err := newBuffer(d, total)
+	if err != nil {
+		return nil, opErr(op, err)
+	}
+	off := 0
+	for _, x := range xs {
+		if x.n > 0 {
+			if err := d.be.copy(out.mem.at(off), x.mem, x.n); err != nil {
+				out.Release()
+				return nil, opErr(op, err)
+			}
+		}
+		off += x.n
+	}
+	return out, nil
+}
+
 // Slice1d returns x[start : start+length]; x must have n elements and start+length <= n.
 func Slice1d(x *Buffer, n, start, length int) (*Buffer, error) {
 	if err := checkLen("slice1d", x, n, "x"); err != nil {

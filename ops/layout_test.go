@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -49,6 +50,46 @@ func TestLayoutSemantics(t *testing.T) {
 		}
 		if _, err := BroadcastVecToRows(v, -1, 2); err == nil {
 			t.Error("negative rows accepted")
+		}
+	}
+}
+
+// TestConcatN: any number of buffers joined in order (empty ones and repeats included), on every
+// device, with its errors; live bytes come back.
+func TestConcatN(t *testing.T) {
+	nan, negZero := float32(math.NaN()), float32(math.Copysign(0, -1))
+	for _, d := range devices(t) {
+		before := d.Stats().LiveBytes
+		a := mustBuf(t, d, []float32{1, 2, nan})
+		b := mustBuf(t, d, []float32{negZero, 5})
+		e := mustBuf(t, d, nil)
+		r, err := ConcatN(a, e, b, a)
+		got := download(t, r, err)
+		expect(t, "concat_n", got, 1, 2, nan, negZero, 5, 1, 2, nan)
+		r, err = ConcatN(e, e)
+		if got := download(t, r, err); len(got) != 0 {
+			t.Errorf("concat_n of empty buffers: %v", got)
+		}
+		if _, err := ConcatN(); err == nil || err.Error() != "ops: concat_n: no buffers" {
+			t.Errorf("concat_n of nothing: %v", err)
+		}
+		gone := mustBuf(t, d, []float32{1})
+		gone.Release()
+		if _, err := ConcatN(a, gone); !errors.Is(err, ErrReleased) || !strings.Contains(err.Error(), "(concat_n)") {
+			t.Errorf("concat_n of a released buffer: %v", err)
+		}
+		if d != CPU() {
+			c := mustBuf(t, CPU(), []float32{1})
+			if _, err := ConcatN(a, c); err == nil {
+				t.Errorf("concat_n across devices succeeded")
+			}
+			c.Release()
+		}
+		for _, x := range []*Buffer{a, b, e} {
+			x.Release()
+		}
+		if after := d.Stats().LiveBytes; after != before {
+			t.Errorf("%s: live bytes %d, want %d", d, after, before)
 		}
 	}
 }

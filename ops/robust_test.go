@@ -186,6 +186,7 @@ func robustOps() []robustOp {
 		robustOp{"ClampBwd", func(e *robustEnv) ([]*Buffer, error) { return one(ClampBwd(e.buf(), e.buf(), e.f(), e.f())) }},
 		robustOp{"Axpy", func(e *robustEnv) ([]*Buffer, error) { return one(Axpy(e.buf(), e.buf(), e.f())) }},
 		robustOp{"Concat1d", func(e *robustEnv) ([]*Buffer, error) { return one(Concat1d(e.buf(), e.buf(), e.size(), e.size())) }},
+		robustOp{"ConcatN", func(e *robustEnv) ([]*Buffer, error) { return one(ConcatN(e.buf(), e.buf(), e.buf())) }},
 		robustOp{"Slice1d", func(e *robustEnv) ([]*Buffer, error) { return one(Slice1d(e.buf(), e.size(), e.size(), e.size())) }},
 		robustOp{"Bmm", func(e *robustEnv) ([]*Buffer, error) {
 			return one(Bmm(e.buf(), e.buf(), e.size(), e.size(), e.size(), e.size()))
