@@ -258,3 +258,22 @@ func TestFakeDevice(t *testing.T) {
 	}
 	checkFake(t, f)
 }
+
+// TestFakeConcatN: ConcatN's device copies into offsets of its result use allocated memory
+// only (the fake keeps books, not values: TestConcatN checks those on a GPU).
+func TestFakeConcatN(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	a := mustBuf(t, d, []float32{1, 2, 3})
+	b := mustBuf(t, d, []float32{4})
+	r, err := ConcatN(b, a, b)
+	if err != nil || r.Len() != 5 {
+		t.Fatalf("concat_n on the fake: %v", err)
+	}
+	r.Release()
+	a.Release()
+	b.Release()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFake(t, f)
+}
