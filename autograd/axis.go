@@ -171,12 +171,16 @@ func (t *Tape) Unsqueeze(x Var, axis int) Var {
 }
 
 // Squeeze returns x without its axis axis (negative: counted from the end) when that axis has
-// size 1, and x itself otherwise, as PyTorch's x.squeeze(axis) does: a view, as Reshape.
+// size 1, and x itself otherwise (a scalar with axis 0 or -1 too), as PyTorch's x.squeeze(axis)
+// does: a view, as Reshape.
 func (t *Tape) Squeeze(x Var, axis int) Var {
 	const op = "squeeze"
 	vx, ok := t.arg(op, x)
 	if !ok {
 		return Var{}
+	}
+	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
+		return x // a scalar, as PyTorch's squeeze of a 0-d tensor
 	}
 	k, ok := t.axisOf(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
 	if !ok {

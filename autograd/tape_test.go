@@ -921,6 +921,10 @@ func TestAxisOpErrors(t *testing.T) {
 		if tp.Squeeze(x, 0) != x || tp.Err() != nil {
 			t.Errorf("Squeeze of an axis of size 2 is not x itself: %v", tp.Err())
 		}
+		scalar := tp.Reshape(tp.Narrow(tp.Reshape(x, 6), 0, 0, 1))
+		if tp.Squeeze(scalar, 0) != scalar || tp.Squeeze(scalar, -1) != scalar || tp.Err() != nil {
+			t.Errorf("Squeeze of a scalar is not the scalar itself: %v", tp.Err())
+		}
 		// keepdim: x - mean over the last axis, broadcast back.
 		centered := tp.Sub(x, tp.Unsqueeze(tp.ReduceMean(x, -1), -1))
 		if got, _ := tp.Value(centered).Float32s(); !slices.Equal(got, []float32{-1, 0, 1, -1, 0, 1}) {

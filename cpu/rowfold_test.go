@@ -61,3 +61,22 @@ func TestRowFoldLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestRowFoldFastUsed: the register-held AVX-512 row folds run under every kernel set built on
+// AVX-512 (a set that silently fell back to the Go loop would still give the same bits).
+func TestRowFoldFastUsed(t *testing.T) {
+	x := make([]float32, 2*rowThreads)
+	d := make([]float32, len(x))
+	for _, l := range vecLevels() {
+		if l != "avx512" && l != "mixed" {
+			continue
+		}
+		prev := useVecLevel(l)
+		var p [rowThreads]float32
+		n1, n2, n3 := rowFoldFast(&p, x, false), rowFoldFast(&p, x, true), rowSubSqFast(&p, d, x, 1)
+		useVecLevel(prev)
+		if n1 != len(x) || n2 != len(x) || n3 != len(x) {
+			t.Errorf("%s: the fast row folds did %d, %d and %d of %d elements", l, n1, n2, n3, len(x))
+		}
+	}
+}

@@ -152,13 +152,16 @@ func transposeStrip8(dst []float32, dw int, src []float32, sw, kc8 int) bool {
 	return true
 }
 
+// hasAVX512Level reports whether the kernel set in use is AVX-512's (alone or mixed).
+func hasAVX512Level() bool { return vecLevel == levelAVX512 || vecLevel == levelMixed }
+
 // rowFoldFast folds the whole 256-element chunks of x into the partials, p[t] = p[t] + x[c*256+t]
 // (or Maxf(p[t], x[c*256+t]) when isMax) for c ascending (Add or MaxFwd over each chunk in turn:
 // the same operations, so the same bits), with the partials held in registers, and returns the
 // number of elements done (0 without AVX-512).
 func rowFoldFast(p *[rowThreads]float32, x []float32, isMax bool) int {
 	chunks := len(x) / rowThreads
-	if vecLevel != levelAVX512 || chunks == 0 {
+	if !hasAVX512Level() || chunks == 0 {
 		return 0
 	}
 	if isMax {
@@ -174,7 +177,7 @@ func rowFoldFast(p *[rowThreads]float32, x []float32, isMax bool) int {
 // elements done (0 without AVX-512). d must be as long as x.
 func rowSubSqFast(p *[rowThreads]float32, d, x []float32, c float32) int {
 	chunks := len(x) / rowThreads
-	if vecLevel != levelAVX512 || chunks == 0 {
+	if !hasAVX512Level() || chunks == 0 {
 		return 0
 	}
 	d = d[:len(x)]

@@ -9,9 +9,12 @@
 #
 # Each round times numpy's float32 matmul (median of 5 calls after a warm-up) and the Go
 # benchmark BenchmarkBmm (1 s) for each size; the table gives the median GFLOP/s over the rounds.
-set -eu
+set -euo pipefail
 py=/usr/bin/python3
 rounds=${1:-3}
+case $rounds in
+  '' | *[!0-9]* | 0) echo "cpu-openblas: rounds must be a positive number, not '$rounds'" >&2; exit 2;;
+esac
 threads=${GOMAXPROCS:-$(nproc)}
 
 if ! "$py" -c 'import numpy' 2>/dev/null; then
@@ -56,13 +59,21 @@ for r in $(seq "$rounds"); do
     OPENBLAS_NUM_THREADS=$threads "$py" "$work/np.py" "$n" >> "$work/blas-$n"
     # The first kernel BenchmarkBmm lists is the default one.
     GOMAXPROCS=$threads "$work/cpu.test" -test.run XXX -test.bench "Bmm/[^/]+/1x${n}x${n}x${n}\$" \
-      -test.benchtime 1s | awk '/GFLOP\/s/ {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOP/s") {print $i; exit}}' \
+      -test.benchtime 1s | awk '/GFLOP\/s/ && !done {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOP/s") {print $i; done = 1}}' \
       >> "$work/go-$n"
   done
   echo "   round $r done"
 done
 
 median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+for n in $sizes; do
+  for f in "$work/blas-$n" "$work/go-$n"; do
+    if [ "$(grep -c . "$f")" != "$rounds" ]; then
+      echo "cpu-openblas: $(basename "$f"): $(grep -c . "$f") figures for $rounds rounds" >&2
+      exit 1
+    fi
+  done
+done
 printf '%-10s %12s %12s %7s %7s\n' shape "OpenBLAS" "ours" ratio target
 for n in $sizes; do
   o=$(median "$work/blas-$n")
