@@ -120,13 +120,13 @@ func (t *Tape) Apply(f Function, xs ...Var) Var {
 // device holding shape's elements that is not an input, and live saved buffers.
 func checkFunctionResult(t *Tape, y *ops.Buffer, shape []int, saved, in []*ops.Buffer) error {
 	if y == nil {
-		return errors.New("Forward returned a nil result")
+		return errors.New("the Forward method returned a nil result")
 	}
 	if slices.Contains(in, y) {
-		return errors.New("Forward returned an input's buffer as its result (return ops.Copy of it)")
+		return errors.New("the Forward method returned an input's buffer as its result (return ops.Copy of it)")
 	}
 	if _, err := t.newValue(y, shape); err != nil {
-		return fmt.Errorf("Forward's result: %w", err)
+		return fmt.Errorf("the result of the Forward method: %w", err)
 	}
 	for k, s := range saved {
 		if err := live(s); s != nil && err != nil {

@@ -217,7 +217,7 @@ func TestSetLR(t *testing.T) {
 	}
 	step()
 	got, err := p.Host()
-	if err != nil || got[0] != 1-1-0.25 || got[1] != 2-1-0.25 {
+	if err != nil || got[0] != -0.25 || got[1] != 0.75 { // 1 - 1 - 0.25 and 2 - 1 - 0.25
 		t.Fatalf("after steps of 1 and 0.25: %v (%v)", got, err)
 	}
 	opt.SetLR(-1)

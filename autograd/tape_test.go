@@ -940,8 +940,8 @@ func TestAxisOpErrors(t *testing.T) {
 // (PyTorch's argmax(-1)); a scalar gives [0], no rows give [], an empty last axis is an error.
 func TestArgmax(t *testing.T) {
 	forDevices(t, func(t *testing.T, d *ops.Device) {
-		nan, inf := math.NaN(), math.Inf(1)
-		b := upload(t, d, 1, 3, 3, 2, nan, 1, -inf, -inf, -5, 0, -0.0, 0)
+		nan, inf, negZero := math.NaN(), math.Inf(1), math.Copysign(0, -1)
+		b := upload(t, d, 1, 3, 3, 2, nan, 1, -inf, -inf, -5, negZero, 0, negZero)
 		defer b.Release()
 		tp := autograd.NewTape(d)
 		defer tp.Reset()

@@ -282,12 +282,6 @@ func (e *Error) Error() string {
 // Unwrap returns the Result or FFTResult.
 func (e *Error) Unwrap() error { return e.Err }
 
-// unsupportedError is what every loader returns in builds without the loader.
-type unsupportedError struct{ msg string }
-
-func (e *unsupportedError) Error() string { return e.msg }
-func (e *unsupportedError) Unwrap() error { return ErrNoLibrary }
-
 // noLibrary wraps ErrNoLibrary with the loader messages of every try.
 func noLibrary(lib string, tries []string) error {
 	return fmt.Errorf("%w: %s: %s", ErrNoLibrary, lib, strings.Join(tries, "; "))

@@ -10,6 +10,12 @@ const Enabled = false
 // errUnsupported is returned by every loader of this build.
 var errUnsupported error = &unsupportedError{msg: stubReason}
 
+// unsupportedError is what every loader returns in builds without the loader.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+func (e *unsupportedError) Unwrap() error { return ErrNoLibrary }
+
 func openLibrary(path string) (uintptr, error) { return 0, errUnsupported }
 
 func lookupSymbol(lib uintptr, name string) (uintptr, error) { return 0, errUnsupported }

@@ -261,9 +261,6 @@ type broadcast struct {
 	inN, outN int
 }
 
-// free reports whether axis j is broadcast.
-func (b broadcast) free(j int) bool { return b.kept>>j&1 == 0 }
-
 // newBroadcast checks (inDims, outDims, axisMap) in the convention of the seeds (ranks <= 8;
 // axisMap[j] = 0: output axis j is inserted; k+1: it reads input axis k, whose size must be 1 or
 // outDims[j]) and returns its canonical form. The nonzero entries of axisMap must increase (a
