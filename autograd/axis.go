@@ -11,17 +11,14 @@ import (
 // views and 2-D transposes: for an axis with outer elements before it, the values are laid out
 // (outer, rest), transposed so that the axis leads, handled along dim 0 and transposed back.
 
-// axisOf returns axis (negative: counted from the end) as an index into a shape of rank r, or
-// records an error of op (what names the shape in it).
-func (t *Tape) axisOf(op string, axis, r int, what string) (int, bool) {
-	if axis < -r || axis >= r {
+// axisIn is axisOf (a negative axis counted from the end of a shape of rank r) recording an error
+// of op when axis is out of range (what names the shape in it).
+func (t *Tape) axisIn(op string, axis, r int, what string) (int, bool) {
+	k, ok := axisOf(axis, r)
+	if !ok {
 		t.failf(op, "axis %d is outside [%d, %d] for %s", axis, -r, r-1, what)
-		return 0, false
 	}
-	if axis < 0 {
-		axis += r
-	}
-	return axis, true
+	return k, ok
 }
 
 // leading returns x, of shape shape with outer = size(shape[:axis]) elements before axis, as a
@@ -58,7 +55,7 @@ func (t *Tape) Cat(axis int, xs ...Var) Var {
 		return t.failf(op, "no values to join")
 	}
 	first := vs[0].shape
-	k, ok := t.axisOf(op, axis, len(first), fmt.Sprintf("shape %v", first))
+	k, ok := t.axisIn(op, axis, len(first), fmt.Sprintf("shape %v", first))
 	if !ok {
 		return Var{}
 	}
@@ -111,7 +108,7 @@ func (t *Tape) Stack(axis int, xs ...Var) Var {
 		return t.failf(op, "no values to stack")
 	}
 	first := vs[0].shape
-	k, ok := t.axisOf(op, axis, len(first)+1, fmt.Sprintf("stacking values of shape %v", first))
+	k, ok := t.axisIn(op, axis, len(first)+1, fmt.Sprintf("stacking values of shape %v", first))
 	if !ok {
 		return Var{}
 	}
@@ -135,7 +132,7 @@ func (t *Tape) Narrow(x Var, axis, start, length int) Var {
 	if !ok || !t.liveArgs(op, []value{vx}) {
 		return Var{}
 	}
-	k, ok := t.axisOf(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
+	k, ok := t.axisIn(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
 	if !ok {
 		return Var{}
 	}
@@ -163,7 +160,7 @@ func (t *Tape) Unsqueeze(x Var, axis int) Var {
 	if !ok {
 		return Var{}
 	}
-	k, ok := t.axisOf(op, axis, len(vx.shape)+1, fmt.Sprintf("inserting into shape %v", vx.shape))
+	k, ok := t.axisIn(op, axis, len(vx.shape)+1, fmt.Sprintf("inserting into shape %v", vx.shape))
 	if !ok {
 		return Var{}
 	}
@@ -182,7 +179,7 @@ func (t *Tape) Squeeze(x Var, axis int) Var {
 	if len(vx.shape) == 0 && (axis == 0 || axis == -1) {
 		return x // a scalar, as PyTorch's squeeze of a 0-d tensor
 	}
-	k, ok := t.axisOf(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
+	k, ok := t.axisIn(op, axis, len(vx.shape), fmt.Sprintf("shape %v", vx.shape))
 	if !ok {
 		return Var{}
 	}

@@ -167,12 +167,7 @@ func (bn *BatchNorm) track(xc *ops.Buffer, c, m int) error {
 		nextMean.Release()
 		return err
 	}
-	one, err := ops.Full(nextVar.Device(), 1, 1)
-	var nextCount *ops.Buffer
-	if err == nil {
-		nextCount, err = ops.Add(bn.NumBatchesTracked.buf, one)
-		one.Release()
-	}
+	nextCount, err := addScalar(bn.NumBatchesTracked.buf, 1)
 	if err != nil {
 		ops.ReleaseThen(nil, nextMean, nextVar)
 		return err

@@ -94,15 +94,18 @@ func (t *Tape) Scale(x Var, c float64) Var {
 // AddScalar returns x + c (c rounded to float32; PyTorch's x + c). Its gradient is the cotangent.
 func (t *Tape) AddScalar(x Var, c float64) Var {
 	return t.unary(unaryOp{"add_scalar",
-		func(x *ops.Buffer) (*ops.Buffer, error) {
-			cs, err := ops.Full(x.Device(), x.Len(), c)
-			if err != nil {
-				return nil, err
-			}
-			defer cs.Release()
-			return ops.Add(x, cs)
-		},
+		func(x *ops.Buffer) (*ops.Buffer, error) { return addScalar(x, c) },
 		func(_, g *ops.Buffer) (*ops.Buffer, error) { return ops.Copy(g) }}, x)
+}
+
+// addScalar returns x + float32(c) elementwise (ops.Add with a buffer full of c).
+func addScalar(x *ops.Buffer, c float64) (*ops.Buffer, error) {
+	cs, err := ops.Full(x.Device(), x.Len(), c)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Release()
+	return ops.Add(x, cs)
 }
 
 // binaryOp is one elementwise op y = f(a, b) of operands of the same shape, with its VJP.

@@ -110,14 +110,14 @@ func (s *Session) Err() error {
 }
 
 // ClearErr forgets the recorded error and returns it, ending the current step as Reset does, so
-// that the next step runs; with no error recorded it does nothing and returns nil. An error of the caller's input (a shape, an
-// index or label, a hyperparameter, a stale handle) changed nothing: parameters, their
-// gradients, optimizer state and running statistics are as before the failed call, and so they
-// are after a forward op the device had no memory for. A device error inside Backward or an
-// optimizer Step may have applied part of it (some gradients accumulated, some parameters
-// updated; ZeroGrad clears the gradients), and after a device fault every later op fails again
-// with the device's error. A closed session stays closed: ClearErr returns its error and keeps
-// it.
+// that the next step runs; with no error recorded it does nothing and returns nil. An error of
+// the caller's input (a shape, an index or label, a hyperparameter, a stale handle) changed
+// nothing: parameters, their gradients, optimizer state and running statistics are as before the
+// failed call, and so they are after a forward op the device had no memory for. A device error
+// inside Backward or an optimizer Step may have applied part of it (some gradients accumulated,
+// some parameters updated; ZeroGrad clears the gradients), and after a device fault every later
+// op fails again with the device's error. A closed session stays closed: ClearErr returns its
+// error and keeps it.
 func (s *Session) ClearErr() error {
 	err := s.Err()
 	if err == nil || s.closed {

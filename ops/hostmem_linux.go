@@ -15,8 +15,8 @@ import (
 // program); 0 if none is known.
 func hostMemoryBytes() (limit uint64, what string) {
 	take := func(v uint64, w string) {
-		if v != 0 && (limit == 0 || v < limit) {
-			limit, what = v, w
+		if l := least(limit, v); l != limit {
+			limit, what = l, w
 		}
 	}
 	var si syscall.Sysinfo_t
