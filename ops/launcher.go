@@ -34,6 +34,10 @@ import (
 // the queue: later commands are dropped, and that error is returned by every later op, Sync and
 // download of the device, as DESIGN.md's sticky device errors are.
 //
+// A producer that finds the ring full parks until the issuing goroutine has issued half of it
+// (waitForRoom): an op loop that outpaces the driver then sleeps for about 128 launches at a
+// time instead of spinning on another core beside the issuing thread.
+//
 // The issuing goroutine spins for queueIdle after the queue empties (a training loop queues its
 // next op within microseconds) and then exits, unlocking its thread; the next command starts a
 // new one. TORCHLEAN_LAUNCH=sync turns the queue off (each op then calls the driver from its own
@@ -106,6 +110,11 @@ type launchQueue struct {
 	_        [64]byte
 	tail     atomic.Uint64 // commands issued or dropped (published in batches)
 	_        [64]byte
+	// full is set by a producer that found the ring full and waits on room (see waitForRoom);
+	// the issuing goroutine clears it and sends on room once half the ring is free.
+	full atomic.Bool
+	room chan struct{}
+	_    [64]byte
 
 	failed atomic.Bool
 	errMu  sync.Mutex
@@ -115,7 +124,7 @@ type launchQueue struct {
 }
 
 func newLaunchQueue(issue func(*command, *driver.Args) error, bind func() error, unbind func()) *launchQueue {
-	return &launchQueue{issue: issue, bind: bind, unbind: unbind, idle: queueIdle}
+	return &launchQueue{issue: issue, bind: bind, unbind: unbind, idle: queueIdle, room: make(chan struct{}, 1)}
 }
 
 // slot returns the next free slot with q.mu held, waiting while the ring is full; the caller
@@ -131,10 +140,37 @@ func (q *launchQueue) slot() (*command, error) {
 	if h-q.tailSeen >= queueLen {
 		q.tailSeen = q.tail.Load()
 		if h-q.tailSeen >= queueLen {
-			waitUntil(func() bool { q.tailSeen = q.tail.Load(); return h-q.tailSeen < queueLen })
+			q.waitForRoom(h)
 		}
 	}
 	return &q.ring[h%queueLen], nil
+}
+
+// waitForRoom parks the producer (holding q.mu, with head h) until the issuing goroutine has
+// issued half the ring, instead of spinning beside it: a producer that outpaces the driver then
+// sleeps for about queueLen/2 launches at a time, and the issuing thread runs alone, as a C loop
+// of launches does. The flag protocol: the producer sets full and then reads tail, the issuing
+// goroutine stores tail and then reads full, so one of them sees the other; whichever clears
+// full (a compare-and-swap) decides whether a signal is sent, so none is lost or left over.
+func (q *launchQueue) waitForRoom(h uint64) {
+	for h-q.tailSeen >= queueLen {
+		q.full.Store(true)
+		q.tailSeen = q.tail.Load()
+		if h-q.tailSeen < queueLen && q.full.CompareAndSwap(true, false) {
+			return
+		}
+		<-q.room // sent by the issuing goroutine that cleared full, after it stored tail
+		q.tailSeen = q.tail.Load()
+	}
+}
+
+// signalRoom wakes a producer parked in waitForRoom once at most half the ring is queued (t:
+// commands issued, just stored in tail). q.head is read only while a producer waits, when it
+// cannot move (the producer holds q.mu).
+func (q *launchQueue) signalRoom(t uint64) {
+	if q.full.Load() && q.head.Load()-t <= queueLen/2 && q.full.CompareAndSwap(true, false) {
+		q.room <- struct{}{}
+	}
 }
 
 // publish queues the slot filled since slot, releases q.mu, and makes sure an issuing goroutine
@@ -197,6 +233,7 @@ func (q *launchQueue) run() {
 			if published != t { // caught up: every command so far is issued
 				q.tail.Store(t)
 				published = t
+				q.signalRoom(t)
 			}
 			if head = q.head.Load(); t != head {
 				continue
@@ -233,6 +270,7 @@ func (q *launchQueue) run() {
 		if t%tailBatch == 0 {
 			q.tail.Store(t)
 			published = t
+			q.signalRoom(t)
 		}
 	}
 }
@@ -241,9 +279,10 @@ func (q *launchQueue) run() {
 // (besides the one whenever it catches up with head).
 const tailBatch = 8
 
-// waitUntil spins until done reports true, yielding the processor after the first spins (the
-// issuing goroutine needs no processor from its waiters, but other goroutines may) and sleeping
-// between checks once the wait is long (a queue of kernels the GPU is far behind on).
+// waitUntil spins until done reports true (drain's wait), yielding the processor after the first
+// spins (the issuing goroutine needs no processor from its waiters, but other goroutines may)
+// and sleeping between checks once the wait is long (a queue of kernels the GPU is far behind
+// on).
 func waitUntil(done func() bool) {
 	for i := 0; !done(); i++ {
 		switch {
