@@ -50,6 +50,16 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() error { return e.err }
 
+// asOp renames the op of err, an error of an internal op that implements the public op (its
+// "ops: <internal>: " prefix becomes "ops: <op>: "); other errors and nil are returned as they
+// are.
+func asOp(op string, err error) error {
+	if e, ok := err.(*opError); ok && e.op != op {
+		return &opError{op, e.err}
+	}
+	return err
+}
+
 // opErr names op in err (nil stays nil).
 func opErr(op string, err error) error {
 	if err == nil {

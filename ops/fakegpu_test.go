@@ -4,7 +4,9 @@ package ops
 
 import (
 	"errors"
+	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,5 +277,61 @@ func TestFakeConcatN(t *testing.T) {
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	checkFake(t, f)
+}
+
+// TestErrorsNamePublicOp: errors of ops composed from internal kernels name the op called
+// (out of memory in Matmul and BroadcastTo, Indices of another device in the indexing ops, a
+// bad row of ScatterAddRow).
+func TestErrorsNamePublicOp(t *testing.T) {
+	cpuDev := CPU()
+	n := 1 << 20 // n x n floats: 4 TiB
+	if math.MaxInt == math.MaxInt32 {
+		n = 1 << 15 // 4 GiB, more than a 32-bit program can hold
+	}
+	a := mustBuf(t, cpuDev, make([]float32, n))
+	defer a.Release()
+	want := func(what string, err error, op, text string) {
+		t.Helper()
+		if err == nil || !strings.HasPrefix(err.Error(), "ops: "+op+": ") || !strings.Contains(err.Error(), text) {
+			t.Errorf("%s: %v, want an error of %s saying %q", what, err, op, text)
+		}
+	}
+	_, err := Matmul(a, a, n, 1, n)
+	want("Matmul of a 4 TiB product", err, "matmul", "out of memory")
+	if !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("Matmul: %v does not wrap ErrOutOfMemory", err)
+	}
+	_, err = BroadcastTo(a, []int{n}, []int{n, n}, []int{0, 1})
+	want("BroadcastTo rows", err, "broadcast_to", "out of memory")
+	_, err = BroadcastTo(a, []int{n}, []int{n, n}, []int{1, 0})
+	want("BroadcastTo columns", err, "broadcast_to", "out of memory")
+
+	fake, f := newFakeDevice(t, driver.FakeOptions{})
+	ix, err := NewIndices(fake, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat := mustBuf(t, cpuDev, []float32{1, 2, 3, 4})
+	vals := mustBuf(t, cpuDev, []float32{1, 2, 3, 4})
+	defer SetDeterministic(Deterministic())
+	for _, det := range []bool{false, true} {
+		SetDeterministic(det)
+		_, err = ScatterAddRowsIdx(mat, vals, 2, 2, ix)
+		want("ScatterAddRowsIdx with Indices of another device", err, "scatter_add_rows", "different devices")
+		_, err = GatherRowsIdx(mat, 2, 2, ix)
+		want("GatherRowsIdx with Indices of another device", err, "gather_rows", "different devices")
+	}
+	row := mustBuf(t, cpuDev, []float32{1, 2})
+	_, err = ScatterAddRow(mat, row, 2, 2, -1)
+	want("ScatterAddRow of row -1", err, "scatter_add_row", "negative row index -1")
+	if big := uint64(math.MaxUint32) + 1; uint64(math.MaxInt) >= big {
+		_, err = ScatterAddRow(mat, row, 2, 2, int(big))
+		want("ScatterAddRow of row 2^32", err, "scatter_add_row", "row index 4294967296 does not fit")
+	}
+	for _, b := range []*Buffer{mat, vals, row} {
+		b.Release()
+	}
+	ix.Release()
 	checkFake(t, f)
 }

@@ -251,7 +251,11 @@ func gather(op string, mat *Buffer, rows, cols int, ix *Indices) (*Buffer, error
 	if !ok {
 		return nil, fmt.Errorf("ops: %s: the (%d, %d) result overflows", op, k, cols)
 	}
-	return gatherRowsOp.call1(n, []*Buffer{mat}, []*Indices{ix}, []int{k, rows, cols})
+	if err := sameDevice(op, []*Buffer{mat, ix.buf}); err != nil {
+		return nil, err
+	}
+	out, err := gatherRowsOp.call1(n, []*Buffer{mat}, []*Indices{ix}, []int{k, rows, cols})
+	return out, asOp(op, err)
 }
 
 // ScatterAdd returns a copy of x (length n) with values[j] added at idx[j] for every j
@@ -278,6 +282,12 @@ func ScatterAddRow(mat, rowVec *Buffer, rows, cols, i int) (*Buffer, error) {
 	}
 	if err := checkLen(op, rowVec, cols, "rowVec"); err != nil {
 		return nil, err
+	}
+	switch {
+	case i < 0:
+		return nil, fmt.Errorf("ops: %s: negative row index %d", op, i)
+	case uint64(i) > math.MaxUint32:
+		return nil, fmt.Errorf("ops: %s: row index %d does not fit in uint32", op, i)
 	}
 	return scatterRows(op, mat, rowVec, rows, cols, []int{i})
 }
@@ -323,7 +333,7 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 	if err := matrix(op, "values", values, k, cols); err != nil {
 		return nil, err
 	}
-	if err := sameDevice(op, []*Buffer{mat, values}); err != nil {
+	if err := sameDevice(op, []*Buffer{mat, values, ix.buf}); err != nil {
 		return nil, err
 	}
 	if !Deterministic() {
@@ -333,7 +343,7 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 		}
 		if err := scatterAtomicOp.launch([]*Buffer{out}, []*Buffer{values}, []*Indices{ix}, []int{k, rows, cols}); err != nil {
 			out.Release()
-			return nil, err
+			return nil, asOp(op, err)
 		}
 		return out, nil
 	}
@@ -342,9 +352,10 @@ func scatter(op string, mat, values *Buffer, rows, cols int, ix *Indices) (*Buff
 	}
 	order, start, err := ix.sortedFor(rows)
 	if err != nil {
-		return nil, err
+		return nil, opErr(op, err)
 	}
-	return scatterSortedOp.call1(rows*cols, []*Buffer{mat, values}, []*Indices{order, start}, []int{rows, cols})
+	out, err := scatterSortedOp.call1(rows*cols, []*Buffer{mat, values}, []*Indices{order, start}, []int{rows, cols})
+	return out, asOp(op, err)
 }
 
 // sortedRows returns the j with idx[j] < rows sorted by (idx[j], j) (order) and, for every row

@@ -37,7 +37,7 @@ func TestIndexSemantics(t *testing.T) {
 			expect(t, "scatter_add_row", download(t, r, err), 1, 2, 103, 204, 5, 6)
 			r, err = ScatterAddRow(mat, row, 3, 2, 3)
 			expect(t, "scatter_add_row ignores a row past the end", download(t, r, err), 1, 2, 3, 4, 5, 6)
-			if _, err := ScatterAddRow(mat, row, 3, 2, -1); err == nil || !strings.Contains(err.Error(), "scatter_add_row: negative index -1") {
+			if _, err := ScatterAddRow(mat, row, 3, 2, -1); err == nil || !strings.Contains(err.Error(), "scatter_add_row: negative row index -1") {
 				t.Errorf("scatter_add_row of row -1: %v", err)
 			}
 			// -0.0 in the matrix survives rows that receive nothing.

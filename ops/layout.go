@@ -343,9 +343,11 @@ func BroadcastTo(x *Buffer, inDims, outDims, axisMap []int) (*Buffer, error) {
 	case b.kept == 1<<len(b.dims)-1: // nothing broadcast: a copy
 		return copyAs(op, x)
 	case len(b.dims) == 2 && b.kept == 2:
-		return BroadcastVecToRows(x, b.dims[0], b.dims[1])
+		y, err := BroadcastVecToRows(x, b.dims[0], b.dims[1])
+		return y, asOp(op, err)
 	case len(b.dims) == 2 && b.kept == 1:
-		return BroadcastVecToCols(x, b.dims[0], b.dims[1])
+		y, err := BroadcastVecToCols(x, b.dims[0], b.dims[1])
+		return y, asOp(op, err)
 	}
 	return broadcastToOp.call1(b.outN, []*Buffer{x}, nil, b.sizes(b.outN))
 }

@@ -84,7 +84,8 @@ func bmm(op string, a, b *Buffer, batch, m, n, p int, transA, transB bool) (*Buf
 	if transB {
 		k++
 	}
-	return bmmOps[k].call1(lenC, []*Buffer{a, b}, nil, []int{batch, m, n, p})
+	c, err := bmmOps[k].call1(lenC, []*Buffer{a, b}, nil, []int{batch, m, n, p})
+	return c, asOp(op, err)
 }
 
 // mulLimit bounds the products mulFits accepts: 2^62, or 2^31 - 1 where int has 32 bits.

@@ -110,8 +110,10 @@ func LogSoftmax(x *Buffer, rows, cols int) (*Buffer, error) {
 }
 
 // MaskedSoftmax is the hard-masked row softmax: entries whose mask is 0 are excluded from the
-// row max and sum and output 0; a fully blocked row is all zeros. (This is the reference's
-// masked softmax; the attention kernels of the seeds fill blocked scores with -1000.0 instead.)
+// row max and sum and output 0; a fully blocked row is all zeros, while a row whose allowed
+// entries are all -Inf gives NaN at those entries (as Softmax of an all -Inf row). (This is the
+// reference's masked softmax; the attention kernels of the seeds fill blocked scores with
+// -1000.0 instead.)
 // SoftmaxBwd is its VJP too: blocked entries have y = 0 and get no gradient.
 func MaskedSoftmax(x, mask *Buffer, rows, cols int) (*Buffer, error) {
 	if err := matrix("masked_softmax", "x", x, rows, cols); err != nil {
