@@ -21,7 +21,8 @@ import (
 // is queued, so the Go work of the next op overlaps the driver's work on this one, and the
 // driver runs on a thread that does nothing else. This is not a channel round trip (DESIGN.md
 // measured 23 us for one): nothing waits for an answer, the queue is a ring guarded by one
-// uncontended mutex for the producers and two atomic counters.
+// uncontended mutex for the producers and two atomic counters (and, for a full ring, a flag and
+// a channel).
 //
 // Ordering: every command reaches the stream in the order it was queued, and every other driver
 // call that touches memory a queued command may use (uploads, downloads, guard-band fills,
@@ -110,8 +111,9 @@ type launchQueue struct {
 	_        [64]byte
 	tail     atomic.Uint64 // commands issued or dropped (published in batches)
 	_        [64]byte
-	// full is set by a producer that found the ring full and waits on room (see waitForRoom);
-	// the issuing goroutine clears it and sends on room once half the ring is free.
+	// full is set by a producer that found the ring full (see waitForRoom); whoever clears it
+	// with a compare-and-swap ends that wait: the producer, when it saw room itself, or the
+	// issuing goroutine, which then sends one token on room.
 	full atomic.Bool
 	room chan struct{}
 	_    [64]byte
@@ -152,6 +154,10 @@ func (q *launchQueue) slot() (*command, error) {
 // of launches does. The flag protocol: the producer sets full and then reads tail, the issuing
 // goroutine stores tail and then reads full, so one of them sees the other; whichever clears
 // full (a compare-and-swap) decides whether a signal is sent, so none is lost or left over.
+//
+// A token can arrive while the ring is still full (the issuing goroutine checked head during an
+// earlier wait of the producer and cleared the flag of this one), so the loop, not a single
+// wait, is what guarantees room on return.
 func (q *launchQueue) waitForRoom(h uint64) {
 	for h-q.tailSeen >= queueLen {
 		q.full.Store(true)
@@ -165,8 +171,9 @@ func (q *launchQueue) waitForRoom(h uint64) {
 }
 
 // signalRoom wakes a producer parked in waitForRoom once at most half the ring is queued (t:
-// commands issued, just stored in tail). q.head is read only while a producer waits, when it
-// cannot move (the producer holds q.mu).
+// commands issued, just stored in tail). q.head is read only while full is set; it can move
+// before the compare-and-swap (the producer took the flag back, queued more and waits again),
+// and then the producer wakes to a ring still full and waits once more.
 func (q *launchQueue) signalRoom(t uint64) {
 	if q.full.Load() && q.head.Load()-t <= queueLen/2 && q.full.CompareAndSwap(true, false) {
 		q.room <- struct{}{}

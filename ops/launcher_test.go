@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -224,7 +225,7 @@ func TestLaunchQueueFullParks(t *testing.T) {
 	}()
 	waitParked := func(what string) {
 		deadline := time.Now().Add(5 * time.Second)
-		for !producerParked() {
+		for !producerParked(q) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: no producer parked in waitForRoom", what)
 			}
@@ -245,7 +246,9 @@ func TestLaunchQueueFullParks(t *testing.T) {
 	default:
 	}
 	waitParked("less than half issued")
-	for range queueLen/2 + tailBatch + 1 {
+	// Half the ring issued (the issuing goroutine then blocks on the next command): the producer
+	// queues its last command.
+	for range tailBatch {
 		release <- struct{}{}
 	}
 	select {
@@ -254,7 +257,10 @@ func TestLaunchQueueFullParks(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("producer still parked after the whole ring was issued")
+		t.Fatalf("producer still parked with half the ring issued (tail %d)", q.tail.Load())
+	}
+	for range queueLen/2 + 1 {
+		release <- struct{}{}
 	}
 	if err := q.drain(); err != nil {
 		t.Fatal(err)
@@ -265,12 +271,13 @@ func TestLaunchQueueFullParks(t *testing.T) {
 }
 
 // producerParked reports whether some goroutine is blocked in a channel receive inside
-// launchQueue.waitForRoom.
-func producerParked() bool {
+// q.waitForRoom.
+func producerParked(q *launchQueue) bool {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
+	call := fmt.Sprintf(".waitForRoom(%p", q)
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[chan receive") && strings.Contains(g, ".waitForRoom(") {
+		if strings.Contains(g, "[chan receive") && strings.Contains(g, call) {
 			return true
 		}
 	}
