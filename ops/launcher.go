@@ -21,8 +21,7 @@ import (
 // is queued, so the Go work of the next op overlaps the driver's work on this one, and the
 // driver runs on a thread that does nothing else. This is not a channel round trip (DESIGN.md
 // measured 23 us for one): nothing waits for an answer, the queue is a ring guarded by one
-// uncontended mutex for the producers and two atomic counters (and, for a full ring, a flag and
-// a channel).
+// uncontended mutex for the producers and two atomic counters.
 //
 // Ordering: every command reaches the stream in the order it was queued, and every other driver
 // call that touches memory a queued command may use (uploads, downloads, guard-band fills,
@@ -34,10 +33,6 @@ import (
 // Errors: a command that the driver refuses (a sticky device error, an invalid launch) fails
 // the queue: later commands are dropped, and that error is returned by every later op, Sync and
 // download of the device, as DESIGN.md's sticky device errors are.
-//
-// A producer that finds the ring full parks until the issuing goroutine has issued half of it
-// (waitForRoom): an op loop that outpaces the driver then sleeps for about 128 launches at a
-// time instead of spinning on another core beside the issuing thread.
 //
 // The issuing goroutine spins for queueIdle after the queue empties (a training loop queues its
 // next op within microseconds) and then exits, unlocking its thread; the next command starts a
@@ -111,12 +106,6 @@ type launchQueue struct {
 	_        [64]byte
 	tail     atomic.Uint64 // commands issued or dropped (published in batches)
 	_        [64]byte
-	// full is set by a producer that found the ring full (see waitForRoom); whoever clears it
-	// with a compare-and-swap ends that wait: the producer, when it saw room itself, or the
-	// issuing goroutine, which then sends one token on room.
-	full atomic.Bool
-	room chan struct{}
-	_    [64]byte
 
 	failed atomic.Bool
 	errMu  sync.Mutex
@@ -126,7 +115,7 @@ type launchQueue struct {
 }
 
 func newLaunchQueue(issue func(*command, *driver.Args) error, bind func() error, unbind func()) *launchQueue {
-	return &launchQueue{issue: issue, bind: bind, unbind: unbind, idle: queueIdle, room: make(chan struct{}, 1)}
+	return &launchQueue{issue: issue, bind: bind, unbind: unbind, idle: queueIdle}
 }
 
 // slot returns the next free slot with q.mu held, waiting while the ring is full; the caller
@@ -142,42 +131,10 @@ func (q *launchQueue) slot() (*command, error) {
 	if h-q.tailSeen >= queueLen {
 		q.tailSeen = q.tail.Load()
 		if h-q.tailSeen >= queueLen {
-			q.waitForRoom(h)
+			waitUntil(func() bool { q.tailSeen = q.tail.Load(); return h-q.tailSeen < queueLen })
 		}
 	}
 	return &q.ring[h%queueLen], nil
-}
-
-// waitForRoom parks the producer (holding q.mu, with head h) until the issuing goroutine has
-// issued half the ring, instead of spinning beside it: a producer that outpaces the driver then
-// sleeps for about queueLen/2 launches at a time, and the issuing thread runs alone, as a C loop
-// of launches does. The flag protocol: the producer sets full and then reads tail, the issuing
-// goroutine stores tail and then reads full, so one of them sees the other; whichever clears
-// full (a compare-and-swap) decides whether a signal is sent, so none is lost or left over.
-//
-// A token can arrive while the ring is still full (the issuing goroutine checked head during an
-// earlier wait of the producer and cleared the flag of this one), so the loop, not a single
-// wait, is what guarantees room on return.
-func (q *launchQueue) waitForRoom(h uint64) {
-	for h-q.tailSeen >= queueLen {
-		q.full.Store(true)
-		q.tailSeen = q.tail.Load()
-		if h-q.tailSeen < queueLen && q.full.CompareAndSwap(true, false) {
-			return
-		}
-		<-q.room // sent by the issuing goroutine that cleared full, after it stored tail
-		q.tailSeen = q.tail.Load()
-	}
-}
-
-// signalRoom wakes a producer parked in waitForRoom once at most half the ring is queued (t:
-// commands issued, just stored in tail). q.head is read only while full is set; it can move
-// before the compare-and-swap (the producer took the flag back, queued more and waits again),
-// and then the producer wakes to a ring still full and waits once more.
-func (q *launchQueue) signalRoom(t uint64) {
-	if q.full.Load() && q.head.Load()-t <= queueLen/2 && q.full.CompareAndSwap(true, false) {
-		q.room <- struct{}{}
-	}
 }
 
 // publish queues the slot filled since slot, releases q.mu, and makes sure an issuing goroutine
@@ -240,7 +197,6 @@ func (q *launchQueue) run() {
 			if published != t { // caught up: every command so far is issued
 				q.tail.Store(t)
 				published = t
-				q.signalRoom(t)
 			}
 			if head = q.head.Load(); t != head {
 				continue
@@ -277,7 +233,6 @@ func (q *launchQueue) run() {
 		if t%tailBatch == 0 {
 			q.tail.Store(t)
 			published = t
-			q.signalRoom(t)
 		}
 	}
 }
@@ -286,10 +241,9 @@ func (q *launchQueue) run() {
 // (besides the one whenever it catches up with head).
 const tailBatch = 8
 
-// waitUntil spins until done reports true (drain's wait), yielding the processor after the first
-// spins (the issuing goroutine needs no processor from its waiters, but other goroutines may)
-// and sleeping between checks once the wait is long (a queue of kernels the GPU is far behind
-// on).
+// waitUntil spins until done reports true, yielding the processor after the first spins (the
+// issuing goroutine needs no processor from its waiters, but other goroutines may) and sleeping
+// between checks once the wait is long (a queue of kernels the GPU is far behind on).
 func waitUntil(done func() bool) {
 	for i := 0; !done(); i++ {
 		switch {

@@ -2,9 +2,6 @@ package ops
 
 import (
 	"errors"
-	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,86 +197,4 @@ func TestLaunchQueueBindFailure(t *testing.T) {
 	if got := f.commands(); len(got) != 0 {
 		t.Errorf("issued %v without a bound context", got)
 	}
-}
-
-// TestLaunchQueueFullParks: a producer that finds the ring full parks on a channel instead of
-// spinning beside the issuing goroutine, stays parked while less than half the ring has been
-// issued, and resumes once half has.
-func TestLaunchQueueFullParks(t *testing.T) {
-	release := make(chan struct{}, 2*queueLen)
-	issued := atomic.Uint64{}
-	q := newLaunchQueue(func(*command, *driver.Args) error {
-		<-release
-		issued.Add(1)
-		return nil
-	}, func() error { return nil }, func() {})
-	done := make(chan error, 1)
-	go func() {
-		for i := range queueLen + 1 {
-			if err := push(q, uint32(i+1)); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	waitParked := func(what string) {
-		deadline := time.Now().Add(5 * time.Second)
-		for !producerParked(q) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no producer parked in waitForRoom", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	waitParked("ring full")
-	// Up to just below half the ring: the producer stays parked.
-	for range queueLen/2 - tailBatch {
-		release <- struct{}{}
-	}
-	for q.tail.Load() < queueLen/2-tailBatch {
-		time.Sleep(time.Millisecond)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("producer resumed with %d of %d issued (err %v)", issued.Load(), queueLen, err)
-	default:
-	}
-	waitParked("less than half issued")
-	// Half the ring issued (the issuing goroutine then blocks on the next command): the producer
-	// queues its last command.
-	for range tailBatch {
-		release <- struct{}{}
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("producer still parked with half the ring issued (tail %d)", q.tail.Load())
-	}
-	for range queueLen/2 + 1 {
-		release <- struct{}{}
-	}
-	if err := q.drain(); err != nil {
-		t.Fatal(err)
-	}
-	if n := issued.Load(); n != queueLen+1 {
-		t.Fatalf("%d commands issued, want %d", n, queueLen+1)
-	}
-}
-
-// producerParked reports whether some goroutine is blocked in a channel receive inside
-// q.waitForRoom.
-func producerParked(q *launchQueue) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	call := fmt.Sprintf(".waitForRoom(%p", q)
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "[chan receive") && strings.Contains(g, call) {
-			return true
-		}
-	}
-	return false
 }
