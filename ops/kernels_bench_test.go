@@ -43,6 +43,12 @@ func kernelBenches() []kernelBench {
 		ks = append(ks, kernelBench{name: name, ins: []int{batch * m * n, batch * n * p}, flops: 2 * batch * m * n * p,
 			run: func(in []*Buffer) (*Buffer, error) { return Bmm(in[0], in[1], batch, m, n, p) }})
 	}
+	// The attention-like product Q·Kᵀ, K stored as (512, 64) per batch and read transposed:
+	// PyTorch's q @ k.transpose(-2, -1).
+	ks = append(ks, kernelBench{name: "bmm_64x512x64x512_nt", ins: []int{64 * 512 * 64, 64 * 512 * 64}, flops: 2 * 64 * 512 * 64 * 512,
+		run: func(in []*Buffer) (*Buffer, error) {
+			return BmmWithTranspose(in[0], in[1], 64, 512, 64, 512, false, true)
+		}})
 	rc := []int{r * c}
 	add("transpose2d_8192x8192", []int{8192 * 8192}, 8*8192*8192, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], 8192, 8192) })
 	add("softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })

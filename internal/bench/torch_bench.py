@@ -232,6 +232,13 @@ def kernel_table(torch, F, dev):
             return lambda: torch.mm(a, b)
         return setup
 
+    def scores(batch, m, n, p):
+        # Attention's Q·Kᵀ: k holds (p, n) per batch, multiplied through a transposed view.
+        def setup():
+            q, k = rnd(batch, m, n), rnd(batch, p, n)
+            return lambda: q @ k.transpose(-2, -1)
+        return setup
+
     def unary(shape, f):
         def setup():
             x = rnd(*shape)
@@ -282,6 +289,8 @@ def kernel_table(torch, F, dev):
         "matmul_4096x4096x4096": (matmul(4096, 4096, 4096), 0.9),
         "matmul_256x4096x4096": (matmul(256, 4096, 4096), 0.75),
         "bmm_64x512x64x512": (matmul(512, 64, 512, batch=64), 1.5),
+        # The same shape as attention's scores, q @ k^T (the targets file calls it attention-like).
+        "bmm_64x512x64x512_nt": (scores(64, 512, 64, 512), 1.5),
         # The 64-column product of attention's backward (dA = dC · B^T has this shape): 128 x 64
         # tiles; no target.
         "bmm_64x512x512x64": (matmul(512, 512, 64, batch=64), None),
