@@ -33,22 +33,24 @@ func kernelBenches() []kernelBench {
 	add := func(name string, ins []int, bytes int, run func(ins []*Buffer) (*Buffer, error)) {
 		ks = append(ks, kernelBench{name: name, ins: ins, bytes: bytes, run: run})
 	}
-	for _, s := range [][4]int{{1, 1024, 1024, 1024}, {1, 2048, 2048, 2048}, {1, 4096, 4096, 4096}, {1, 256, 4096, 4096},
-		{64, 512, 64, 512}, {64, 512, 512, 64}} {
-		batch, m, n, p := s[0], s[1], s[2], s[3]
+	// The products; nt: B read transposed (stored as (p, n) per batch), the attention-like Q·Kᵀ
+	// that PyTorch computes as q @ k.transpose(-2, -1).
+	for _, s := range []struct {
+		batch, m, n, p int
+		nt             bool
+	}{{1, 1024, 1024, 1024, false}, {1, 2048, 2048, 2048, false}, {1, 4096, 4096, 4096, false}, {1, 256, 4096, 4096, false},
+		{64, 512, 64, 512, false}, {64, 512, 64, 512, true}, {64, 512, 512, 64, false}} {
+		batch, m, n, p, nt := s.batch, s.m, s.n, s.p, s.nt
 		name := fmt.Sprintf("matmul_%dx%dx%d", m, n, p)
 		if batch > 1 {
 			name = fmt.Sprintf("bmm_%dx%dx%dx%d", batch, m, n, p)
 		}
+		if nt {
+			name += "_nt"
+		}
 		ks = append(ks, kernelBench{name: name, ins: []int{batch * m * n, batch * n * p}, flops: 2 * batch * m * n * p,
-			run: func(in []*Buffer) (*Buffer, error) { return Bmm(in[0], in[1], batch, m, n, p) }})
+			run: func(in []*Buffer) (*Buffer, error) { return BmmWithTranspose(in[0], in[1], batch, m, n, p, false, nt) }})
 	}
-	// The attention-like product Q·Kᵀ, K stored as (512, 64) per batch and read transposed:
-	// PyTorch's q @ k.transpose(-2, -1).
-	ks = append(ks, kernelBench{name: "bmm_64x512x64x512_nt", ins: []int{64 * 512 * 64, 64 * 512 * 64}, flops: 2 * 64 * 512 * 64 * 512,
-		run: func(in []*Buffer) (*Buffer, error) {
-			return BmmWithTranspose(in[0], in[1], 64, 512, 64, 512, false, true)
-		}})
 	rc := []int{r * c}
 	add("transpose2d_8192x8192", []int{8192 * 8192}, 8*8192*8192, func(in []*Buffer) (*Buffer, error) { return Transpose2d(in[0], 8192, 8192) })
 	add("softmax_16384x4096", rc, 8*r*c, func(in []*Buffer) (*Buffer, error) { return Softmax(in[0], r, c) })
