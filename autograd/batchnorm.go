@@ -35,20 +35,12 @@ type BatchNorm struct {
 // (PyTorch's state_dict keys), with PyTorch's defaults.
 func (s *Session) NewBatchNorm(name string, channels int) *BatchNorm {
 	bn := &BatchNorm{Momentum: 0.1, Eps: 1e-5, channels: channels}
-	ones := func() []float32 {
-		if channels < 0 {
-			return nil // Param reports the shape
-		}
-		v := make([]float32, channels)
-		for i := range v {
-			v[i] = 1
-		}
-		return v
-	}
-	bn.Weight = s.Param(name+".weight", []int{channels}, ones())
+	// Ones made on the device, as Param's zeros: a channel count too large for the machine is
+	// the allocator's error, not a failed host allocation.
+	bn.Weight = s.param(name+".weight", []int{channels}, nil, false, 1)
 	bn.Bias = s.Param(name+".bias", []int{channels}, nil)
 	bn.RunningMean = s.Param(name+".running_mean", []int{channels}, nil)
-	bn.RunningVar = s.Param(name+".running_var", []int{channels}, ones())
+	bn.RunningVar = s.param(name+".running_var", []int{channels}, nil, false, 1)
 	bn.NumBatchesTracked = s.Param(name+".num_batches_tracked", []int{}, nil)
 	bn.NumBatchesTracked.optional = true // PyTorch loads state dicts saved before it had one
 	for _, p := range []*Param{bn.RunningMean, bn.RunningVar, bn.NumBatchesTracked} {

@@ -450,11 +450,12 @@ func (s *Session) Params() []*Param { return slices.Clone(s.params) }
 // session: it names the parameter's optimizer state. On an error the session records it and
 // the returned parameter is unusable (its ops are no-ops).
 func (s *Session) Param(name string, shape []int, values []float32) *Param {
-	return s.param(name, shape, values, false)
+	return s.param(name, shape, values, false, 0)
 }
 
-// param is Param; own: values is the caller's to keep as the host copy (no clone).
-func (s *Session) param(name string, shape []int, values []float32, own bool) *Param {
+// param is Param; own: values is the caller's to keep as the host copy (no clone); nil values
+// make every element fill.
+func (s *Session) param(name string, shape []int, values []float32, own bool, fill float32) *Param {
 	const op = "param"
 	p := s.unusable(name, shape) // until its buffer is made
 	n, ok := s.numelFor(op, shape)
@@ -473,12 +474,15 @@ func (s *Session) param(name string, shape []int, values []float32, own bool) *P
 	}
 	var b *ops.Buffer
 	var err error
-	if values == nil {
-		// Zeros on the device, no host copy until Host asks: a parameter too large for the
+	switch {
+	case values != nil:
+		b, err = ops.FromFloat32(s.Device(), values)
+	case fill == 0:
+		// Made on the device, no host copy until Host asks: a parameter too large for the
 		// machine is an error from the device's allocator, not a failed host allocation.
 		b, err = ops.Zeros(s.Device(), n)
-	} else {
-		b, err = ops.FromFloat32(s.Device(), values)
+	default:
+		b, err = ops.Full(s.Device(), n, float64(fill))
 	}
 	if err != nil {
 		s.fail(fmt.Errorf("autograd: %s: %s: %w", op, name, err))
@@ -536,7 +540,7 @@ func (s *Session) paramDrawn(name string, shape []int, draw func(n int, key uint
 		if err != nil {
 			p = s.paramFailed(name, shape, err)
 		} else {
-			p = s.param(name, shape, values, true)
+			p = s.param(name, shape, values, true, 0)
 		}
 		return p.buf != nil
 	})

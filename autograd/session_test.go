@@ -419,6 +419,23 @@ func TestParamCreationLimits(t *testing.T) {
 			t.Errorf("Param of 2^40 zeros: error %v, want ops.ErrOutOfMemory", err)
 		}
 		s.Close()
+		if strconv.IntSize == 64 { // 2^40 channels: ones made on the device, not a host slice
+			s = autograd.NewSession(autograd.Options{Device: d})
+			shift := 40
+			s.NewBatchNorm("bn", 1<<shift)
+			if err := s.Err(); !errors.Is(err, ops.ErrOutOfMemory) {
+				t.Errorf("NewBatchNorm of 2^40 channels: error %v, want ops.ErrOutOfMemory", err)
+			}
+			s.Close()
+		}
+		s = autograd.NewSession(autograd.Options{Device: d})
+		bn := s.NewBatchNorm("bn", 3)
+		for _, p := range []*autograd.Param{bn.Weight, bn.RunningVar} {
+			if h, err := p.Host(); err != nil || !slices.Equal(h, []float32{1, 1, 1}) {
+				t.Errorf("%s: %v, %v; want ones", p.Name(), h, err)
+			}
+		}
+		s.Close()
 
 		s = autograd.NewSession(autograd.Options{Device: d})
 		z := s.Param("z", []int{3}, nil)

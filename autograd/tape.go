@@ -330,8 +330,12 @@ func (t *Tape) push(n node) Var {
 // it is recorded, and y and work are released), the workspace its backward needs, its parents
 // and its VJP. The node requires grad when a parent does.
 func (t *Tape) record(op string, shape []int, y *ops.Buffer, err error, work []releaser, parents []Var, back backFn) Var {
-	if err == nil && y.Len() != size(shape) {
-		err = fmt.Errorf("result of %d elements for shape %v", y.Len(), shape) // a bug in the op
+	if err == nil {
+		if n, e := numel(shape); e != nil {
+			err = e // a result shape whose product overflows, from inputs with no elements
+		} else if y.Len() != n {
+			err = fmt.Errorf("result of %d elements for shape %v", y.Len(), shape) // a bug in the op
+		}
 	}
 	if err != nil {
 		y.Release()

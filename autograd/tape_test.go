@@ -963,3 +963,27 @@ func TestArgmax(t *testing.T) {
 		}
 	})
 }
+
+// TestResultShapeOverflow: an op on a value with no elements whose result shape has more
+// elements than an int counts (Gather of one row of a (0, huge) value) is an error, not a value
+// whose shape and buffer disagree.
+func TestResultShapeOverflow(t *testing.T) {
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		empty, err := ops.Zeros(d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer empty.Release()
+		tp := autograd.NewTape(d)
+		defer tp.Reset()
+		huge := math.MaxInt/4 + 1
+		x := tp.Leaf(empty, []int{0, huge}, true)
+		if err := tp.Err(); err != nil {
+			t.Fatalf("a (0, %d) leaf: %v", huge, err)
+		}
+		y := tp.Gather(x, []int{0})
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), "too many elements") {
+			t.Errorf("Gather of row 0 of a (0, %d) value: shape %v, error %v; want too many elements", huge, tp.Shape(y), err)
+		}
+	})
+}
