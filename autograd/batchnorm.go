@@ -83,8 +83,7 @@ func (s *Session) BatchNorm(bn *BatchNorm, x Var, train bool) Var {
 		s.failf(op, "input of rank %d is above ops.MaxRank (%d)", len(vx.shape), ops.MaxRank)
 		return Var{}
 	}
-	if err := vx.buf.Err(); err != nil {
-		s.fail(opFailed(op, err))
+	if !s.liveArgs(op, []value{vx}) {
 		return Var{}
 	}
 	perm := make([]int, len(vx.shape)) // (N, C, ...) <-> (C, N, ...)
