@@ -37,8 +37,8 @@ import (
 // product(Shape) elements (a scalar has the empty shape). Its name is its key in the map passed
 // to SaveTensors or returned by LoadTensors.
 type NamedTensor struct {
-	Shape []int
-	Buf   *ops.Buffer
+	Shape []int       // row-major; empty for a scalar
+	Buf   *ops.Buffer // product(Shape) elements
 }
 
 // MaxHeaderBytes is the largest safetensors header LoadTensors accepts (the limit of the

@@ -66,9 +66,11 @@ func (t *Tape) CrossEntropyIgnore(logits Var, labels []int, ignore int) Var {
 // CrossEntropyOptions are the options of CrossEntropyWith (PyTorch's cross_entropy arguments of
 // the same names). The zero value is plain CrossEntropy.
 type CrossEntropyOptions struct {
-	// Ignore leaves out the rows labelled IgnoreIndex, as CrossEntropyIgnore does.
+	// Ignore leaves out the rows labelled IgnoreIndex, as CrossEntropyIgnore does. It must be
+	// set for IgnoreIndex to count (PyTorch ignores -100 by default; here nothing is ignored
+	// unless Ignore is true).
 	Ignore      bool
-	IgnoreIndex int
+	IgnoreIndex int // the label of the rows to leave out (PyTorch's ignore_index, e.g. -100)
 	// LabelSmoothing ε in [0, 1] mixes the one-hot target with the uniform distribution over the
 	// C classes: each kept row contributes -(1-ε) log p[label] - (ε/C) Σ_j log p[j].
 	LabelSmoothing float64
@@ -98,6 +100,9 @@ func (t *Tape) CrossEntropyWith(logits Var, labels []int, o CrossEntropyOptions)
 			continue
 		}
 		if l < 0 || l >= c {
+			if l < 0 && !o.Ignore {
+				return t.failf(op, "label %d at position %d is outside [0, %d) (to leave such rows out, use CrossEntropyWith with Ignore: true, IgnoreIndex: %d)", l, i, c, l)
+			}
 			return t.failf(op, "label %d at position %d is outside [0, %d)", l, i, c)
 		}
 		flat = append(flat, i*c+l)

@@ -188,6 +188,7 @@ func TestSessionErrors(t *testing.T) {
 		want string
 	}{
 		{"input size", func(s *autograd.Session) { s.Input([]float32{1, 2, 3}, 2, 2) }, "input: 3 values for shape [2 2]"},
+		{"input no shape", func(s *autograd.Session) { s.Input([]float32{1, 2, 3}) }, "input: 3 values for shape [] (a scalar): pass the shape after the values, e.g. 3 for a vector"},
 		{"param size", func(s *autograd.Session) { s.Param("p", []int{2}, []float32{1}) }, "param: p: 1 values for shape [2]"},
 		{"param name", func(s *autograd.Session) { s.Param("p", nil, nil); s.Param("p", nil, nil) }, `name "p" is taken`},
 		{"empty param name", func(s *autograd.Session) { s.Param("", nil, nil) }, `param: the name is empty`},

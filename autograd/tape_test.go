@@ -282,6 +282,7 @@ func TestStickyErrors(t *testing.T) {
 			{"axis", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.ReduceSum(x, 2) }, "reduce_sum: axis 2 of shape [2 3]"},
 			{"label", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1, 3}) }, "cross_entropy: label 3 at position 1 is outside [0, 3)"},
 			{"labels", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1}) }, "cross_entropy: 1 labels for logits of shape [2 3]"},
+			{"label -100", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.CrossEntropy(x, []int{1, -100}) }, "cross_entropy: label -100 at position 1 is outside [0, 3) (to leave such rows out, use CrossEntropyWith with Ignore: true, IgnoreIndex: -100)"},
 			{"gather", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Gather(x, []int{0, -1}) }, "autograd: gather: indices: negative index -1 at position 1"},
 			{"dropout", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Dropout(x, 1.5, 7) }, "dropout: probability 1.5 is outside [0, 1]"},
 			{"permute", func(tp *autograd.Tape, x autograd.Var) autograd.Var { return tp.Permute(x, 0, 0) }, "permute: [0 0] is not a permutation"},

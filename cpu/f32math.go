@@ -1,4 +1,4 @@
-// Package f32math is the float32 math library of the arithmetic contract: elementary functions
+// This file is the float32 math library of the arithmetic contract: elementary functions
 // written as a fixed sequence of correctly rounded IEEE 754 binary32 operations (+ - * / and
 // comparisons, integer and bit operations), so that the Go functions here and their CUDA twins
 // in ptx/f32math.cuh return identical bits for every input.
@@ -43,6 +43,7 @@
 // fused instruction. The common range costs one compare and a multiply (or fma) by 2^k; the rare
 // inputs (NaN, ±Inf, overflow, results that need two-step scaling) take a branch that the GPU's
 // warps almost never enter. Tanhf has a single formula, so a warp never runs two paths.
+
 package cpu
 
 import "math"

@@ -60,6 +60,10 @@ func haveLevels() []int {
 	return append(l, levelGo)
 }
 
+// vecFunc is the signature shared by the assembly kernels: n elements (a multiple of the lane
+// count), outputs o0, o1 and inputs i0, i1, i2 (nil where unused), scalars s0, s1.
+type vecFunc func(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)
+
 // vecRun runs kernel k on the first len(o0) rounded down to whole vectors elements of each
 // slice (which must be at least that long; nil for the unused ones) and returns that count.
 func vecRun(k vecKernel, o0, o1, i0, i1, i2 []float32, s0, s1 float32) int {

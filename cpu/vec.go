@@ -7,7 +7,3 @@ package cpu
 // that the CPU allows and returns that prefix's length; the caller's scalar loop does the rest,
 // so a kernel's result never depends on which path computed an element.
 type vecKernel int
-
-// vecFunc is the signature shared by the assembly kernels: n elements (a multiple of the lane
-// count), outputs o0, o1 and inputs i0, i1, i2 (nil where unused), scalars s0, s1.
-type vecFunc func(n int, o0, o1, i0, i1, i2 *float32, s0, s1 float32)

@@ -343,7 +343,9 @@ func copyAs(op string, x *Buffer) (*Buffer, error) {
 	return out, nil
 }
 
-// To copies the buffer to another device (through host memory).
+// To copies the buffer to device d (through host memory) and returns the copy. The result is
+// always a new buffer, also when d is b's own device (a device-side copy, as Copy), so that it
+// can be released independently of b; PyTorch's .to returns the same tensor in that case.
 func (b *Buffer) To(d *Device) (*Buffer, error) {
 	if err := b.liveIn("to"); err != nil {
 		return nil, err

@@ -27,10 +27,11 @@ import (
 type Kind int
 
 const (
-	KindCPU Kind = iota
-	KindCUDA
+	KindCPU  Kind = iota // the Go backend of package cpu, in host memory
+	KindCUDA             // an NVIDIA GPU through the CUDA driver
 )
 
+// String returns "cpu" or "cuda".
 func (k Kind) String() string {
 	if k == KindCUDA {
 		return "cuda"
@@ -219,6 +220,7 @@ func CPU() *Device { return cpuDevice }
 
 // Selection is the outcome of choosing the default device.
 type Selection struct {
+	// Device is the device chosen: never nil (the CPU when no CUDA device can be used).
 	Device *Device
 	// Reason says why the CPU was chosen ("" when a CUDA device was): TORCHLEAN_DEVICE=cpu, no
 	// CUDA library, no CUDA device, or a driver too old for the embedded PTX.

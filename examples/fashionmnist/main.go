@@ -322,8 +322,8 @@ func plotLoss(path string, losses []float64, stepsPerEpoch int) error {
 	if err != nil {
 		return err
 	}
-	rawLine.Color = color.Gray{Y: 170}
-	rawLine.Width = vg.Points(0.3)
+	rawLine.Color = color.Gray{Y: 140}
+	rawLine.Width = vg.Points(0.6)
 	smoothLine, err := plotter.NewLine(smooth)
 	if err != nil {
 		return err

@@ -62,7 +62,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("device:", d)
+	fmt.Print("device: ", d)
+	if sel := ops.DefaultSelection(); *device == "auto" && d.Kind() == ops.KindCPU && sel.Reason != "" {
+		fmt.Printf(" (%s)", sel.Reason)
+	}
+	fmt.Println()
 	start := time.Now()
 	sess, acc, err := train(d, *steps, *batch, *lr, *seed, os.Stdout)
 	if err != nil {

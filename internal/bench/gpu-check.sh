@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpu-check.sh: the one-call GPU check. Run on the GPU machine from the repo root, with .gpu/
-# already packed (shared/tools/gpu-pack):
+# already packed (internal/bench/gpu-pack.sh):
 #
 #   bash internal/bench/gpu-check.sh
 #
@@ -102,7 +102,7 @@ fi
 step "b. tests + benchmarks"
 test_rc=2
 if [ ! -f .gpu/run ]; then
-  say "   .gpu/run missing: pack with shared/tools/gpu-pack first"
+  say "   .gpu/run missing: pack with internal/bench/gpu-pack.sh first"
 elif skipped tests; then
   test_rc=0
 else
