@@ -177,6 +177,9 @@ func geluV(x float32) float32 {
 //
 //	v = geluV(x)                        // 2u
 //	return x / (1 + expFused(-v))
+//
+// From about x = -10.06 down, the exponential overflows to +Inf and the result is -0, where the
+// exact GELU has magnitude below 3.1e-38 (and rounds to -0 itself from about x = -10.77).
 func Geluf(x float32) float32 {
 	return x / (1 + expFused(-geluV(x)))
 }

@@ -823,13 +823,14 @@ func tanhFast(b *block) *val {
 	return b.Or(y, b.And(b.Again(0), b.K("signMask")))
 }
 
-// tanhGeneral mirrors Tanhf for every x: !(a < 9.5) -> (NaN ? NaN : 1); sign of x or'ed in.
+// tanhGeneral mirrors Tanhf for every x: !(a < 9.5) -> 1; sign of x or'ed in; NaN -> the
+// canonical NaN (selected last, so that a negative NaN does not get the sign bit).
 func tanhGeneral(b *block, x *val) *val {
 	a := abs(b, x)
 	y := tanhCore(b, a)
 	y = b.Sel(b.Cmp(LT, a, b.K("tanhHi")), y, b.K("one"))
-	y = b.Sel(b.Cmp(UNORD, a, a), b.K("nan"), y)
-	return b.Or(y, b.And(x, b.K("signMask")))
+	y = b.Or(y, b.And(x, b.K("signMask")))
+	return b.Sel(b.Cmp(UNORD, a, a), b.K("nan"), y)
 }
 
 // logSplit is logCore's split of the bits ix of a finite x > 0 (after the subnormal scaling)

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -243,6 +245,32 @@ func TestVecMatchesGo(t *testing.T) {
 				compareVec(t, l, in, c.ins, runAt(l, c, in, n), want, c.outs)
 			}
 		})
+	}
+}
+
+// TestVecCanonicalNaN: the one-input kernels of the f32math functions return the canonical NaN
+// for NaN inputs of either sign and any payload, as the scalar functions do, on every kernel set
+// (the vector tanh once gave a negative NaN its sign bit back).
+func TestVecCanonicalNaN(t *testing.T) {
+	const n = 64
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = math.Float32frombits([]uint32{0x7fc00001, 0xffc00002, 0x7f800123, 0xffffffff}[i%4])
+	}
+	for _, c := range vecCases() {
+		fn, _, _ := strings.Cut(c.name, "/")
+		if !slices.Contains([]string{"ExpFwd", "LogFwd", "TanhFwd", "SigmoidFwd", "SoftplusFwd", "SafeLogFwd", "ExpSub"}, fn) {
+			continue // the others pass NaN payloads through their arithmetic
+		}
+		for _, l := range vecLevels() {
+			got := runAt(l, c, [3][]float32{x}, n)[0]
+			for i, v := range got {
+				if math.Float32bits(v) != CanonicalNaNBits {
+					t.Errorf("%s (%s) of %#08x = %#08x, want the canonical NaN", c.name, l, math.Float32bits(x[i]), math.Float32bits(v))
+					break
+				}
+			}
+		}
 	}
 }
 

@@ -237,21 +237,11 @@ func (b *Buffer) valid() error {
 	return nil
 }
 
-// liveIn is live with op named in the error.
-func (b *Buffer) liveIn(op string) error {
-	if err := b.live(); err != nil {
-		return fmt.Errorf("%w (%s)", err, op)
-	}
-	return nil
-}
+// liveIn is live with op named in the error ("ops: <op>: use of released buffer").
+func (b *Buffer) liveIn(op string) error { return opErr(op, b.live()) }
 
 // useIn is use with op named in the error.
-func (b *Buffer) useIn(op string) error {
-	if err := b.use(); err != nil {
-		return fmt.Errorf("%w (%s)", err, op)
-	}
-	return nil
-}
+func (b *Buffer) useIn(op string) error { return opErr(op, b.use()) }
 
 // FromFloat32 uploads host data into a new buffer on d (every call a distinct buffer).
 func FromFloat32(d *Device, data []float32) (*Buffer, error) {
@@ -275,12 +265,16 @@ func FromFloat64(d *Device, data []float64) (*Buffer, error) {
 	return FromFloat32(d, f)
 }
 
-// Float32s downloads the buffer.
+// Float32s downloads the buffer into a new slice. A slice larger than the host memory available
+// now is ErrOutOfMemory, as for a CPU buffer (the check starts at 256 MiB).
 func (b *Buffer) Float32s() ([]float32, error) {
 	if err := b.useIn("download"); err != nil {
 		return nil, err
 	}
 	defer b.done()
+	if err := hostCheck(4 * uint64(b.n)); err != nil {
+		return nil, opErr("download", err)
+	}
 	out := make([]float32, b.n)
 	if b.n == 0 {
 		return out, nil
@@ -291,8 +285,12 @@ func (b *Buffer) Float32s() ([]float32, error) {
 	return out, nil
 }
 
-// Float64s downloads the buffer and widens each element exactly.
+// Float64s downloads the buffer and widens each element exactly (ErrOutOfMemory as Float32s, for
+// the float32 and the float64 slices together).
 func (b *Buffer) Float64s() ([]float64, error) {
+	if err := hostCheck(12 * uint64(max(b.Len(), 0))); err != nil {
+		return nil, opErr("download", err)
+	}
 	f, err := b.Float32s()
 	if err != nil {
 		return nil, err

@@ -469,8 +469,8 @@ func TestErrorsNameTheOp(t *testing.T) {
 			{"swap_adjacent_at_depth", func(b *Buffer) error { _, err := SwapAdjacentAtDepth(b, []int{2, 2}, 0); return err }},
 		} {
 			err := c.run(in.b)
-			if err == nil || !strings.Contains(err.Error(), in.want) || !strings.Contains(err.Error(), "("+c.op+")") {
-				t.Errorf("%s on a %s buffer: %v, want %q and (%s)", c.op, in.name, err, in.want, c.op)
+			if err == nil || !strings.HasPrefix(err.Error(), "ops: "+c.op+": ") || !strings.Contains(err.Error(), in.want) {
+				t.Errorf("%s on a %s buffer: %v, want \"ops: %s: ...%s...\"", c.op, in.name, err, c.op, in.want)
 			}
 			if in.b == gone && !errors.Is(err, ErrReleased) {
 				t.Errorf("%s on a released buffer: %v is not ErrReleased", c.op, err)

@@ -40,12 +40,37 @@ const grain = 1 << 15
 // memory available now.
 const checkedBytes = 256 << 20
 
+// hostBackend is the CPU device's backend (whose cache hostCheck may drop).
+var hostBackend = &cpuBackend{}
+
+// tooLarge returns the error for an allocation of size bytes larger than the most memory the
+// process can have, nil otherwise. A Go allocation larger than memory is a fatal error (or the
+// kernel kills the process when the memory is touched), not a panic: such sizes are refused
+// first.
+func tooLarge(size uint64, where string) error {
+	if total, what := hostMemory(); total > 0 && size > total {
+		return fmt.Errorf("%w: %s requested %s, more than its %s %s",
+			ErrOutOfMemory, MiB(int64(size)), where, MiB(int64(total)), what)
+	}
+	return nil
+}
+
+// hostCheck returns ErrOutOfMemory, as the CPU's buffers do, when size bytes of host memory for
+// a download (Float32s, Float64s) do not fit: more than tooLarge allows, or, from checkedBytes,
+// more than the memory available now. nil means the slice may be made.
+func hostCheck(size uint64) error {
+	if err := tooLarge(size, "in host memory"); err != nil || size < checkedBytes {
+		return err
+	}
+	if avail, what, ok := hostBackend.available(size); !ok {
+		return fmt.Errorf("%w: %s requested in host memory, %s %s", ErrOutOfMemory, MiB(int64(size)), MiB(int64(avail)), what)
+	}
+	return nil
+}
+
 func (c *cpuBackend) alloc(n int) (storage, error) {
-	// A Go allocation larger than memory is a fatal error (or the kernel kills the process when
-	// the memory is touched), not a panic: refuse it first.
-	if total, what := hostMemory(); total > 0 && uint64(n) > total/4 {
-		return storage{}, fmt.Errorf("%w: %s requested on the CPU, more than its %s %s",
-			ErrOutOfMemory, MiB(4*int64(n)), MiB(int64(total)), what)
+	if err := tooLarge(4*uint64(n), "on the CPU"); err != nil {
+		return storage{}, err
 	}
 	class := int(roundBytes(4*uint64(n)) / 4)
 	c.mu.Lock()

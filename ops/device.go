@@ -213,7 +213,7 @@ func SetDeterministicChecked(on bool) bool {
 }
 
 // cpuDevice is the process's CPU device.
-var cpuDevice = &Device{kind: KindCPU, name: "cpu", be: &cpuBackend{}}
+var cpuDevice = &Device{kind: KindCPU, name: "cpu", be: hostBackend}
 
 // CPU returns the CPU device.
 func CPU() *Device { return cpuDevice }

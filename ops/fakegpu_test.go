@@ -335,3 +335,26 @@ func TestErrorsNamePublicOp(t *testing.T) {
 	ix.Release()
 	checkFake(t, f)
 }
+
+// TestFakeDownloadTooLarge: downloading a device buffer larger than the host can hold is
+// ErrOutOfMemory naming the download, not a fatal error or the kernel's OOM killer (the fake
+// device holds 64 GiB without memory behind it).
+func TestFakeDownloadTooLarge(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	total, _ := hostMemory()
+	if total == 0 || total >= 64<<30 {
+		t.Skipf("host memory %d bytes: a 64 GiB download is not too large here", total)
+	}
+	b, err := Zeros(d, 16<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if _, err := b.Float32s(); !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "download") {
+		t.Errorf("Float32s of 64 GiB: %v, want ErrOutOfMemory from download", err)
+	}
+	if _, err := b.Float64s(); !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "download") {
+		t.Errorf("Float64s of 64 GiB: %v, want ErrOutOfMemory from download", err)
+	}
+	checkFake(t, f)
+}

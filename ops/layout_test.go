@@ -75,7 +75,7 @@ func TestConcatN(t *testing.T) {
 		}
 		gone := mustBuf(t, d, []float32{1})
 		gone.Release()
-		if _, err := ConcatN(a, gone); !errors.Is(err, ErrReleased) || !strings.Contains(err.Error(), "(concat_n)") {
+		if _, err := ConcatN(a, gone); !errors.Is(err, ErrReleased) || err.Error() != "ops: concat_n: use of released buffer" {
 			t.Errorf("concat_n of a released buffer: %v", err)
 		}
 		if d != CPU() {
