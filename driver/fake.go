@@ -34,6 +34,7 @@ type Fake struct {
 	violations []string
 	host       [][]byte // pinned host memory handed out (kept reachable)
 	launches   atomic.Int64
+	allocs     atomic.Int64
 	frees      atomic.Int64
 	failLaunch atomic.Int32
 	syncResult atomic.Int32
@@ -87,6 +88,9 @@ func (f *Fake) Violations() []string {
 
 // Launches returns the number of cuLaunchKernel calls so far.
 func (f *Fake) Launches() int64 { return f.launches.Load() }
+
+// Allocs returns the number of successful cuMemAlloc calls so far.
+func (f *Fake) Allocs() int64 { return f.allocs.Load() }
 
 // Frees returns the number of successful cuMemFree calls so far.
 func (f *Fake) Frees() int64 { return f.frees.Load() }
@@ -184,6 +188,7 @@ func fakeSymbols() map[string]uintptr {
 				a := g.next
 				g.next += (uint64(size)+4095)&^4095 + 4096 // a gap between allocations
 				g.live[a] = uint64(size)
+				g.allocs.Add(1)
 				fakeWrite(pp, a)
 				return 0
 			}),

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,28 @@ func TestLoadFromMissing(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "driver: ") {
 		t.Errorf("error lacks the package prefix: %v", err)
+	}
+}
+
+// TestLoadFromNotCUDA: a file that is not a library, and a library without the driver's symbols
+// (the C library), are errors too: ErrNoLibrary and ErrMissingSymbol naming cuInit.
+func TestLoadFromNotCUDA(t *testing.T) {
+	if !Enabled {
+		t.Skip("this build has no loader")
+	}
+	text := filepath.Join(t.TempDir(), "libcuda.so.1")
+	if err := os.WriteFile(text, []byte("not a shared object\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := LoadFrom(text); c != nil || !errors.Is(err, ErrNoLibrary) || !strings.Contains(err.Error(), text) {
+		t.Errorf("LoadFrom(a text file) = %v, %v; want ErrNoLibrary naming the file", c, err)
+	}
+	c, err := LoadFrom("libc.so.6")
+	if errors.Is(err, ErrNoLibrary) {
+		t.Skipf("no glibc here: %v", err)
+	}
+	if c != nil || !errors.Is(err, ErrMissingSymbol) || !strings.Contains(err.Error(), "cuInit") {
+		t.Errorf("LoadFrom(libc.so.6) = %v, %v; want ErrMissingSymbol naming cuInit", c, err)
 	}
 }
 

@@ -222,8 +222,11 @@ func CPU() *Device { return cpuDevice }
 type Selection struct {
 	// Device is the device chosen: never nil (the CPU when no CUDA device can be used).
 	Device *Device
-	// Reason says why the CPU was chosen ("" when a CUDA device was): TORCHLEAN_DEVICE=cpu, no
-	// CUDA library, no CUDA device, or a driver too old for the embedded PTX.
+	// Reason says why the CPU was chosen ("" when a CUDA device was): "TORCHLEAN_DEVICE=cpu",
+	// "no CUDA library", "no CUDA device", "CUDA driver too old" (for the embedded PTX),
+	// "bad TORCHLEAN_DEVICE ..." (a value it cannot read), or "CUDA unusable" for any other
+	// failure to open the device (e.g. a libcuda that lacks a function this package needs);
+	// Err tells which.
 	Reason string
 	// Err is the underlying error, if any.
 	Err error

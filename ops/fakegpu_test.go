@@ -357,5 +357,84 @@ func TestFakeDownloadTooLarge(t *testing.T) {
 	if _, err := b.Float64s(); !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "ops: download: ") {
 		t.Errorf("Float64s of %d floats: %v, want ErrOutOfMemory from download", n, err)
 	}
+	// The refused downloads never waited for the queue: drain it before the next test's fake
+	// takes over the driver's symbols.
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFake(t, f)
+}
+
+// TestFakeAllocatorReuse: results released in turn are served from the cache, with no
+// cuMemAlloc or cuMemFree per op; Collect(true) returns the cached blocks to the driver.
+func TestFakeAllocatorReuse(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	x, err := Full(d, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	step := func() {
+		y, err := Exp(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := Add(x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y.Release()
+		z.Release()
+	}
+	step() // the first results allocate
+	allocs, frees := f.Allocs(), f.Frees()
+	for range 2000 {
+		step()
+	}
+	if a, fr := f.Allocs()-allocs, f.Frees()-frees; a != 0 || fr != 0 {
+		t.Errorf("4000 results released in turn: %d cuMemAlloc and %d cuMemFree calls, want 0", a, fr)
+	}
+	if err := d.Collect(true); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Stats(); st.CachedBytes != 0 || f.Frees() == frees {
+		t.Errorf("after Collect(true): cached %d bytes, %d frees; want 0 and some", st.CachedBytes, f.Frees()-frees)
+	}
+	checkFake(t, f)
+}
+
+// TestFakeLaunchArgsChecked: a launch whose arguments do not match the kernel's PTX .param list
+// (count or type) is refused before the driver sees it.
+func TestFakeLaunchArgsChecked(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	g := d.be.(*cudaBackend)
+	x, err := Full(d, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	launches := f.Launches()
+	for _, c := range []struct {
+		name string
+		fill func(p *argPack)
+		want string
+	}{
+		{"too few", func(p *argPack) { p.ptr(x.mem); p.ptr(x.mem) }, "takes 3 parameters, got 2"},
+		{"a float for the size", func(p *argPack) { p.ptr(x.mem); p.ptr(x.mem); p.f32(4) }, "parameter 2"},
+	} {
+		err := g.packed(func(p *argPack) error {
+			c.fill(p)
+			return g.launch(ptx.AbsFwd, 1, 32, p)
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Launches() - launches; n != 0 {
+		t.Errorf("%d launches reached the driver", n)
+	}
 	checkFake(t, f)
 }

@@ -20,7 +20,8 @@ import (
 // The mirror test runs every kernel on the CPU and on the GPU over sizes that cross block and
 // chunk edges, and requires identical bits (NaN payloads aside: any NaN matches any NaN). On the
 // GPU every allocation carries NaN guard bands that must survive, inputs must come back
-// unchanged, and live bytes must return to their baseline. GPU runs write a hash of every output
+// unchanged, and live bytes must return to their baseline (on the CPU too, where the CPU-only
+// TestMirrorGolden checks it as well). GPU runs write a hash of every output
 // to $TORCHLEAN_GOLDEN_OUT/mirror-golden.txt; committed as testdata/mirror-golden.txt, it lets
 // the CPU-only suite check that the CPU still computes what the GPU computed.
 
@@ -567,7 +568,13 @@ func TestMirrorGolden(t *testing.T) {
 	for _, c := range mirrorCases() {
 		for _, n := range c.sizes {
 			host := mirrorInputs(c, n)
-			for k, out := range runCase(t, CPU(), c, n, host) {
+			base := CPU().Stats().LiveBytes
+			outs := runCase(t, CPU(), c, n, host)
+			// A leak raises the live bytes; a finalizer of an earlier test's buffer may lower them.
+			if live := CPU().Stats().LiveBytes; live > base {
+				t.Errorf("%s n=%d: CPU live bytes %d after the case, %d before", c.name, n, live, base)
+			}
+			for k, out := range outs {
 				key := mirrorKey(c, n, k)
 				want, ok := golden[key]
 				if !ok {
@@ -652,8 +659,11 @@ func TestMirror(t *testing.T) {
 		}
 		for _, n := range c.sizes {
 			host := mirrorInputs(c, n)
-			base := gpu.Stats().LiveBytes
+			base, cbase := gpu.Stats().LiveBytes, CPU().Stats().LiveBytes
 			want := runCase(t, CPU(), c, n, host)
+			if live := CPU().Stats().LiveBytes; live > cbase {
+				t.Errorf("%s n=%d: CPU live bytes %d after the case, %d before", c.name, n, live, cbase)
+			}
 			got := runCase(t, gpu, c, n, host)
 			if err := gpu.Sync(); err != nil {
 				t.Fatalf("%s n=%d: %v", c.name, n, err)

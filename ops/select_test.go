@@ -25,6 +25,7 @@ func TestSelectDevice(t *testing.T) {
 		{noLib, "no CUDA library"},
 		{fmt.Errorf("cuInit: %w", driver.ErrNoDevice), "no CUDA device"},
 		{fmt.Errorf("%w: driver reports 11.4", driver.ErrDriverTooOld), "CUDA driver too old"},
+		{fmt.Errorf("%w: cuInit in libc.so.6", driver.ErrMissingSymbol), "CUDA unusable"},
 	} {
 		s := selectDevice("", func(int) (*Device, error) { return nil, c.err })
 		if s.Device != CPU() || s.Reason != c.reason || s.Err == nil {

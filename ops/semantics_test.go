@@ -146,6 +146,19 @@ func TestUniformBelowOne(t *testing.T) {
 			t.Errorf("uniform(%#x) = %v", u, f)
 		}
 	}
+	// Key 101466006 draws such a value at element 1, on every device (the mirror test's key
+	// draws none in its 2^20+3 elements).
+	for _, d := range devices(t) {
+		b, err := RandUniform(d, 2, 101466006)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := download(t, b, nil)
+		if math.Float32bits(got[1]) != 0x3f7fffff {
+			t.Errorf("%s: uniform element 1 of key 101466006 = %#08x, want 0x3f7fffff (the largest float32 below 1)", d, math.Float32bits(got[1]))
+		}
+		b.Release()
+	}
 }
 
 // TestShapeOverflow passes shapes whose element counts overflow int (wrapping to the length of
