@@ -178,6 +178,11 @@ func clampBounds(op string, lo, hi float64) error {
 }
 
 // Add returns a + b (equal lengths).
+//
+// Add, Sub, Scale and Axpy have no backward kernels of their own: their gradients are the
+// incoming gradient g, copied or scaled. For Add, da = db = g (Copy gives a distinct buffer);
+// for Sub, da = g and db = Scale(g, -1); for Scale, Scale(g, c); for Axpy (a + c*b), da = g and
+// db = Scale(g, c). The autograd tape builds them so, as TorchLean's reference does.
 func Add(a, b *Buffer) (*Buffer, error) { return addOp.one([]*Buffer{a, b}) }
 
 // Sub returns a - b.
@@ -210,10 +215,12 @@ func ReluBwd(x, g *Buffer) (*Buffer, error) { return reluBwdOp.one([]*Buffer{x, 
 // ExpBwd returns g * exp(x).
 func ExpBwd(x, g *Buffer) (*Buffer, error) { return expBwdOp.one([]*Buffer{x, g}) }
 
-// LogBwd returns g / x.
+// LogBwd returns g / x, one rounding (TorchLean's reference rounds twice: g * (1/x)).
 func LogBwd(x, g *Buffer) (*Buffer, error) { return logBwdOp.one([]*Buffer{x, g}) }
 
-// InvBwd returns -(g * (1/x)) * (1/x).
+// InvBwd returns -(g * (1/x)) * (1/x). TorchLean's reference computes -(g * (r*r)) with
+// r = 1/x, whose r*r overflows to Inf for |x| below about 5.4e-20 even where the gradient is
+// finite; this order does not.
 func InvBwd(x, g *Buffer) (*Buffer, error) { return invBwdOp.one([]*Buffer{x, g}) }
 
 // SigmoidBwd returns g * s * (1 - s) with s = sigmoid(x) recomputed.
