@@ -550,7 +550,7 @@ func readFloats(r io.Reader, t dtype, n int, scratch []byte) ([]float32, error) 
 				return nil, fmt.Errorf("element %d of BOOL is %d, not 0 or 1", len(out), scratch[i])
 			}
 			if !ok {
-				return nil, fmt.Errorf("element %d of %s is outside ±2^24, not exact as a float32", len(out), t.name)
+				return nil, fmt.Errorf("element %d of %s is outside ±2^24, the integers that are all exact in float32", len(out), t.name)
 			}
 			out = append(out, v)
 		}

@@ -380,6 +380,10 @@ type SGD struct {
 }
 
 // NewSGD returns an SGD optimizer of params (parameters of one session).
+//
+// Each parameter belongs to at most one open optimizer: a constructor given a parameter that an
+// open optimizer updates records an error in the session (Close the other optimizer first; to
+// resume, restore its state with LoadState). The same holds for NewAdam and NewAdamW.
 func NewSGD(params []*Param, o SGDOptions) *SGD {
 	opt := &SGD{h: ops.SGDParams(o)}
 	var keys []string
@@ -419,8 +423,8 @@ type Adam struct {
 	h ops.AdamParams
 }
 
-// NewAdam returns an Adam optimizer of params (parameters of one session); WeightDecay adds an
-// L2 penalty to the gradient.
+// NewAdam returns an Adam optimizer of params (parameters of one session; each in at most one
+// open optimizer, as for NewSGD); WeightDecay adds an L2 penalty to the gradient.
 func NewAdam(params []*Param, o AdamOptions) *Adam { return newAdam("adam", params, o, false) }
 
 // NewAdamW returns an AdamW optimizer of params: WeightDecay decays the parameters directly
