@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -100,10 +101,11 @@ func (t *Tape) CrossEntropyWith(logits Var, labels []int, o CrossEntropyOptions)
 			continue
 		}
 		if l < 0 || l >= c {
+			hint := ""
 			if l < 0 && !o.Ignore {
-				return t.failf(op, "label %d at position %d is outside [0, %d) (to leave such rows out, use CrossEntropyWith with Ignore: true, IgnoreIndex: %d)", l, i, c, l)
+				hint = fmt.Sprintf(" (to leave such rows out, use CrossEntropyWith with Ignore: true, IgnoreIndex: %d)", l)
 			}
-			return t.failf(op, "label %d at position %d is outside [0, %d)", l, i, c)
+			return t.failf(op, "label %d at position %d is outside [0, %d)%s", l, i, c, hint)
 		}
 		flat = append(flat, i*c+l)
 		kept = append(kept, i)

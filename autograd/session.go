@@ -276,11 +276,11 @@ func (s *Session) input(op string, values []float32, shape []int, requiresGrad b
 		return Var{}
 	}
 	if len(values) != n {
+		hint := ""
 		if len(shape) == 0 {
-			s.failf(op, "%d values for shape [] (a scalar): pass the shape after the values, e.g. %d for a vector", len(values), len(values))
-		} else {
-			s.failf(op, "%d values for shape %v", len(values), shape)
+			hint = fmt.Sprintf(" (a scalar): pass the shape after the values, e.g. %d for a vector", len(values))
 		}
+		s.failf(op, "%d values for shape %v%s", len(values), shape, hint)
 		return Var{}
 	}
 	b, err := ops.FromFloat32(s.Device(), values)

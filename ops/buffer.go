@@ -267,12 +267,16 @@ func FromFloat64(d *Device, data []float64) (*Buffer, error) {
 
 // Float32s downloads the buffer into a new slice. A slice larger than the host memory available
 // now is ErrOutOfMemory, as for a CPU buffer (the check starts at 256 MiB).
-func (b *Buffer) Float32s() ([]float32, error) {
+func (b *Buffer) Float32s() ([]float32, error) { return b.download(4) }
+
+// download is Float32s for a caller that will hold perElem bytes of host memory per element (4
+// for the float32 slice, 12 for Float64s with its float64 slice), which hostCheck checks first.
+func (b *Buffer) download(perElem uint64) ([]float32, error) {
 	if err := b.useIn("download"); err != nil {
 		return nil, err
 	}
 	defer b.done()
-	if err := hostCheck(4 * uint64(b.n)); err != nil {
+	if err := hostCheck(perElem * uint64(b.n)); err != nil {
 		return nil, opErr("download", err)
 	}
 	out := make([]float32, b.n)
@@ -288,10 +292,7 @@ func (b *Buffer) Float32s() ([]float32, error) {
 // Float64s downloads the buffer and widens each element exactly (ErrOutOfMemory as Float32s, for
 // the float32 and the float64 slices together).
 func (b *Buffer) Float64s() ([]float64, error) {
-	if err := hostCheck(12 * uint64(max(b.Len(), 0))); err != nil {
-		return nil, opErr("download", err)
-	}
-	f, err := b.Float32s()
+	f, err := b.download(12)
 	if err != nil {
 		return nil, err
 	}

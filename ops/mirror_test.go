@@ -492,6 +492,18 @@ func hashOf(x []float32) string {
 
 // runCase runs one case on d and returns the downloaded outputs; it checks that the inputs are
 // unchanged and, on a guarded CUDA device, the guard bands.
+// cpuCase is runCase on the CPU, which must hold no more live bytes afterwards (a leak raises
+// them; a finalizer of an earlier test's buffer may lower them).
+func cpuCase(t *testing.T, c mirrorCase, n int, host [][]float32) [][]float32 {
+	t.Helper()
+	base := CPU().Stats().LiveBytes
+	outs := runCase(t, CPU(), c, n, host)
+	if live := CPU().Stats().LiveBytes; live > base {
+		t.Errorf("%s n=%d: CPU live bytes %d after the case, %d before", c.name, n, live, base)
+	}
+	return outs
+}
+
 func runCase(t *testing.T, d *Device, c mirrorCase, n int, host [][]float32) [][]float32 {
 	t.Helper()
 	ins := make([]*Buffer, len(host))
@@ -568,13 +580,7 @@ func TestMirrorGolden(t *testing.T) {
 	for _, c := range mirrorCases() {
 		for _, n := range c.sizes {
 			host := mirrorInputs(c, n)
-			base := CPU().Stats().LiveBytes
-			outs := runCase(t, CPU(), c, n, host)
-			// A leak raises the live bytes; a finalizer of an earlier test's buffer may lower them.
-			if live := CPU().Stats().LiveBytes; live > base {
-				t.Errorf("%s n=%d: CPU live bytes %d after the case, %d before", c.name, n, live, base)
-			}
-			for k, out := range outs {
+			for k, out := range cpuCase(t, c, n, host) {
 				key := mirrorKey(c, n, k)
 				want, ok := golden[key]
 				if !ok {
@@ -659,11 +665,8 @@ func TestMirror(t *testing.T) {
 		}
 		for _, n := range c.sizes {
 			host := mirrorInputs(c, n)
-			base, cbase := gpu.Stats().LiveBytes, CPU().Stats().LiveBytes
-			want := runCase(t, CPU(), c, n, host)
-			if live := CPU().Stats().LiveBytes; live > cbase {
-				t.Errorf("%s n=%d: CPU live bytes %d after the case, %d before", c.name, n, live, cbase)
-			}
+			base := gpu.Stats().LiveBytes
+			want := cpuCase(t, c, n, host)
 			got := runCase(t, gpu, c, n, host)
 			if err := gpu.Sync(); err != nil {
 				t.Fatalf("%s n=%d: %v", c.name, n, err)
