@@ -524,14 +524,14 @@ func BenchmarkVecCache(b *testing.B) {
 }
 
 // TestVecGenerated checks that vec_amd64.s, vec_amd64.go and vec_kernels.go are what
-// vec_gen.go writes (run `go generate` in cpu after editing it).
+// cpu/internal/vecgen writes (run `go generate` in cpu after editing it).
 func TestVecGenerated(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("regenerating needs the go command (absent on GPU machines)")
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command("go", "run", "vec_gen.go", dir).CombinedOutput(); err != nil {
-		t.Fatalf("go run vec_gen.go: %v\n%s", err, out)
+	if out, err := exec.Command("go", "run", "./internal/vecgen", dir).CombinedOutput(); err != nil {
+		t.Fatalf("go run ./internal/vecgen: %v\n%s", err, out)
 	}
 	for _, name := range []string{"vec_amd64.s", "vec_amd64.go", "vec_kernels.go"} {
 		want, err := os.ReadFile(filepath.Join(dir, name))
@@ -543,7 +543,7 @@ func TestVecGenerated(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what vec_gen.go writes: run go generate in cpu", name)
+			t.Errorf("%s differs from what cpu/internal/vecgen writes: run go generate in cpu", name)
 		}
 	}
 }
