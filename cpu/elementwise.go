@@ -313,11 +313,12 @@ func MulBwd(da, db, a, b, g []float32) {
 	}
 }
 
-// DivBwd: da = g / b, db = -(g * (a / (b * b))).
+// DivBwd: da = g / b, db = -(g * ((a / b) / b)) (PyTorch's order: b*b would overflow for |b| above
+// about 1.8e19 and underflow below about 3.7e-23, where the quotients stay finite).
 func DivBwd(da, db, a, b, g []float32) {
 	db, a, b, g = db[:len(da)], a[:len(da)], b[:len(da)], g[:len(da)]
 	for i := vecRun(vkDivBwd, da, db, a, b, g, 0, 0); i < len(da); i++ {
 		da[i] = g[i] / b[i]
-		db[i] = -float32(g[i] * (a[i] / float32(b[i]*b[i])))
+		db[i] = -float32(g[i] * ((a[i] / b[i]) / b[i]))
 	}
 }

@@ -41,7 +41,7 @@ const (
 	vkMaxBwd                        // (da, db) = MaxBwdf(a, b, g)
 	vkMinBwd                        // (da, db) = MinBwdf(a, b, g)
 	vkMulBwd                        // da = g * b, db = g * a
-	vkDivBwd                        // da = g / b, db = -(g * (a / (b * b)))
+	vkDivBwd                        // da = g / b, db = -(g * ((a / b) / b))
 	vkSubSqAdd                      // d = x - c, acc = a + d * d
 	vkNormAffine                    // dst = ((x / s) * gamma) + beta
 	vkSubMul                        // dst = b * (a - c)

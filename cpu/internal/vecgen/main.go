@@ -1175,10 +1175,12 @@ func init() {
 		b.Out(0, b.Mul(g, y))
 		b.Out(1, b.Mul(g, x))
 	})
-	one("DivBwd", "da = g / b, db = -(g * (a / (b * b)))", 3, 2, 0, func(b *block) {
+	// PyTorch's order for the divisor: (a / b) / b, not a / (b * b), whose b*b overflows or
+	// underflows for |b| beyond about 1.8e19 or below about 3.7e-23.
+	one("DivBwd", "da = g / b, db = -(g * ((a / b) / b))", 3, 2, 0, func(b *block) {
 		x, y, g := b.In(0), b.In(1), b.In(2)
 		b.Out(0, b.Div(g, y))
-		b.Out(1, neg(b, b.Mul(g, b.Div(x, b.Mul(y, y)))))
+		b.Out(1, neg(b, b.Mul(g, b.Div(b.Div(x, y), y))))
 	})
 	// Layer norm rows: the centred row and the partials of its sum of squares in one pass, then
 	// the normalization and the affine map in one pass.
