@@ -228,6 +228,13 @@ func (t *Tape) Min(a, b Var) Var { return t.binary(minOp, a, b) }
 // every device. It is retained for the backward pass. As in PyTorch, p = 0 returns x itself and
 // p = 1 gives x * 0 (zeros, NaN where x is NaN; zero gradient), neither drawing a mask.
 func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
+	return t.dropout(x, p, func(n int, keep float64) (*ops.Buffer, error) {
+		return ops.BernoulliMask(t.dev, n, keep, key)
+	})
+}
+
+// dropout is Dropout with the mask of n elements drawn by mask (1 with probability keep).
+func (t *Tape) dropout(x Var, p float64, mask func(n int, keep float64) (*ops.Buffer, error)) Var {
 	const op = "dropout"
 	vx, ok := t.arg(op, x)
 	if !ok {
@@ -242,17 +249,17 @@ func (t *Tape) Dropout(x Var, p float64, key uint64) Var {
 		return t.Scale(x, 0)
 	}
 	keep := 1 - p
-	mask, err := ops.BernoulliMask(t.dev, vx.len(), keep, key)
+	m, err := mask(vx.len(), keep)
 	if err != nil {
 		return t.fail(opFailed(op, err))
 	}
 	apply := func(x *ops.Buffer) (*ops.Buffer, error) {
 		return then(x,
-			func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(x, mask) },
+			func(x *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(x, m) },
 			func(xm *ops.Buffer) (*ops.Buffer, error) { return ops.Scale(xm, 1/keep) })
 	}
 	y, err := apply(vx.buf)
-	return t.record(op, vx.shape, y, err, []releaser{mask}, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+	return t.record(op, vx.shape, y, err, []releaser{m}, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
 		return grads(need, func() (*ops.Buffer, error) { return apply(g) })
 	})
 }

@@ -64,9 +64,12 @@ type optimizer struct {
 	keys    []string        // the state buffers of a parameter: keys "<parameter name>.<key>"
 	counted bool            // the state includes the step count (key "<parameter name>.step")
 	state   [][]*ops.Buffer // state[i][k]: buffer keys[k] of params[i]
-	steps   []int           // steps taken by params[i] since its state was created
+	steps   []int           // steps taken by params[i] since its state was created (Adam's device counts agree)
 	err     error           // set by the constructor (or SetLR, when there is no session)
 	closed  bool
+	release func() // frees the device state of SGD or Adam (ops.SGD, ops.Adam), once made
+	// loaded, when set, gives the step counts of a loaded state to the device state.
+	loaded func(steps []int) error
 }
 
 // maxStep bounds the step counts of State and LoadState (exact in a float32).
@@ -151,13 +154,14 @@ func (o *optimizer) open() error {
 	return nil
 }
 
-// step runs update on every parameter that has a gradient, with its state (zeros, allocated
-// on its first step), whether the state was just allocated, and the number of this step (from
-// 1). It first checks every gradient and parameter buffer, moves parameters that a recorded
-// pass still reads to copies (unshare) and allocates every new state, so that an error of the
-// caller's input (a released buffer) or an allocation that fails changes nothing; an update that
-// fails after that (a device error) leaves the earlier parameters updated.
-func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, step int) error) error {
+// step runs update on every parameter that has a gradient (params[i]), with its state (zeros,
+// allocated on its first step) and whether the state was just allocated, after begin (when not
+// nil) with the indices of those parameters. It first checks every gradient and parameter
+// buffer, moves parameters that a recorded pass still reads to copies (unshare) and allocates
+// every new state, so that an error of the caller's input (a released buffer) or an allocation
+// that fails changes nothing; an update that fails after that (a device error) leaves the
+// earlier parameters updated.
+func (o *optimizer) step(begin func(stepped []int) error, update func(i int, p *Param, st []*ops.Buffer, fresh bool) error) error {
 	if err := o.ready(); err != nil {
 		return err
 	}
@@ -194,6 +198,17 @@ func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, ste
 		}
 		fresh[i] = st
 	}
+	if begin != nil {
+		var stepped []int
+		for i, p := range o.params {
+			if p.grad != nil {
+				stepped = append(stepped, i)
+			}
+		}
+		if err := begin(stepped); err != nil {
+			return o.s.fail(fmt.Errorf("autograd: %s: %w", o.name, err))
+		}
+	}
 	for i, p := range o.params {
 		if p.grad == nil {
 			continue
@@ -202,7 +217,7 @@ func (o *optimizer) step(update func(p *Param, st []*ops.Buffer, fresh bool, ste
 		if isNew {
 			st = fresh[i]
 		}
-		if err := update(p, st, isNew, o.steps[i]+1); err != nil {
+		if err := update(i, p, st, isNew); err != nil {
 			return o.s.fail(fmt.Errorf("autograd: %s: %s: %w", o.name, p.name, err))
 		}
 		if isNew {
@@ -228,6 +243,10 @@ func (o *optimizer) Close() {
 	for i, st := range o.state {
 		releaseAll(st)
 		o.state[i] = nil
+	}
+	if o.release != nil {
+		o.release()
+		o.release = nil
 	}
 	o.closed = true
 	if o.s != nil {
@@ -365,6 +384,14 @@ func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
 			}
 		}
 	}
+	if o.loaded != nil {
+		if err := o.loaded(steps); err != nil {
+			for _, cs := range copies {
+				releaseAll(cs)
+			}
+			return o.s.fail(fmt.Errorf("autograd: %s: load state: %w", o.name, err))
+		}
+	}
 	for _, st := range o.state {
 		releaseAll(st)
 	}
@@ -376,7 +403,8 @@ func (o *optimizer) LoadState(state map[string]*ops.Buffer) error {
 // momentum: PyTorch's torch.optim.SGD.
 type SGD struct {
 	optimizer
-	h ops.SGDParams
+	h   ops.SGDParams
+	dev *ops.SGD // the device's copy of the scalars, made on the first step
 }
 
 // NewSGD returns an SGD optimizer of params (parameters of one session).
@@ -397,12 +425,19 @@ func NewSGD(params []*Param, o SGDOptions) *SGD {
 // Step updates every parameter that has a gradient (ops.SGDStep). A parameter's first step sets
 // its momentum buffer to the (weight-decayed) gradient.
 func (o *SGD) Step() error {
-	return o.step(func(p *Param, st []*ops.Buffer, fresh bool, _ int) error {
+	return o.step(nil, func(_ int, p *Param, st []*ops.Buffer, fresh bool) error {
+		if o.dev == nil {
+			dev, err := ops.NewSGD(o.s.Device())
+			if err != nil {
+				return err
+			}
+			o.dev, o.release = dev, dev.Release
+		}
 		var buf *ops.Buffer
 		if len(st) > 0 {
 			buf = st[0]
 		}
-		return ops.SGDStep(p.buf, p.grad, buf, o.h, fresh)
+		return o.dev.Step(p.buf, p.grad, buf, o.h, fresh)
 	})
 }
 
@@ -420,7 +455,8 @@ func (o *SGD) LR() float64 { return o.h.LR }
 // Adam is Adam or AdamW (NewAdam, NewAdamW): PyTorch's torch.optim.Adam and AdamW.
 type Adam struct {
 	optimizer
-	h ops.AdamParams
+	h   ops.AdamParams
+	dev *ops.Adam // the step counts and scalars on the device, made on the first step
 }
 
 // NewAdam returns an Adam optimizer of params (parameters of one session; each in at most one
@@ -439,7 +475,22 @@ func newAdam(name string, params []*Param, o AdamOptions, decoupled bool) *Adam 
 		check = fmt.Errorf("%w (AdamOptions' zero values are not PyTorch's defaults: start from DefaultAdam or DefaultAdamW and set LR)", check)
 	}
 	opt.init(name, params, []string{"exp_avg", "exp_avg_sq"}, true, check)
+	opt.loaded = func(steps []int) error {
+		if opt.dev == nil {
+			return nil // made with o.steps on the next step
+		}
+		return opt.dev.SetSteps(counts(steps))
+	}
 	return opt
+}
+
+// counts converts step counts.
+func counts(steps []int) []uint64 {
+	out := make([]uint64, len(steps))
+	for i, v := range steps {
+		out[i] = uint64(v)
+	}
+	return out
 }
 
 // SetLR sets the learning rate of the following steps (what a schedule does to PyTorch's
@@ -468,10 +519,26 @@ func (o *optimizer) setHyper(check error, set func()) {
 	}
 }
 
-// Step updates every parameter that has a gradient with one fused ops.AdamStep, counting each
-// parameter's steps from 1.
+// Step updates every parameter that has a gradient, counting each parameter's steps from 1: one
+// launch computes every stepped parameter's scalars on the device (ops.Adam.Begin), then one
+// fused launch per parameter updates it (ops.Adam.Step).
 func (o *Adam) Step() error {
-	return o.step(func(p *Param, st []*ops.Buffer, _ bool, step int) error {
-		return ops.AdamStep(p.buf, p.grad, st[0], st[1], o.h, step)
+	begin := func(stepped []int) error {
+		if o.dev == nil {
+			dev, err := ops.NewAdam(o.s.Device(), len(o.params))
+			if err == nil {
+				if err = dev.SetSteps(counts(o.steps)); err != nil {
+					dev.Release()
+				}
+			}
+			if err != nil {
+				return err
+			}
+			o.dev, o.release = dev, dev.Release
+		}
+		return o.dev.Begin(o.h, stepped)
+	}
+	return o.step(begin, func(i int, p *Param, st []*ops.Buffer, _ bool) error {
+		return o.dev.Step(i, p.buf, p.grad, st[0], st[1])
 	})
 }

@@ -64,6 +64,13 @@ type Session struct {
 	err     error
 	closed  bool
 
+	// The draw count on the device: the random ops of a step (Uniform, Normal, Bernoulli,
+	// Dropout) read their keys' count from draws (ops.RandUniformAt, ...), at offsets from
+	// drawBase, its value; Reset advances it to counter. So the keys come from device memory,
+	// as a step captured into a CUDA graph needs, and are the same keys as KeyOf(seed, counter).
+	draws    *ops.Counter // made on the first draw of a step
+	drawBase uint64
+
 	params []*Param
 	names  map[string]bool
 	optims []*optimizer
@@ -157,6 +164,12 @@ func (s *Session) Reset() {
 	for _, e := range s.ints {
 		e.ix.Release()
 	}
+	if s.draws != nil && s.counter != s.drawBase {
+		if err := s.draws.Add(s.counter - s.drawBase); err != nil {
+			s.fail(opFailed("reset", err))
+		}
+		s.drawBase = s.counter
+	}
 	clear(s.uses)
 	clear(s.owned)
 	clear(s.ints)
@@ -182,6 +195,9 @@ func (s *Session) Close() error {
 		p.grad.Release()
 		p.grad = nil
 	}
+	if s.draws != nil {
+		s.draws.Release()
+	}
 	s.closed = true
 	s.fail(ErrClosed)
 	return err
@@ -196,6 +212,29 @@ func (s *Session) RandomState() (seed, draws uint64) { return s.seed, s.counter 
 // SetRandomState restores a state from RandomState: the next draw uses ops.KeyOf(seed, draws).
 func (s *Session) SetRandomState(seed, draws uint64) {
 	s.seed, s.counter = seed, draws
+	if s.draws != nil {
+		if err := s.draws.Set(draws); err != nil {
+			s.fail(opFailed("set random state", err))
+		}
+		s.drawBase = draws
+	}
+}
+
+// drawAt runs gen with the session's device draw count and the offset of the next draw from it,
+// and takes the draw (advances the count) when gen reports success; the key gen's op uses is
+// ops.KeyOf(seed, count + offset), the key draw would give.
+func (s *Session) drawAt(op string, gen func(c *ops.Counter, seed, offset uint64) bool) {
+	if s.draws == nil {
+		c, err := ops.NewCounter(s.Device(), s.counter)
+		if err != nil {
+			s.fail(opFailed(op, err))
+			return
+		}
+		s.draws, s.drawBase = c, s.counter
+	}
+	if gen(s.draws, s.seed, s.counter-s.drawBase) {
+		s.counter++
+	}
 }
 
 // NextKey returns the key of the session's next random draw, ops.KeyOf(Seed, k) for the k-th
@@ -217,16 +256,16 @@ func (s *Session) draw(f func(key uint64) bool) {
 	}
 }
 
-// drawLeaf records the buffer gen makes with the next key as a constant leaf of shape for the
-// current step (op names it in errors).
-func (s *Session) drawLeaf(op string, shape []int, gen func(n int, key uint64) (*ops.Buffer, error)) Var {
+// drawLeaf records the buffer gen makes with the next draw (keyed from the device count: see
+// drawAt) as a constant leaf of shape for the current step (op names it in errors).
+func (s *Session) drawLeaf(op string, shape []int, gen func(n int, c *ops.Counter, seed, offset uint64) (*ops.Buffer, error)) Var {
 	n, ok := s.numelFor(op, shape)
 	if !ok {
 		return Var{}
 	}
 	var v Var
-	s.draw(func(key uint64) bool {
-		b, err := gen(n, key)
+	s.drawAt(op, func(c *ops.Counter, seed, offset uint64) bool {
+		b, err := gen(n, c, seed, offset)
 		v = s.leaf(op, b, err, shape, false)
 		return v.Valid()
 	})
@@ -290,8 +329,8 @@ func (s *Session) input(op string, values []float32, shape []int, requiresGrad b
 // Uniform returns a constant of the given shape drawn from U[0, 1) with the next key
 // (ops.RandUniform: the same bits on every device).
 func (s *Session) Uniform(shape ...int) Var {
-	return s.drawLeaf("uniform", shape, func(n int, key uint64) (*ops.Buffer, error) {
-		return ops.RandUniform(s.Device(), n, key)
+	return s.drawLeaf("uniform", shape, func(n int, c *ops.Counter, seed, offset uint64) (*ops.Buffer, error) {
+		return ops.RandUniformAt(c, n, seed, offset)
 	})
 }
 
@@ -299,16 +338,16 @@ func (s *Session) Uniform(shape ...int) Var {
 // (ops.RandNormal: the same bits on every device), PyTorch's torch.randn(shape) * std + mean, as
 // for a VAE's reparameterization noise. mean must be finite and std finite and >= 0, as float32s.
 func (s *Session) Normal(mean, std float64, shape ...int) Var {
-	return s.drawLeaf("normal", shape, func(n int, key uint64) (*ops.Buffer, error) {
-		return ops.RandNormal(s.Device(), n, mean, std, key)
+	return s.drawLeaf("normal", shape, func(n int, c *ops.Counter, seed, offset uint64) (*ops.Buffer, error) {
+		return ops.RandNormalAt(c, n, mean, std, seed, offset)
 	})
 }
 
 // Bernoulli returns a constant mask of the given shape, 1 with probability keep and 0
 // otherwise, drawn with the next key (ops.BernoulliMask). keep must be in [0, 1].
 func (s *Session) Bernoulli(keep float64, shape ...int) Var {
-	return s.drawLeaf("bernoulli", shape, func(n int, key uint64) (*ops.Buffer, error) {
-		return ops.BernoulliMask(s.Device(), n, keep, key)
+	return s.drawLeaf("bernoulli", shape, func(n int, c *ops.Counter, seed, offset uint64) (*ops.Buffer, error) {
+		return ops.BernoulliMaskAt(c, n, keep, seed, offset)
 	})
 }
 
@@ -322,8 +361,10 @@ func (s *Session) Dropout(x Var, p float64) Var {
 		return s.Tape.Dropout(x, p, 0)
 	}
 	var y Var
-	s.draw(func(key uint64) bool {
-		y = s.Tape.Dropout(x, p, key)
+	s.drawAt("dropout", func(c *ops.Counter, seed, offset uint64) bool {
+		y = s.Tape.dropout(x, p, func(n int, keep float64) (*ops.Buffer, error) {
+			return ops.BernoulliMaskAt(c, n, keep, seed, offset)
+		})
 		return y.Valid()
 	})
 	return y

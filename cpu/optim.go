@@ -1,10 +1,13 @@
 package cpu
 
+import "math"
+
 // Optimizer kernels: the twins of ptx/optim.cu. Each updates its destinations in place from the
 // element at the same index of every slice (all slices have the length of param); the float32
-// scalars come from the host (ops/optim.go states how). Every operation is one correctly rounded
-// float32 operation: products are wrapped in float32(...) so that no compiler fuses them into an
-// fma, and the square root is Sqrtf.
+// scalars are read from device memory there (ops passes their values here): SGD's are the
+// hyperparameters rounded to float32, Adam's come from AdamScalars. Every operation is one
+// correctly rounded float32 operation: products are wrapped in float32(...) so that no compiler
+// fuses them into an fma, and the square root is Sqrtf.
 
 // Flag bits of SGDMomentumStep.
 const (
@@ -73,8 +76,7 @@ func SGDMomentumStep(param, buf, grad []float32, flags uint64, lr, wd, momentum,
 //	param[i] = p - float32(stepSize*(mi/den))
 //	m[i], v[i] = mi, vi
 //
-// where omb1 = 1 - beta1 and omb2 = 1 - beta2 (each rounded once from float64), stepSize is
-// lr / (1 - beta1^t) and bc2Sqrt is sqrt(1 - beta2^t).
+// with the scalars of AdamScalars.
 func AdamStep(param, m, v, grad []float32, beta1, omb1, beta2, omb2, stepSize, bc2Sqrt, eps, wd, decay float32) {
 	m, v, grad = m[:len(param)], v[:len(param)], grad[:len(param)]
 	s := [9]float32{beta1, omb1, beta2, omb2, stepSize, bc2Sqrt, eps, wd, decay}
@@ -91,4 +93,60 @@ func AdamStep(param, m, v, grad []float32, beta1, omb1, beta2, omb2, stepSize, b
 		param[i] = p - float32(stepSize*(mi/den))
 		m[i], v[i] = mi, vi
 	}
+}
+
+// AdamHyper is the number of float32 slots of AdamScalars' hyperparameters: six float64 values
+// (lr, beta1, beta2, eps, weight decay, decoupled: 1 for AdamW, else 0), each in two slots, low
+// 32 bits first.
+const AdamHyper = 12
+
+// AdamScalarCount is the number of scalars of one tensor's AdamStep.
+const AdamScalarCount = 9
+
+// AdamScalars is the twin of adam_scalars: for each tensor t = list[j] (j in [lo, hi)), it
+// advances count t of steps (CountAt) to step = count + 1 and writes the scalars of AdamStep for
+// that step to sc[9t:9t+9], from the float64 hyperparameters (PyTorch's formulas, in float64,
+// each result rounded to float32 once):
+//
+//	sc = beta1, 1 - beta1, beta2, 1 - beta2,
+//	     lr / (1 - beta1^step),            // stepSize
+//	     sqrt(1 - beta2^step),             // bc2Sqrt
+//	     eps,
+//	     wd, 1                             // Adam: the L2 term, no decay
+//	     0, 1 - lr*wd                      // AdamW: decoupled decay
+//
+// with beta^step by binary exponentiation (float64 products only, so that every platform and
+// the GPU compute the same values; lr*wd is rounded before the subtraction).
+func AdamScalars(sc, steps, hyper []float32, list []uint32, lo, hi int) {
+	h := func(k int) float64 {
+		return math.Float64frombits(uint64(math.Float32bits(hyper[2*k])) | uint64(math.Float32bits(hyper[2*k+1]))<<32)
+	}
+	lr, beta1, beta2, eps, wd := h(0), h(1), h(2), h(3), h(4)
+	for _, t := range list[lo:hi] {
+		step := CountAt(steps, int(t)) + 1
+		SetCountAt(steps, int(t), step)
+		s := sc[AdamScalarCount*int(t) : AdamScalarCount*(int(t)+1)]
+		s[0], s[1] = float32(beta1), float32(1-beta1)
+		s[2], s[3] = float32(beta2), float32(1-beta2)
+		s[4] = float32(lr / (1 - powInt(beta1, step)))
+		s[5] = float32(math.Sqrt(1 - powInt(beta2, step)))
+		s[6] = float32(eps)
+		if h(5) != 0 {
+			s[7], s[8] = 0, float32(1-float64(lr*wd))
+		} else {
+			s[7], s[8] = float32(wd), 1
+		}
+	}
+}
+
+// powInt returns b^t by binary exponentiation.
+func powInt(b float64, t uint64) float64 {
+	r := 1.0
+	for ; t > 0; t >>= 1 {
+		if t&1 == 1 {
+			r *= b
+		}
+		b *= b
+	}
+	return r
 }

@@ -1,6 +1,11 @@
 package cpu
 
-// Random kernels: the twins of ptx/rng.cu. Element i depends only on (key, i).
+// Random kernels: the twins of ptx/rng.cu. Element i depends only on (key, i). A kernel's key is
+// its key parameter, or DrawKey of it when the kernel reads a count from device memory.
+
+// DrawKey is the key of a draw numbered by a count in device memory (tl_draw_key):
+// SplitMix64(key ^ (count + offset)); with key = SplitMix64(seed) it is ops.KeyOf(seed, count + offset).
+func DrawKey(key, count, offset uint64) uint64 { return SplitMix64(key ^ (count + offset)) }
 
 // SplitMix64 is the SplitMix64 output function for state x (arithmetic mod 2^64).
 func SplitMix64(x uint64) uint64 {

@@ -140,8 +140,9 @@ func (x *Context) MemGetInfo() (free, total uint64, err error) {
 }
 
 // CopyHtoD copies len(src) float32 values from host memory to dst
-// (cuMemcpyHtoD_v2). It returns when src may be reused. An empty src does
-// nothing. Requires Lock.
+// (cuMemcpyHtoD_v2, ordered on the legacy default stream: not with the work of
+// a non-blocking stream; see CopyHtoDAsync). It returns when src may be
+// reused. An empty src does nothing. Requires Lock.
 func (x *Context) CopyHtoD(dst DevicePtr, src []float32) error {
 	if len(src) == 0 {
 		return nil
@@ -154,7 +155,8 @@ func (x *Context) CopyHtoD(dst DevicePtr, src []float32) error {
 
 // CopyDtoH copies len(dst) float32 values from src to host memory
 // (cuMemcpyDtoH_v2), after the work already queued on the legacy default
-// stream. An empty dst does nothing. Requires Lock.
+// stream (not after that of a non-blocking stream: see CopyDtoHAsync). An
+// empty dst does nothing. Requires Lock.
 func (x *Context) CopyDtoH(dst []float32, src DevicePtr) error {
 	if len(dst) == 0 {
 		return nil
@@ -194,6 +196,50 @@ func (x *Context) CopyDtoHBytes(dst []byte, src DevicePtr) error {
 	}
 	err := x.call("cuMemcpyDtoH_v2", x.c.fn.memcpyDtoH,
 		uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)))
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// CopyHtoDAsync copies len(src) float32 values from pageable host memory to
+// dst in stream order on s (cuMemcpyHtoDAsync_v2): the copy comes after the
+// work queued on s before it and before the work queued after it. From
+// pageable memory the driver first waits for s, then stages src and returns
+// once src may be reused (the DMA to dst may still be running). An empty src
+// does nothing. Requires Lock.
+func (x *Context) CopyHtoDAsync(dst DevicePtr, src []float32, s Stream) error {
+	return x.copyHtoDAsync(dst, unsafe.Pointer(unsafe.SliceData(src)), 4*len(src), s)
+}
+
+// CopyHtoDAsyncU32 is CopyHtoDAsync for uint32 values (index arrays).
+func (x *Context) CopyHtoDAsyncU32(dst DevicePtr, src []uint32, s Stream) error {
+	return x.copyHtoDAsync(dst, unsafe.Pointer(unsafe.SliceData(src)), 4*len(src), s)
+}
+
+// CopyHtoDAsyncBytes is CopyHtoDAsync for raw bytes.
+func (x *Context) CopyHtoDAsyncBytes(dst DevicePtr, src []byte, s Stream) error {
+	return x.copyHtoDAsync(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src), s)
+}
+
+func (x *Context) copyHtoDAsync(dst DevicePtr, src unsafe.Pointer, n int, s Stream) error {
+	if n == 0 {
+		return nil
+	}
+	err := x.call("cuMemcpyHtoDAsync_v2", x.c.fn.memcpyHtoDAsync, uintptr(dst), uintptr(src), uintptr(n), uintptr(s))
+	runtime.KeepAlive(src)
+	return err
+}
+
+// CopyDtoHAsync copies len(dst) float32 values from src to pageable host
+// memory in stream order on s (cuMemcpyDtoHAsync_v2): after the work queued on
+// s before it. To pageable memory the call returns only once the copy has
+// completed, so dst holds the values on return. An empty dst does nothing.
+// Requires Lock.
+func (x *Context) CopyDtoHAsync(dst []float32, src DevicePtr, s Stream) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	err := x.call("cuMemcpyDtoHAsync_v2", x.c.fn.memcpyDtoHAsync,
+		uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst))*4, uintptr(s))
 	runtime.KeepAlive(dst)
 	return err
 }

@@ -32,7 +32,7 @@ type cudaFuncs struct {
 	deviceGetCount, deviceGet, deviceGetName, deviceGetAttribute, deviceTotalMem       uintptr
 	primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize                 uintptr
 	memAlloc, memFree, memGetInfo, memcpyHtoD, memcpyDtoH, memcpyDtoDAsync             uintptr
-	memsetD32Async, memcpyHtoDAsync, memAllocHost, memFreeHost                         uintptr
+	memsetD32Async, memcpyHtoDAsync, memcpyDtoHAsync, memAllocHost, memFreeHost        uintptr
 	moduleLoadDataEx, moduleGetFunction, moduleUnload                                  uintptr
 	funcGetAttribute, funcSetAttribute, launchKernel                                   uintptr
 	streamCreate, streamSynchronize, streamDestroy                                     uintptr
@@ -62,6 +62,7 @@ func (f *cudaFuncs) symbols() []symbol {
 		{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync},
 		{"cuMemsetD32Async", &f.memsetD32Async},
 		{"cuMemcpyHtoDAsync_v2", &f.memcpyHtoDAsync},
+		{"cuMemcpyDtoHAsync_v2", &f.memcpyDtoHAsync},
 		{"cuMemAllocHost_v2", &f.memAllocHost},
 		{"cuMemFreeHost", &f.memFreeHost},
 		{"cuModuleLoadDataEx", &f.moduleLoadDataEx},

@@ -19,8 +19,10 @@ import (
 // from a private range and records a violation when a command is issued whose start address is
 // outside every live allocation (a launch's pointer parameters, a memset, a copy, a transfer;
 // extents are not checked), when a device call comes from a thread on which cuCtxSetCurrent
-// never ran in this process, and on a double free. Kernels compute nothing and downloads leave
-// the destination as it was.
+// never ran in this process, and on a double free. It also counts the calls that use the legacy
+// default stream (a stream argument of 0, or the synchronous cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2):
+// work of a non-blocking stream is not ordered with them (LegacyCalls). Kernels compute nothing
+// and downloads leave the destination as it was.
 //
 // The C entry points are purego callbacks, created once per process, that serve the most
 // recent Fake: use one Fake at a time (tests of one package run sequentially unless they call
@@ -33,6 +35,8 @@ type Fake struct {
 	funcs      map[uintptr]string
 	violations []string
 	host       [][]byte // pinned host memory handed out (kept reachable)
+	legacy     []string // calls on the legacy default stream
+	streams    int      // streams created
 	launches   atomic.Int64
 	allocs     atomic.Int64
 	frees      atomic.Int64
@@ -77,6 +81,22 @@ func NewFake(o FakeOptions) (*Fake, *Context) {
 		}
 	}
 	return f, &Context{c: c, dev: Device{c: c}, h: 1, setArgs: []uintptr{1}}
+}
+
+// LegacyCalls returns the names of the calls so far that used the legacy default stream.
+func (f *Fake) LegacyCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.legacy...)
+}
+
+// onStream records call as a use of the legacy default stream when s is 0.
+func (f *Fake) onStream(call string, s uintptr) {
+	if s == 0 {
+		f.mu.Lock()
+		f.legacy = append(f.legacy, call)
+		f.mu.Unlock()
+	}
 }
 
 // Violations returns the violations recorded so far.
@@ -171,6 +191,23 @@ func fakeSymbols() map[string]uintptr {
 				f().onThread("cuCtxSynchronize")
 				return uintptr(f().syncResult.Load())
 			}),
+			"cuStreamCreate": cb(func(ps, flags uintptr) uintptr {
+				g := f()
+				g.onThread("cuStreamCreate")
+				g.mu.Lock()
+				g.streams++
+				h := uint64(0x5100 + g.streams)
+				g.mu.Unlock()
+				fakeWrite(ps, h)
+				return 0
+			}),
+			"cuStreamSynchronize": cb(func(s uintptr) uintptr {
+				g := f()
+				g.onThread("cuStreamSynchronize")
+				g.onStream("cuStreamSynchronize", s)
+				return uintptr(g.syncResult.Load())
+			}),
+			"cuStreamDestroy_v2": cb(func(s uintptr) uintptr { return 0 }),
 			"cuMemAlloc_v2": cb(func(pp, size uintptr) uintptr {
 				g := f()
 				g.onThread("cuMemAlloc")
@@ -211,13 +248,30 @@ func fakeSymbols() map[string]uintptr {
 				fakeWrite(total, 2<<30)
 				return 0
 			}),
-			"cuMemsetD32Async": cb(func(dst, v, n, s uintptr) uintptr { return f().uses("cuMemsetD32Async", uint64(dst)) }),
+			"cuMemsetD32Async": cb(func(dst, v, n, s uintptr) uintptr {
+				f().onStream("cuMemsetD32Async", s)
+				return f().uses("cuMemsetD32Async", uint64(dst))
+			}),
 			"cuMemcpyDtoDAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
+				f().onStream("cuMemcpyDtoDAsync", s)
 				return f().uses("cuMemcpyDtoDAsync", uint64(dst), uint64(src))
 			}),
-			"cuMemcpyDtoH_v2":      cb(func(dst, src, n uintptr) uintptr { return f().uses("cuMemcpyDtoH", uint64(src)) }),
-			"cuMemcpyHtoD_v2":      cb(func(dst, src, n uintptr) uintptr { return f().uses("cuMemcpyHtoD", uint64(dst)) }),
-			"cuMemcpyHtoDAsync_v2": cb(func(dst, src, n, s uintptr) uintptr { return f().uses("cuMemcpyHtoDAsync", uint64(dst)) }),
+			"cuMemcpyDtoH_v2": cb(func(dst, src, n uintptr) uintptr {
+				f().onStream("cuMemcpyDtoH", 0)
+				return f().uses("cuMemcpyDtoH", uint64(src))
+			}),
+			"cuMemcpyHtoD_v2": cb(func(dst, src, n uintptr) uintptr {
+				f().onStream("cuMemcpyHtoD", 0)
+				return f().uses("cuMemcpyHtoD", uint64(dst))
+			}),
+			"cuMemcpyHtoDAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
+				f().onStream("cuMemcpyHtoDAsync", s)
+				return f().uses("cuMemcpyHtoDAsync", uint64(dst))
+			}),
+			"cuMemcpyDtoHAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
+				f().onStream("cuMemcpyDtoHAsync", s)
+				return f().uses("cuMemcpyDtoHAsync", uint64(src))
+			}),
 			"cuMemAllocHost_v2": cb(func(pp, n uintptr) uintptr {
 				g := f()
 				b := make([]byte, n)
@@ -236,7 +290,7 @@ func fakeSymbols() map[string]uintptr {
 			}),
 			"cuDevicePrimaryCtxRelease_v2": cb(func(dev uintptr) uintptr { return 0 }),
 			"cuEventCreate":                cb(func(pe, flags uintptr) uintptr { fakeWrite(pe, 1); return 0 }),
-			"cuEventRecord":                cb(func(e, s uintptr) uintptr { return 0 }),
+			"cuEventRecord":                cb(func(e, s uintptr) uintptr { f().onStream("cuEventRecord", s); return 0 }),
 			"cuEventSynchronize":           cb(func(e uintptr) uintptr { return 0 }),
 			"cuEventQuery":                 cb(func(e uintptr) uintptr { return 0 }),
 			"cuEventDestroy_v2":            cb(func(e uintptr) uintptr { return 0 }),
@@ -270,6 +324,7 @@ func fakeSymbols() map[string]uintptr {
 					}
 				}
 				g.launches.Add(1)
+				g.onStream("cuLaunchKernel", s)
 				if r := g.failLaunch.Load(); r != 0 {
 					return uintptr(r)
 				}

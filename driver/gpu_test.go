@@ -705,7 +705,10 @@ func deviceLostChild(t *testing.T) {
 func TestGPUStaging(t *testing.T) {
 	x := needGPU(t)
 	lock(t, x)
-	st, err := x.NewStaging(3, 4096)
+	s, err := x.NewStream(true) // non-blocking: nothing of the legacy stream orders these copies
+	must(t, err)
+	defer x.DestroyStream(s)
+	st, err := x.NewStaging(3, 4096, s)
 	must(t, err)
 	const uploads, n = 10, 1000
 	src := make([]float32, n)
@@ -731,7 +734,7 @@ func TestGPUStaging(t *testing.T) {
 	must(t, st.UploadF32(pb, big))
 	wantBig := append([]float32(nil), big...)
 	clear(big)                    // the slots hold the data now
-	huge := make([]float32, 5000) // 20000 bytes > the ring: the synchronous path
+	huge := make([]float32, 5000) // 20000 bytes > the ring: a pageable copy on the stream
 	for i := range huge {
 		huge[i] = float32(i) + 0.5
 	}
@@ -740,7 +743,7 @@ func TestGPUStaging(t *testing.T) {
 	defer x.MemFree(ph)
 	must(t, st.UploadF32(ph, huge))
 	gotHuge := make([]float32, len(huge))
-	must(t, x.CopyDtoH(gotHuge, ph))
+	must(t, x.CopyDtoHAsync(gotHuge, ph, s))
 	for i := range huge {
 		if gotHuge[i] != huge[i] {
 			t.Fatalf("upload larger than the ring, element %d = %v", i, gotHuge[i])
@@ -753,7 +756,7 @@ func TestGPUStaging(t *testing.T) {
 	must(t, st.UploadU32(pi, idx))
 	got := make([]float32, n)
 	for k, p := range bufs {
-		must(t, x.CopyDtoH(got, p))
+		must(t, x.CopyDtoHAsync(got, p, s))
 		for i, v := range got {
 			if v != float32(k*n+i) {
 				t.Fatalf("upload %d element %d = %v, want %v", k, i, v, float32(k*n+i))
@@ -761,13 +764,14 @@ func TestGPUStaging(t *testing.T) {
 		}
 	}
 	gotBig := make([]float32, len(big))
-	must(t, x.CopyDtoH(gotBig, pb))
+	must(t, x.CopyDtoHAsync(gotBig, pb, s))
 	for i := range wantBig {
 		if gotBig[i] != wantBig[i] {
 			t.Fatalf("large upload element %d = %v", i, gotBig[i])
 		}
 	}
 	raw := make([]byte, 16)
+	must(t, x.StreamSynchronize(s)) // the legacy stream's copy below is not ordered after s
 	must(t, x.CopyDtoHBytes(raw, pi))
 	for i, want := range idx {
 		if v := uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24; v != want {

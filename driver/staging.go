@@ -7,18 +7,20 @@ import (
 )
 
 // Staging is a ring of pinned (page-locked) host memory for uploads that do not wait for the
-// GPU. A synchronous cuMemcpyHtoD from pageable Go memory first waits until the legacy default
-// stream has finished its earlier work, so an upload between kernels (a minibatch, class
-// labels, indices) stalls the host until the GPU drains. Staging.Upload instead copies the data
-// into a free slot of pinned memory, queues cuMemcpyHtoDAsync_v2 from that slot on the legacy
-// stream (so the copy is ordered after the kernels before it and before those after it) and
-// records an event; a slot is written again only after its event has completed. An upload
-// larger than a slot goes through consecutive slots, one chunk each; one larger than the whole
-// ring takes the synchronous path. The source slice may be reused as soon as Upload returns.
+// GPU. An upload from pageable Go memory (CopyHtoDAsync) first waits until its stream has
+// finished its earlier work, so an upload between kernels (a minibatch, class labels, indices)
+// stalls the host until the GPU drains. Staging.Upload instead copies the data into a free slot
+// of pinned memory, queues cuMemcpyHtoDAsync_v2 from that slot on the ring's stream (so the copy
+// is ordered after the kernels queued there before it and before those after it) and records an
+// event; a slot is written again only after its event has completed. An upload larger than a
+// slot goes through consecutive slots, one chunk each; one larger than the whole ring is a
+// pageable CopyHtoDAsyncBytes on the same stream. The source slice may be reused as soon as
+// Upload returns.
 //
 // A Staging is safe for concurrent use; Upload and Close require Lock.
 type Staging struct {
 	x         *Context
+	stream    Stream
 	mu        sync.Mutex
 	mem       unsafe.Pointer // len(events) slots of slotBytes pinned bytes
 	slotBytes int
@@ -29,25 +31,25 @@ type Staging struct {
 }
 
 // NewStaging allocates slots slots of slotBytes pinned bytes (cuMemAllocHost_v2) and their
-// events. Requires Lock.
-func (x *Context) NewStaging(slots, slotBytes int) (*Staging, error) {
+// events, for uploads in stream order on s. Requires Lock.
+func (x *Context) NewStaging(slots, slotBytes int, s Stream) (*Staging, error) {
 	if slots < 1 || slotBytes < 1 || int64(slots) > (int64(1)<<40)/int64(slotBytes) {
 		return nil, fmt.Errorf("driver: staging of %d slots of %d bytes (want both >= 1, at most 2^40 bytes)", slots, slotBytes)
 	}
-	s := &Staging{x: x, slotBytes: slotBytes, events: make([]Event, slots), used: make([]bool, slots)}
-	if err := x.call("cuMemAllocHost_v2", x.c.fn.memAllocHost, uintptr(unsafe.Pointer(&s.mem)),
+	st := &Staging{x: x, stream: s, slotBytes: slotBytes, events: make([]Event, slots), used: make([]bool, slots)}
+	if err := x.call("cuMemAllocHost_v2", x.c.fn.memAllocHost, uintptr(unsafe.Pointer(&st.mem)),
 		uintptr(slots*slotBytes)); err != nil {
 		return nil, err
 	}
-	for i := range s.events {
+	for i := range st.events {
 		e, err := x.NewEvent(false)
 		if err != nil {
-			s.release()
+			st.release()
 			return nil, err
 		}
-		s.events[i] = e
+		st.events[i] = e
 	}
-	return s, nil
+	return st, nil
 }
 
 // UploadF32 copies src to dst (see Staging). Requires Lock.
@@ -65,7 +67,7 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 		return nil
 	}
 	if n > s.slotBytes*len(s.events) {
-		return s.x.CopyHtoDBytes(dst, unsafe.Slice((*byte)(src), n))
+		return s.x.CopyHtoDAsyncBytes(dst, unsafe.Slice((*byte)(src), n), s.stream)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,13 +86,13 @@ func (s *Staging) upload(dst DevicePtr, src unsafe.Pointer, n int) error {
 		slot := unsafe.Add(s.mem, i*s.slotBytes)
 		copy(unsafe.Slice((*byte)(slot), c), unsafe.Slice((*byte)(unsafe.Add(src, off)), c))
 		if err := s.x.call("cuMemcpyHtoDAsync_v2", s.x.c.fn.memcpyHtoDAsync, uintptr(dst)+uintptr(off),
-			uintptr(slot), uintptr(c), 0); err != nil {
+			uintptr(slot), uintptr(c), uintptr(s.stream)); err != nil {
 			return err
 		}
-		if err := s.x.RecordEvent(s.events[i], 0); err != nil {
+		if err := s.x.RecordEvent(s.events[i], s.stream); err != nil {
 			// The slot's event no longer marks the end of this copy: wait for the copy here.
 			s.used[i] = false
-			if serr := s.x.Synchronize(); serr != nil {
+			if serr := s.x.StreamSynchronize(s.stream); serr != nil {
 				return serr
 			}
 			return err

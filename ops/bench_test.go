@@ -173,15 +173,24 @@ func BenchmarkDispatch(b *testing.B) {
 		}
 		b.Run(dn.d.Kind().String(), run(dn.d))
 		if g, ok := dn.d.be.(*cudaBackend); ok && g.queue != nil {
-			b.Run("cuda-sync", run(syncHandle(dn.d)))
+			b.Run("cuda-sync", run(syncHandle(b, dn.d)))
 		}
 	}
 }
 
 // syncHandle returns a second handle on CUDA device d without a launch queue.
-func syncHandle(d *Device) *Device {
+func syncHandle(tb testing.TB, d *Device) *Device { return handleOn(tb, d, " (sync)", 0, false) }
+
+// handleOn returns a second handle on CUDA device d (its own stream and allocator) named
+// d's name + suffix, with guard bands of guard floats and a launch queue when queued.
+func handleOn(tb testing.TB, d *Device, suffix string, guard int, queued bool) *Device {
+	tb.Helper()
 	g := d.be.(*cudaBackend)
-	return &Device{kind: KindCUDA, name: d.name + " (sync)", be: newCUDABackendOn(g.ctx, g.name, g.facts, 0, false)}
+	h, err := newCUDABackendOn(g.ctx, g.name, g.facts, guard, queued)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Device{kind: KindCUDA, name: d.name + suffix, be: h}
 }
 
 // BenchmarkLaunchVariants splits the host cost of one op on CUDA into its parts: the bare
@@ -233,7 +242,7 @@ func BenchmarkLaunchVariants(b *testing.B) {
 	})
 	handles := []*Device{d}
 	if g.queue != nil {
-		handles = append(handles, syncHandle(d))
+		handles = append(handles, syncHandle(b, d))
 	}
 	for _, h := range handles {
 		hg := h.be.(*cudaBackend)

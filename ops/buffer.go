@@ -100,6 +100,13 @@ func newBuffer(d *Device, n int) (*Buffer, error) {
 	return b, nil
 }
 
+// view returns the n elements of b from off on as a Buffer that borrows b's memory: for the
+// operand of one launch, made and dropped while the caller holds a use of b (it is never
+// released, and its memory is b's).
+func (b *Buffer) view(off, n int) *Buffer {
+	return &Buffer{dev: b.dev, n: n, mem: b.mem.at(off)}
+}
+
 // Device returns the device the buffer lives on.
 func (b *Buffer) Device() *Device {
 	if b == nil {

@@ -230,8 +230,9 @@ func (*cpuBackend) mapKernel(op *mapOp, outs, ins [3]storage, n int, s [2]float3
 	return nil
 }
 
-func (*cpuBackend) randKernel(op *randOp, dst storage, n int, key uint64, s [2]float32) error {
-	cpu.Parallel(n, grain, func(lo, hi int) { op.cpu(dst.host[lo:hi], key, uint64(lo), s) })
+func (*cpuBackend) randKernel(op *randOp, dst storage, n int, key drawKey, s [2]float32) error {
+	k := key.at()
+	cpu.Parallel(n, grain, func(lo, hi int) { op.cpu(dst.host[lo:hi], k, uint64(lo), s) })
 	return nil
 }
 
@@ -244,17 +245,17 @@ func (*cpuBackend) sumChunks(out, x storage, n int, divisor float32) error {
 }
 
 func (*cpuBackend) kernel(op *kernelOp, a *launchArgs) error {
-	h := hostArgs{s: a.sizes, f: a.scalars}
-	for k, ix := range a.idx[:op.idx] {
+	h := hostArgs{b: make([][]float32, len(a.bufs)), idx: make([][]uint32, len(a.idx)), s: a.sizes, f: a.scalars}
+	for k, ix := range a.idx {
 		h.idx[k] = ix.host
 	}
 	total := 0
-	for k := range op.outs + op.ins {
-		h.b[k] = a.bufs[k].host
-		total = max(total, len(h.b[k]))
+	for k, b := range a.bufs {
+		h.b[k] = b.host
+		total = max(total, len(b.host))
 	}
-	units := op.cpuUnits(a.sizes)
-	if op.selfParallel {
+	units := op.units(a.sizes)
+	if op.whole {
 		op.cpu(&h, 0, units)
 		return nil
 	}

@@ -121,7 +121,7 @@ func TestLaunchModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []*Device{d, syncHandle(d)} {
+	for _, h := range []*Device{d, syncHandle(t, d)} {
 		for range 3 {
 			got, err := sumOn(h, host)
 			if err != nil {
@@ -139,8 +139,7 @@ func TestLaunchModes(t *testing.T) {
 // are dropped), while the device's other handles keep working.
 func TestLaunchQueueRefused(t *testing.T) {
 	d := openCUDAForTest(t)
-	g := d.be.(*cudaBackend)
-	h := &Device{kind: KindCUDA, name: d.name + " (refused)", be: newCUDABackendOn(g.ctx, g.name, g.facts, 0, true)}
+	h := handleOn(t, d, " (refused)", 0, true)
 	hg := h.be.(*cudaBackend)
 	x, err := Full(h, 4, 1)
 	if err != nil {
@@ -152,7 +151,7 @@ func TestLaunchQueueRefused(t *testing.T) {
 		p.ptr(x.mem)
 		p.u64(4)
 		p.f32(2)
-		return hg.launchGrid(scaleOp.kernel, [3]uint32{1, 1, 1}, [3]uint32{2048, 1, 1}, p)
+		return hg.launch(linear(scaleOp.kernel, 1, 2048), p)
 	})
 	if err != nil {
 		t.Fatalf("queueing: %v (the driver's answer comes later)", err)

@@ -8,55 +8,104 @@ import (
 	"github.com/torchlean-go/torchlean/ptx"
 )
 
-// The elementwise family: one row per kernel, pairing the PTX kernel with its CPU twin.
-// Forward kernels take (x) or (a, b); backward kernels take (x, g) and return dx, or
-// (a, b, g) and return (da, db). Scalars are host float64 values rounded to float32.
+// The elementwise family (ptx/elementwise.cu, ptx/elementwise_math.cu; cpu/elementwise.go): one
+// row per kernel, pairing the PTX kernel with its CPU twin. The constructor of a row is chosen by
+// the twin's signature (unary, unary1, binary, ...), so the compiler checks that the twin takes
+// what the row says the kernel takes. Forward kernels take (x) or (a, b); backward kernels take
+// (x, g) and return dx, or (a, b, g) and return (da, db). Scalars are host float64 values rounded
+// to float32. Each function's arithmetic is stated once, in its twin's doc comment.
 var (
-	absOp      = &mapOp{"abs", ptx.AbsFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.AbsFwd(o[0], i[0]) }}
-	sqrtOp     = &mapOp{"sqrt", ptx.SqrtFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.SqrtFwd(o[0], i[0]) }}
-	expOp      = &mapOp{"exp", ptx.ExpFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.ExpFwd(o[0], i[0]) }}
-	logOp      = &mapOp{"log", ptx.LogFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.LogFwd(o[0], i[0]) }}
-	invOp      = &mapOp{"inv", ptx.InvFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.InvFwd(o[0], i[0]) }}
-	reluOp     = &mapOp{"relu", ptx.ReluFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.ReluFwd(o[0], i[0]) }}
-	sigmoidOp  = &mapOp{"sigmoid", ptx.SigmoidFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.SigmoidFwd(o[0], i[0]) }}
-	tanhOp     = &mapOp{"tanh", ptx.TanhFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.TanhFwd(o[0], i[0]) }}
-	softplusOp = &mapOp{"softplus", ptx.SoftplusFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.SoftplusFwd(o[0], i[0]) }}
-	geluOp     = &mapOp{"gelu", ptx.GeluFwd, 1, 1, 0, func(o, i [3][]float32, s [2]float32) { cpu.GeluFwd(o[0], i[0]) }}
-	safeLogOp  = &mapOp{"safe_log", ptx.SafeLogFwd, 1, 1, 1, func(o, i [3][]float32, s [2]float32) { cpu.SafeLogFwd(o[0], i[0], s[0]) }}
-	scaleOp    = &mapOp{"scale", ptx.Scale, 1, 1, 1, func(o, i [3][]float32, s [2]float32) { cpu.Scale(o[0], i[0], s[0]) }}
-	clampOp    = &mapOp{"clamp", ptx.ClampFwd, 1, 1, 2, func(o, i [3][]float32, s [2]float32) { cpu.ClampFwd(o[0], i[0], s[0], s[1]) }}
-	addOp      = &mapOp{"add", ptx.Add, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.Add(o[0], i[0], i[1]) }}
-	subOp      = &mapOp{"sub", ptx.Sub, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.Sub(o[0], i[0], i[1]) }}
-	mulOp      = &mapOp{"mul", ptx.MulFwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.MulFwd(o[0], i[0], i[1]) }}
-	divOp      = &mapOp{"div", ptx.DivFwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.DivFwd(o[0], i[0], i[1]) }}
-	maxOp      = &mapOp{"max", ptx.MaxFwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.MaxFwd(o[0], i[0], i[1]) }}
-	minOp      = &mapOp{"min", ptx.MinFwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.MinFwd(o[0], i[0], i[1]) }}
-	axpyOp     = &mapOp{"axpy", ptx.Axpy, 1, 2, 1, func(o, i [3][]float32, s [2]float32) { cpu.Axpy(o[0], i[0], i[1], s[0]) }}
+	absOp      = unary("abs", ptx.AbsFwd, cpu.AbsFwd)
+	sqrtOp     = unary("sqrt", ptx.SqrtFwd, cpu.SqrtFwd)
+	expOp      = unary("exp", ptx.ExpFwd, cpu.ExpFwd)
+	logOp      = unary("log", ptx.LogFwd, cpu.LogFwd)
+	invOp      = unary("inv", ptx.InvFwd, cpu.InvFwd)
+	reluOp     = unary("relu", ptx.ReluFwd, cpu.ReluFwd)
+	sigmoidOp  = unary("sigmoid", ptx.SigmoidFwd, cpu.SigmoidFwd)
+	tanhOp     = unary("tanh", ptx.TanhFwd, cpu.TanhFwd)
+	softplusOp = unary("softplus", ptx.SoftplusFwd, cpu.SoftplusFwd)
+	geluOp     = unary("gelu", ptx.GeluFwd, cpu.GeluFwd)
+	safeLogOp  = unary1("safe_log", ptx.SafeLogFwd, cpu.SafeLogFwd)
+	scaleOp    = unary1("scale", ptx.Scale, cpu.Scale)
+	clampOp    = unary2("clamp", ptx.ClampFwd, cpu.ClampFwd)
+	addOp      = binary("add", ptx.Add, cpu.Add)
+	subOp      = binary("sub", ptx.Sub, cpu.Sub)
+	mulOp      = binary("mul", ptx.MulFwd, cpu.MulFwd)
+	divOp      = binary("div", ptx.DivFwd, cpu.DivFwd)
+	maxOp      = binary("max", ptx.MaxFwd, cpu.MaxFwd)
+	minOp      = binary("min", ptx.MinFwd, cpu.MinFwd)
+	axpyOp     = binary1("axpy", ptx.Axpy, cpu.Axpy)
 
-	absBwdOp      = &mapOp{"abs_bwd", ptx.AbsBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.AbsBwd(o[0], i[0], i[1]) }}
-	sqrtBwdOp     = &mapOp{"sqrt_bwd", ptx.SqrtBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.SqrtBwd(o[0], i[0], i[1]) }}
-	reluBwdOp     = &mapOp{"relu_bwd", ptx.ReluBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.ReluBwd(o[0], i[0], i[1]) }}
-	expBwdOp      = &mapOp{"exp_bwd", ptx.ExpBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.ExpBwd(o[0], i[0], i[1]) }}
-	logBwdOp      = &mapOp{"log_bwd", ptx.LogBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.LogBwd(o[0], i[0], i[1]) }}
-	invBwdOp      = &mapOp{"inv_bwd", ptx.InvBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.InvBwd(o[0], i[0], i[1]) }}
-	sigmoidBwdOp  = &mapOp{"sigmoid_bwd", ptx.SigmoidBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.SigmoidBwd(o[0], i[0], i[1]) }}
-	tanhBwdOp     = &mapOp{"tanh_bwd", ptx.TanhBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.TanhBwd(o[0], i[0], i[1]) }}
-	softplusBwdOp = &mapOp{"softplus_bwd", ptx.SoftplusBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.SoftplusBwd(o[0], i[0], i[1]) }}
-	geluBwdOp     = &mapOp{"gelu_bwd", ptx.GeluBwd, 1, 2, 0, func(o, i [3][]float32, s [2]float32) { cpu.GeluBwd(o[0], i[0], i[1]) }}
-	safeLogBwdOp  = &mapOp{"safe_log_bwd", ptx.SafeLogBwd, 1, 2, 1, func(o, i [3][]float32, s [2]float32) { cpu.SafeLogBwd(o[0], i[0], i[1], s[0]) }}
-	clampBwdOp    = &mapOp{"clamp_bwd", ptx.ClampBwd, 1, 2, 2, func(o, i [3][]float32, s [2]float32) { cpu.ClampBwd(o[0], i[0], i[1], s[0], s[1]) }}
-	maxBwdOp      = &mapOp{"max_bwd", ptx.MaxBwd, 2, 3, 0, func(o, i [3][]float32, s [2]float32) { cpu.MaxBwd(o[0], o[1], i[0], i[1], i[2]) }}
-	minBwdOp      = &mapOp{"min_bwd", ptx.MinBwd, 2, 3, 0, func(o, i [3][]float32, s [2]float32) { cpu.MinBwd(o[0], o[1], i[0], i[1], i[2]) }}
-	mulBwdOp      = &mapOp{"mul_bwd", ptx.MulBwd, 2, 3, 0, func(o, i [3][]float32, s [2]float32) { cpu.MulBwd(o[0], o[1], i[0], i[1], i[2]) }}
-	divBwdOp      = &mapOp{"div_bwd", ptx.DivBwd, 2, 3, 0, func(o, i [3][]float32, s [2]float32) { cpu.DivBwd(o[0], o[1], i[0], i[1], i[2]) }}
+	absBwdOp      = binary("abs_bwd", ptx.AbsBwd, cpu.AbsBwd)
+	sqrtBwdOp     = binary("sqrt_bwd", ptx.SqrtBwd, cpu.SqrtBwd)
+	reluBwdOp     = binary("relu_bwd", ptx.ReluBwd, cpu.ReluBwd)
+	expBwdOp      = binary("exp_bwd", ptx.ExpBwd, cpu.ExpBwd)
+	logBwdOp      = binary("log_bwd", ptx.LogBwd, cpu.LogBwd)
+	invBwdOp      = binary("inv_bwd", ptx.InvBwd, cpu.InvBwd)
+	sigmoidBwdOp  = binary("sigmoid_bwd", ptx.SigmoidBwd, cpu.SigmoidBwd)
+	tanhBwdOp     = binary("tanh_bwd", ptx.TanhBwd, cpu.TanhBwd)
+	softplusBwdOp = binary("softplus_bwd", ptx.SoftplusBwd, cpu.SoftplusBwd)
+	geluBwdOp     = binary("gelu_bwd", ptx.GeluBwd, cpu.GeluBwd)
+	safeLogBwdOp  = binary1("safe_log_bwd", ptx.SafeLogBwd, cpu.SafeLogBwd)
+	clampBwdOp    = binary2("clamp_bwd", ptx.ClampBwd, cpu.ClampBwd)
+	maxBwdOp      = gradPair("max_bwd", ptx.MaxBwd, cpu.MaxBwd)
+	minBwdOp      = gradPair("min_bwd", ptx.MinBwd, cpu.MinBwd)
+	mulBwdOp      = gradPair("mul_bwd", ptx.MulBwd, cpu.MulBwd)
+	divBwdOp      = gradPair("div_bwd", ptx.DivBwd, cpu.DivBwd)
 )
 
-// mapOps lists the family (the mirror test and the benchmarks walk it).
-var mapOps = []*mapOp{
-	absOp, sqrtOp, expOp, logOp, invOp, reluOp, sigmoidOp, tanhOp, softplusOp, geluOp, safeLogOp,
-	scaleOp, clampOp, addOp, subOp, mulOp, divOp, maxOp, minOp, axpyOp,
-	absBwdOp, sqrtBwdOp, reluBwdOp, expBwdOp, logBwdOp, invBwdOp, sigmoidBwdOp, tanhBwdOp,
-	softplusBwdOp, geluBwdOp, safeLogBwdOp, clampBwdOp, maxBwdOp, minBwdOp, mulBwdOp, divBwdOp,
+// mapOp is one row of the elementwise family: the PTX kernel and its CPU twin, with the number
+// of outputs, inputs and float32 scalars (the kernel's parameters are outs, ins, n, scalars).
+// Rows come from the constructors below, which also list them in mapOps.
+type mapOp struct {
+	name          string
+	kernel        *ptx.Kernel
+	outs, ins, sc int
+	cpu           func(o, i [3][]float32, s [2]float32)
+}
+
+// mapOps lists the family in declaration order (the mirror test and the benchmarks walk it).
+var mapOps []*mapOp
+
+func newMapOp(name string, k *ptx.Kernel, outs, ins, sc int, f func(o, i [3][]float32, s [2]float32)) *mapOp {
+	op := &mapOp{name: name, kernel: k, outs: outs, ins: ins, sc: sc, cpu: f}
+	mapOps = append(mapOps, op)
+	return op
+}
+
+// unary: dst = f(x).
+func unary(name string, k *ptx.Kernel, f func(dst, x []float32)) *mapOp {
+	return newMapOp(name, k, 1, 1, 0, func(o, i [3][]float32, _ [2]float32) { f(o[0], i[0]) })
+}
+
+// unary1: dst = f(x; c).
+func unary1(name string, k *ptx.Kernel, f func(dst, x []float32, c float32)) *mapOp {
+	return newMapOp(name, k, 1, 1, 1, func(o, i [3][]float32, s [2]float32) { f(o[0], i[0], s[0]) })
+}
+
+// unary2: dst = f(x; c, d).
+func unary2(name string, k *ptx.Kernel, f func(dst, x []float32, c, d float32)) *mapOp {
+	return newMapOp(name, k, 1, 1, 2, func(o, i [3][]float32, s [2]float32) { f(o[0], i[0], s[0], s[1]) })
+}
+
+// binary: dst = f(a, b) (a backward kernel's (x, g) included).
+func binary(name string, k *ptx.Kernel, f func(dst, a, b []float32)) *mapOp {
+	return newMapOp(name, k, 1, 2, 0, func(o, i [3][]float32, _ [2]float32) { f(o[0], i[0], i[1]) })
+}
+
+// binary1: dst = f(a, b; c).
+func binary1(name string, k *ptx.Kernel, f func(dst, a, b []float32, c float32)) *mapOp {
+	return newMapOp(name, k, 1, 2, 1, func(o, i [3][]float32, s [2]float32) { f(o[0], i[0], i[1], s[0]) })
+}
+
+// binary2: dst = f(a, b; c, d).
+func binary2(name string, k *ptx.Kernel, f func(dst, a, b []float32, c, d float32)) *mapOp {
+	return newMapOp(name, k, 1, 2, 2, func(o, i [3][]float32, s [2]float32) { f(o[0], i[0], i[1], s[0], s[1]) })
+}
+
+// gradPair: (da, db) = f(a, b, g), the backward kernel of a binary function.
+func gradPair(name string, k *ptx.Kernel, f func(da, db, a, b, g []float32)) *mapOp {
+	return newMapOp(name, k, 2, 3, 0, func(o, i [3][]float32, _ [2]float32) { f(o[0], o[1], i[0], i[1], i[2]) })
 }
 
 // run checks the operands, allocates op.outs fresh results and runs the kernel.

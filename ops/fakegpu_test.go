@@ -41,7 +41,10 @@ func newFakeDevice(t *testing.T, o driver.FakeOptions) (*Device, *driver.Fake) {
 		return nil, false
 	}
 	f, ctx := driver.NewFake(o)
-	g := newCUDABackendOn(ctx, "fake", gpuFacts{arch: 90, sms: 132, sharedOptin: 227 << 10}, 0, true)
+	g, err := newCUDABackendOn(ctx, "fake", gpuFacts{arch: 90, sms: 132, sharedOptin: 227 << 10}, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Device{kind: KindCUDA, name: "fake", be: g}, f
 }
 
@@ -424,7 +427,7 @@ func TestFakeLaunchArgsChecked(t *testing.T) {
 	} {
 		err := g.packed(func(p *argPack) error {
 			c.fill(p)
-			return g.launch(ptx.AbsFwd, 1, 32, p)
+			return g.launch(linear(ptx.AbsFwd, 1, 32), p)
 		})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)

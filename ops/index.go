@@ -17,21 +17,21 @@ import (
 // math.MaxUint32 is an error; one that fits in uint32 but is out of range is totalized (a gather
 // reads zeros, a scatter ignores it). Repeated scatter indices accumulate.
 var (
-	gatherRowsOp = &kernelOp{name: "gather_rows", kernel: ptx.GatherRows, outs: 1, ins: 1, idx: 1,
-		geometry: strided(product(0, 2)), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.GatherRows(h.b[0], h.b[1], h.idx[0], h.s[1], h.s[2], lo, hi) }}
+	gatherRowsOp = row(&kernelOp{name: "gather_rows", kernel: ptx.GatherRows, outs: 1, ins: 1, idx: 1,
+		grid: strided(product(0, 2)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.GatherRows(h.b[0], h.b[1], h.idx[0], h.s[1], h.s[2], lo, hi) }})
 	// scatterAtomicOp accumulates into its output, which holds the matrix already.
-	scatterAtomicOp = &kernelOp{name: "scatter_add_rows_atomic", kernel: ptx.ScatterAddRowsAtomic, outs: 1, ins: 1, idx: 1,
-		geometry: strided(product(0, 2)), cpuUnits: size(2),
+	scatterAtomicOp = row(&kernelOp{name: "scatter_add_rows_atomic", kernel: ptx.ScatterAddRowsAtomic, outs: 1, ins: 1, idx: 1,
+		grid: strided(product(0, 2)), units: size(2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ScatterAddRowsAtomic(h.b[0], h.b[1], h.idx[0], h.s[1], h.s[2], lo, hi)
-		}}
+		}})
 	// scatterSortedOp takes the indices as order and start (see sortedRows).
-	scatterSortedOp = &kernelOp{name: "scatter_add_rows_sorted", kernel: ptx.ScatterAddRowsSorted, outs: 1, ins: 2, idx: 2,
-		geometry: strided(product(0, 1)), cpuUnits: size(0),
+	scatterSortedOp = row(&kernelOp{name: "scatter_add_rows_sorted", kernel: ptx.ScatterAddRowsSorted, outs: 1, ins: 2, idx: 2,
+		grid: strided(product(0, 1)), units: size(0),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ScatterAddRowsSorted(h.b[0], h.b[1], h.b[2], h.idx[0], h.idx[1], h.s[0], h.s[1], lo, hi)
-		}}
+		}})
 )
 
 // Indices is an array of row indices prepared for one device: checked, converted to uint32 and

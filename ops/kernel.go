@@ -6,95 +6,68 @@ import (
 	"github.com/torchlean-go/torchlean/ptx"
 )
 
-// kernelOp is one row of the table of one-off kernels (layout, axis reductions, softmax,
-// indexing...). Its PTX parameters are, in order: the buffers (outs destinations, then ins
-// inputs), the index arrays (idx of them, uint32, as Indices), the sizes (u64) and the float32
-// scalars. The CPU twin computes the units [lo, hi) of
-// its index space of cpuUnits(sizes) units (rows, columns, chunks...); units are independent, so
-// any split gives the same bits. geometry gives the GPU launch.
+// kernelOp is one row of the kernel table: a PTX kernel and its CPU twin, side by side, with the
+// GPU launch (grid) and the CPU's index space (units). The kernel's PTX parameters are, in order:
+// the buffers (outs destinations, then ins inputs), the index arrays (idx of them, uint32 as
+// Indices), the sizes (u64) and the float32 scalars; any number of each. The CPU twin computes
+// the units [lo, hi) of its index space of units(sizes) units (rows, columns, chunks...); units
+// are independent, so any split gives the same bits.
+//
+// Rows are declared with row(&kernelOp{...}) and named fields, each stating what it uses; row
+// checks the row when the package initializes (a missing twin, index space or grid panics, so
+// every test of the package fails at once with the row's name).
 type kernelOp struct {
 	name           string
-	kernel         *ptx.Kernel
+	kernel         *ptx.Kernel // the kernel; nil when grid is a picked grid, which names it
 	outs, ins, idx int
-	geometry       geometry
-	cpuUnits       func(s []int) int
+	grid           grid
+	units          func(s []int) int
 	cpu            func(a *hostArgs, lo, hi int)
-	selfParallel   bool // the twin splits its work itself: run it once over [0, units)
+	whole          bool // the twin splits its work itself: run it once over [0, units)
 }
 
-// maxBufs, maxSizes and maxScalars bound the parameters of a kernelOp.
-const (
-	maxBufs    = 8
-	maxIdx     = 2
-	maxSizes   = 12
-	maxScalars = 9 // adam_step
-)
+// kernelRows lists every row, in declaration order (for the checks of row and for tests).
+var kernelRows []*kernelOp
+
+// row registers op after checking it; see kernelOp.
+func row(op *kernelOp) *kernelOp {
+	_, picked := op.grid.(pickedGrid)
+	switch {
+	case op.name == "":
+		panic("ops: a kernel row without a name")
+	case op.cpu == nil:
+		panic("ops: kernel row " + op.name + " has no CPU twin")
+	case op.units == nil:
+		panic("ops: kernel row " + op.name + " has no CPU index space (units)")
+	case op.grid == nil:
+		panic("ops: kernel row " + op.name + " has no GPU grid")
+	case op.kernel == nil && !picked:
+		panic("ops: kernel row " + op.name + " has no PTX kernel (only a picked grid names its own)")
+	case op.kernel != nil && picked:
+		panic("ops: kernel row " + op.name + " has a PTX kernel and a picked grid (the grid names the kernel)")
+	case op.outs < 1 || op.ins < 0 || op.idx < 0:
+		panic(fmt.Sprintf("ops: kernel row %s has %d outputs, %d inputs, %d index arrays", op.name, op.outs, op.ins, op.idx))
+	}
+	kernelRows = append(kernelRows, op)
+	return op
+}
 
 // launchArgs are the operands of one kernelOp launch.
 type launchArgs struct {
-	bufs    [maxBufs]storage
-	idx     [maxIdx]*Indices
+	bufs    []storage // outs, then ins
+	idx     []*Indices
 	sizes   []int
 	scalars []float32
 }
 
-// hostArgs are the operands as the CPU twin sees them.
+// hostArgs are the operands as the CPU twin sees them: b[k] is buffer k (outs, then ins), idx[k]
+// index array k, s the sizes, f the scalars.
 type hostArgs struct {
-	b   [maxBufs][]float32
-	idx [maxIdx][]uint32
+	b   [][]float32
+	idx [][]uint32
 	s   []int
 	f   []float32
 }
-
-// geometry is a GPU launch shape as a function of the sizes.
-type geometry struct {
-	kind   gridKind
-	space  func(s []int) int       // work items (gridStride), rows (gridRows), blocks (gridBlocks)
-	block  func(s []int) [2]uint32 // gridStride: the block shape (x, y), at most 256 threads; nil: 256 x 1
-	custom func(s []int) (k *ptx.Kernel, grid, block [3]uint32)
-	device func(s []int, d gpuFacts) launchShape
-}
-
-// launchShape is a launch chosen for the device: kernel, grid, block and bytes of dynamic shared
-// memory.
-type launchShape struct {
-	kernel      *ptx.Kernel
-	grid, block [3]uint32
-	shared      uint32
-}
-
-type gridKind int
-
-const (
-	gridStride gridKind = iota // blocks of 256 threads (or block's shape) over space threads, grid-stride
-	gridRows                   // one 256-thread block per row (space rows), grid-stride
-	gridTiles                  // 32x8-thread blocks over 32x32 tiles of sizes (batch, rows, cols)
-	gridBlocks                 // exactly space 256-thread blocks (at least 1)
-	gridCustom                 // kernel and shape chosen by custom (op.kernel is unused)
-	gridDevice                 // kernel, shape and shared memory chosen by device for the GPU's facts
-)
-
-func strided(space func(s []int) int) geometry { return geometry{kind: gridStride, space: space} }
-func perRow(rows func(s []int) int) geometry   { return geometry{kind: gridRows, space: rows} }
-
-func blocks(n func(s []int) int) geometry { return geometry{kind: gridBlocks, space: n} }
-
-// stridedShaped is strided with the block shape chosen from the sizes (space counts threads).
-func stridedShaped(space func(s []int) int, block func(s []int) [2]uint32) geometry {
-	return geometry{kind: gridStride, space: space, block: block}
-}
-
-// chosen is the geometry of an op whose kernel itself depends on the sizes.
-func chosen(f func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32)) geometry {
-	return geometry{kind: gridCustom, custom: f}
-}
-
-// chosenOn is the geometry of an op whose kernel depends on the sizes and on the device.
-func chosenOn(f func(s []int, d gpuFacts) launchShape) geometry {
-	return geometry{kind: gridDevice, device: f}
-}
-
-var tiles = geometry{kind: gridTiles}
 
 // size returns the function returning sizes[k].
 func size(k int) func(s []int) int { return func(s []int) int { return s[k] } }
@@ -109,6 +82,9 @@ func product(ks ...int) func(s []int) int {
 		return p
 	}
 }
+
+// oneUnit is the index space of a twin that does its whole work in one unit.
+func oneUnit([]int) int { return 1 }
 
 // call runs op on the device of ins[0] into fresh outputs of the given lengths. Inputs are
 // borrowed; an error releases the outputs.
@@ -153,7 +129,8 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 		return fmt.Errorf("ops: %s: %d outputs, %d inputs, %d index arrays; want %d, %d, %d",
 			op.name, len(outs), len(ins), len(idx), op.outs, op.ins, op.idx)
 	}
-	bufs := append(append([]*Buffer(nil), outs...), ins...)
+	bufs := make([]*Buffer, 0, len(outs)+len(ins)+len(idx))
+	bufs = append(append(bufs, outs...), ins...)
 	for _, ix := range idx {
 		if ix == nil {
 			return fmt.Errorf("ops: %s: nil indices", op.name)
@@ -164,14 +141,11 @@ func (op *kernelOp) launch(outs, ins []*Buffer, idx []*Indices, sizes []int, sca
 		return err
 	}
 	defer doneAll(bufs...)
-	var a launchArgs
-	for k, b := range bufs[:len(outs)+len(ins)] {
+	a := launchArgs{bufs: make([]storage, len(outs)+len(ins)), idx: idx, sizes: sizes, scalars: scalars}
+	for k, b := range bufs[:len(a.bufs)] {
 		a.bufs[k] = b.mem
 	}
-	copy(a.idx[:], idx)
-	a.sizes, a.scalars = sizes, scalars
-	err := outs[0].dev.be.kernel(op, &a)
-	if err != nil {
+	if err := outs[0].dev.be.kernel(op, &a); err != nil {
 		return opErr(op.name, err)
 	}
 	return nil

@@ -13,11 +13,13 @@ import (
 
 // The launch queue: how ops reach a GPU without waiting for the driver.
 //
-// cuLaunchKernel costs the host 3-4 us, most of an op's cost on a GPU, and the Go work of an op
-// around it (result buffer, argument pack, checks) about 1 us more. Each CUDA device therefore
-// has a queue of commands (kernel launches, fills, device-to-device copies) that ops fill, and
-// one issuing goroutine, locked to its OS thread with the device's context current, that hands
-// them to the driver in queue order on the legacy default stream. An op returns once its command
+// cuLaunchKernel costs the host microseconds, most of an op's cost on a GPU, and the Go work of
+// an op around it (result buffer, argument pack, checks) about a microsecond more (BENCHMARKS.md
+// has the figures). Each CUDA device therefore has a queue of commands (kernel launches, fills,
+// device-to-device copies, and library calls: a function run with the context current, such as
+// a cuFFT execution or a collective) that ops fill, and one issuing goroutine, locked to its OS
+// thread with the device's context current, that hands them to the driver in queue order on the
+// device's stream. An op returns once its command
 // is queued, so the Go work of the next op overlaps the driver's work on this one, and the
 // driver runs on a thread that does nothing else. This is not a channel round trip (DESIGN.md
 // measured 23 us for one): nothing waits for an answer, the queue is a ring guarded by one
@@ -58,6 +60,7 @@ const (
 	cmdLaunch commandKind = iota // fn on grid x block with shared bytes and args
 	cmdFill                      // count 32-bit words at dst set to value
 	cmdCopy                      // count bytes from src to dst
+	cmdCall                      // call(ctx, stream): a library's work on the stream (name names it)
 )
 
 // command is one driver call. A queued launch holds its parameter values as driver.Args.Values
@@ -73,13 +76,15 @@ type command struct {
 	dst, src    driver.DevicePtr
 	value       uint32
 	count       uint64
+	call        func(x *driver.Context, s driver.Stream) error
+	name        string
 	args        [driver.MaxArgs]uint64
 }
 
 // set makes c the command src with the parameter values vals (at most driver.MaxArgs).
 func (c *command) set(src *command, vals []uint64) {
 	c.kind, c.shared, c.grid, c.block, c.fn = src.kind, src.shared, src.grid, src.block, src.fn
-	c.dst, c.src, c.value, c.count = src.dst, src.src, src.value, src.count
+	c.dst, c.src, c.value, c.count, c.call, c.name = src.dst, src.src, src.value, src.count, src.call, src.name
 	c.nargs = uint8(copy(c.args[:], vals))
 }
 
@@ -229,6 +234,7 @@ func (q *launchQueue) run() {
 				q.fail(err)
 			}
 		}
+		c.call = nil // a library call's closure is not kept alive by the ring
 		t++
 		if t%tailBatch == 0 {
 			q.tail.Store(t)

@@ -9,29 +9,29 @@ import (
 
 // The layout family (ptx/layout.cu): copies that move elements without arithmetic.
 var (
-	concat1dOp = &kernelOp{name: "concat1d", kernel: ptx.Concat1d, outs: 1, ins: 2,
-		geometry: strided(sizeSum), cpuUnits: sizeSum,
-		cpu: func(h *hostArgs, lo, hi int) { cpu.Concat1d(h.b[0], h.b[1][:h.s[0]], h.b[2][:h.s[1]], lo, hi) }}
-	slice1dOp = &kernelOp{name: "slice1d", kernel: ptx.Slice1d, outs: 1, ins: 1,
-		geometry: strided(size(1)), cpuUnits: size(1),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.Slice1d(h.b[0], h.b[1], h.s[0], lo, hi) }}
-	vecToRowsOp = &kernelOp{name: "broadcast_vec_to_rows", kernel: ptx.BroadcastVecToRows, outs: 1, ins: 1,
-		geometry: strided(product(0, 1)), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToRows(h.b[0], h.b[1], h.s[1], lo, hi) }}
-	vecToColsOp = &kernelOp{name: "broadcast_vec_to_cols", kernel: ptx.BroadcastVecToCols, outs: 1, ins: 1,
-		geometry: strided(product(0, 1)), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToCols(h.b[0], h.b[1], h.s[1], lo, hi) }}
-	transposeOp = &kernelOp{name: "transpose2d", kernel: ptx.Transpose2d, outs: 1, ins: 1,
-		geometry: tiles, cpuUnits: product(0, 2),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.Transpose2d(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }}
-	swapAdjacentOp = &kernelOp{name: "swap_adjacent", kernel: ptx.SwapAdjacent, outs: 1, ins: 1,
-		geometry: strided(swapThreads), cpuUnits: product(0, 1, 2),
+	concat1dOp = row(&kernelOp{name: "concat1d", kernel: ptx.Concat1d, outs: 1, ins: 2,
+		grid: strided(sizeSum), units: sizeSum,
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Concat1d(h.b[0], h.b[1][:h.s[0]], h.b[2][:h.s[1]], lo, hi) }})
+	slice1dOp = row(&kernelOp{name: "slice1d", kernel: ptx.Slice1d, outs: 1, ins: 1,
+		grid: strided(size(1)), units: size(1),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Slice1d(h.b[0], h.b[1], h.s[0], lo, hi) }})
+	vecToRowsOp = row(&kernelOp{name: "broadcast_vec_to_rows", kernel: ptx.BroadcastVecToRows, outs: 1, ins: 1,
+		grid: strided(product(0, 1)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToRows(h.b[0], h.b[1], h.s[1], lo, hi) }})
+	vecToColsOp = row(&kernelOp{name: "broadcast_vec_to_cols", kernel: ptx.BroadcastVecToCols, outs: 1, ins: 1,
+		grid: strided(product(0, 1)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastVecToCols(h.b[0], h.b[1], h.s[1], lo, hi) }})
+	transposeOp = row(&kernelOp{name: "transpose2d", kernel: ptx.Transpose2d, outs: 1, ins: 1,
+		grid: tileGrid{}, units: product(0, 2),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.Transpose2d(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }})
+	swapAdjacentOp = row(&kernelOp{name: "swap_adjacent", kernel: ptx.SwapAdjacent, outs: 1, ins: 1,
+		grid: strided(swapThreads), units: product(0, 1, 2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.SwapAdjacent(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], h.s[3], lo, hi)
-		}}
-	broadcastToOp = &kernelOp{name: "broadcast_to", kernel: ptx.BroadcastTo, outs: 1, ins: 1,
-		geometry: stridedShaped(broadcastThreads, broadcastBlock), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastTo(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi) }}
+		}})
+	broadcastToOp = row(&kernelOp{name: "broadcast_to", kernel: ptx.BroadcastTo, outs: 1, ins: 1,
+		grid: stridedGrid{threads: broadcastThreads, block: broadcastBlock}, units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.BroadcastTo(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi) }})
 )
 
 func sizeSum(s []int) int { return s[0] + s[1] }

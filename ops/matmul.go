@@ -13,15 +13,15 @@ import (
 var bmmOps = [4]*kernelOp{bmmOp(false, false), bmmOp(false, true), bmmOp(true, false), bmmOp(true, true)}
 
 func bmmOp(transA, transB bool) *kernelOp {
-	return &kernelOp{name: "bmm", outs: 1, ins: 2,
-		geometry: chosen(func(s []int) (*ptx.Kernel, [3]uint32, [3]uint32) {
-			return ptx.MatmulLaunch(s[0], s[1], s[2], s[3], transA, transB)
+	return row(&kernelOp{name: "bmm", outs: 1, ins: 2,
+		grid: pickedGrid(func(s []int, _ gpuFacts) launchShape {
+			k, grid, block := ptx.MatmulLaunch(s[0], s[1], s[2], s[3], transA, transB)
+			return launchShape{kernel: k, grid: grid, block: block}
 		}),
-		cpuUnits:     func([]int) int { return 1 },
-		selfParallel: true,
+		units: oneUnit, whole: true,
 		cpu: func(h *hostArgs, _, _ int) {
 			cpu.Bmm(h.b[0], h.b[1], h.b[2], h.s[0], h.s[1], h.s[2], h.s[3], transA, transB)
-		}}
+		}})
 }
 
 // Bmm returns the batched product C_t = A_t · B_t, t < batch, of row-major matrices: a holds

@@ -643,9 +643,7 @@ func guardedCUDA(t *testing.T) *Device {
 	t.Helper()
 	d, err := Open("cuda")
 	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
-	g := d.be.(*cudaBackend)
-	guarded := newCUDABackendOn(g.ctx, g.name, g.facts, 64, g.queue != nil)
-	return &Device{kind: KindCUDA, name: d.name + " (guarded)", be: guarded}
+	return handleOn(t, d, " (guarded)", 64, d.be.(*cudaBackend).queue != nil)
 }
 
 // TestMirror (GPU) runs every case on both backends and requires identical bits. Cases whose

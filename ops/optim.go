@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -11,24 +13,31 @@ import (
 // The optimizer family (ptx/optim.cu, cpu/optim.go): fused steps, one launch per parameter
 // tensor. Unlike every other kernel of this package, which returns fresh buffers, these UPDATE
 // THEIR DESTINATIONS IN PLACE: the parameter and the optimizer state (momentum buffer, moments).
-// The gradient is borrowed and left unchanged. The per-step scalars are computed here, on the
-// host, in float64, and rounded to float32 once; the kernels then round every operation
-// separately, so a step gives the same bits on the CPU and on a GPU.
+// The gradient is borrowed and left unchanged. The kernels read their float32 scalars from device
+// memory (SGD's hyperparameters, rounded to float32 once on the host; Adam's computed on the device
+// by adam_scalars from float64 hyperparameters and the step counts it advances), so that a step
+// captured into a CUDA graph replays with the current learning rate and step number; both devices
+// give the same bits.
 var (
-	sgdOp = &kernelOp{name: "sgd_step", kernel: ptx.SGDStep, outs: 1, ins: 1,
-		geometry: strided(size(0)), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.SGDStep(h.b[0][lo:hi], h.b[1][lo:hi], h.f[0], h.f[1]) }}
-	sgdMomentumOp = &kernelOp{name: "sgd_momentum_step", kernel: ptx.SGDMomentumStep, outs: 2, ins: 1,
-		geometry: strided(size(0)), cpuUnits: size(0),
+	sgdOp = row(&kernelOp{name: "sgd_step", kernel: ptx.SGDStep, outs: 1, ins: 2,
+		grid: strided(size(0)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { sc := h.b[2]; cpu.SGDStep(h.b[0][lo:hi], h.b[1][lo:hi], sc[0], sc[1]) }})
+	sgdMomentumOp = row(&kernelOp{name: "sgd_momentum_step", kernel: ptx.SGDMomentumStep, outs: 2, ins: 2,
+		grid: strided(size(0)), units: size(0),
 		cpu: func(h *hostArgs, lo, hi int) {
-			cpu.SGDMomentumStep(h.b[0][lo:hi], h.b[1][lo:hi], h.b[2][lo:hi], uint64(h.s[1]), h.f[0], h.f[1], h.f[2], h.f[3])
-		}}
-	adamOp = &kernelOp{name: "adam_step", kernel: ptx.AdamStep, outs: 3, ins: 1,
-		geometry: strided(size(0)), cpuUnits: size(0),
+			sc := h.b[3]
+			cpu.SGDMomentumStep(h.b[0][lo:hi], h.b[1][lo:hi], h.b[2][lo:hi], uint64(h.s[1]), sc[0], sc[1], sc[2], sc[3])
+		}})
+	adamOp = row(&kernelOp{name: "adam_step", kernel: ptx.AdamStep, outs: 3, ins: 2,
+		grid: strided(size(0)), units: size(0),
 		cpu: func(h *hostArgs, lo, hi int) {
-			f := h.f
+			f := h.b[4]
 			cpu.AdamStep(h.b[0][lo:hi], h.b[1][lo:hi], h.b[2][lo:hi], h.b[3][lo:hi], f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
-		}}
+		}})
+	// adamScalarsOp: outs (scalars, steps), ins (hyper), index list; sizes (k).
+	adamScalarsOp = row(&kernelOp{name: "adam_scalars", kernel: ptx.AdamScalars, outs: 2, ins: 1, idx: 1,
+		grid: strided(size(0)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.AdamScalars(h.b[0], h.b[1], h.b[2], h.idx[0], lo, hi) }})
 )
 
 // SGDParams are the hyperparameters of SGD with PyTorch's names and semantics
@@ -72,8 +81,45 @@ func (p SGDParams) Check() error {
 // scalars LR, WeightDecay, Momentum and 1 - Dampening are rounded to float32 once (the
 // difference in float64), then every operation is one float32 operation: see cpu.SGDStep and
 // cpu.SGDMomentumStep for the exact order. All buffers must be distinct, live, on one device and
-// of one length.
+// of one length. SGDStep makes the scalars' device buffer for the one call; an optimizer keeps an
+// SGD instead.
 func SGDStep(param, grad, buf *Buffer, p SGDParams, first bool) error {
+	if err := param.liveIn("sgd_step"); err != nil {
+		return err
+	}
+	o, err := NewSGD(param.dev)
+	if err != nil {
+		return err
+	}
+	defer o.Release()
+	return o.Step(param, grad, buf, p, first)
+}
+
+// SGD is the device state of SGD steps: the four float32 scalars the kernels read (LR,
+// WeightDecay, Momentum, 1 - Dampening), uploaded when the hyperparameters change, so that steps
+// queued or captured before a change of the learning rate read the rate of their turn only if
+// they run after it (the upload is ordered with the device's work). Safe for concurrent use.
+type SGD struct {
+	mu  sync.Mutex
+	sc  *Buffer
+	p   SGDParams
+	set bool
+}
+
+// NewSGD returns the SGD state on d.
+func NewSGD(d *Device) (*SGD, error) {
+	sc, err := newBuffer(d, 4)
+	if err != nil {
+		return nil, opErr("sgd_step", err)
+	}
+	return &SGD{sc: sc}, nil
+}
+
+// Release frees the state.
+func (o *SGD) Release() { o.sc.Release() }
+
+// Step is SGDStep with o's scalars (set from p).
+func (o *SGD) Step(param, grad, buf *Buffer, p SGDParams, first bool) error {
 	const op = "sgd_step"
 	if err := p.Check(); err != nil {
 		return err
@@ -85,13 +131,24 @@ func SGDStep(param, grad, buf *Buffer, p SGDParams, first bool) error {
 	if err := checkStepOperands(op, bufs); err != nil {
 		return err
 	}
+	if err := onDevice(op, o.sc, param.dev); err != nil {
+		return err
+	}
 	n := param.Len()
 	if n == 0 {
 		return nil
 	}
-	lr, wd := float32(p.LR), float32(p.WeightDecay)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.set || o.p != p {
+		sc := []float32{float32(p.LR), float32(p.WeightDecay), float32(p.Momentum), float32(1 - p.Dampening)}
+		if err := upload(op, o.sc, sc); err != nil {
+			return err
+		}
+		o.p, o.set = p, true
+	}
 	if p.Momentum == 0 {
-		return sgdOp.launch([]*Buffer{param}, []*Buffer{grad}, nil, []int{n}, lr, wd)
+		return sgdOp.launch([]*Buffer{param}, []*Buffer{grad, o.sc}, nil, []int{n})
 	}
 	var flags int
 	if first {
@@ -100,8 +157,16 @@ func SGDStep(param, grad, buf *Buffer, p SGDParams, first bool) error {
 	if p.Nesterov {
 		flags |= cpu.SGDNesterov
 	}
-	return sgdMomentumOp.launch([]*Buffer{param, buf}, []*Buffer{grad}, nil, []int{n, flags},
-		lr, wd, float32(p.Momentum), float32(1-p.Dampening))
+	return sgdMomentumOp.launch([]*Buffer{param, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
+}
+
+// upload writes data into the existing buffer b (of len(data) floats) on b's device.
+func upload(op string, b *Buffer, data []float32) error {
+	if err := b.useIn(op); err != nil {
+		return err
+	}
+	defer b.done()
+	return opErr(op, b.dev.be.upload(b.mem, data))
 }
 
 // AdamParams are the hyperparameters of Adam and AdamW with PyTorch's names and semantics
@@ -143,63 +208,185 @@ func (p AdamParams) Check() error {
 //	v = Beta2*v + (1 - Beta2)*g*g
 //	param = param - stepSize * m / (sqrt(v)/bc2Sqrt + Eps)
 //
-// The scalars are computed in float64 and rounded to float32 once each:
-//
-//	beta1, omb1 = float32(Beta1), float32(1 - Beta1)
-//	beta2, omb2 = float32(Beta2), float32(1 - Beta2)
-//	stepSize    = float32(LR / (1 - Beta1^step))
-//	bc2Sqrt     = float32(math.Sqrt(1 - Beta2^step))
-//	eps         = float32(Eps)
-//	wd, decay   = float32(WeightDecay), 1                      (Adam)
-//	wd, decay   = 0, float32(1 - float64(LR*WeightDecay))      (AdamW)
-//
-// with Beta^step by binary exponentiation (float64 multiplications only, so that every platform
-// computes the same scalars). cpu.AdamStep states the float32 arithmetic per element. All
-// buffers must be distinct, live, on one device and of one length.
+// with stepSize = LR / (1 - Beta1^step) and bc2Sqrt = sqrt(1 - Beta2^step). The scalars are
+// computed in float64 and rounded to float32 once each (cpu.AdamScalars, on the device), then
+// cpu.AdamStep states the float32 arithmetic per element. All buffers must be distinct, live, on
+// one device and of one length. AdamStep makes a one-tensor Adam state for the call; an optimizer
+// keeps an Adam instead.
 func AdamStep(param, grad, m, v *Buffer, p AdamParams, step int) error {
+	const op = "adam_step"
+	if step < 1 {
+		return fmt.Errorf("ops: %s: step %d, want >= 1", op, step)
+	}
+	if err := param.liveIn(op); err != nil {
+		return err
+	}
+	o, err := NewAdam(param.dev, 1)
+	if err != nil {
+		return err
+	}
+	defer o.Release()
+	if err := o.SetSteps([]uint64{uint64(step - 1)}); err != nil {
+		return err
+	}
+	if err := o.Begin(p, []int{0}); err != nil {
+		return err
+	}
+	return o.Step(0, param, grad, m, v)
+}
+
+// Adam is the device state of Adam or AdamW steps over a fixed number of parameter tensors:
+// the step count of each tensor, the float64 hyperparameters (uploaded when they change) and the
+// nine float32 scalars of each tensor's current step, which Begin computes on the device from the
+// two (adam_scalars) and Step's kernel reads. Nothing of a step's arithmetic passes through a
+// kernel parameter, so a step captured into a CUDA graph replays with the step number and the
+// learning rate of its turn. Safe for concurrent use; calls are ordered as they are made.
+type Adam struct {
+	mu      sync.Mutex
+	tensors int
+	steps   *Buffer // 2 float32 slots per tensor: its step count (cpu.CountAt)
+	hyper   *Buffer // cpu.AdamHyper slots
+	sc      *Buffer // cpu.AdamScalarCount scalars per tensor
+	list    *Indices
+	listed  []int // the tensors of list
+	p       AdamParams
+	set     bool
+}
+
+// NewAdam returns the state of tensors parameter tensors on d, every step count 0.
+func NewAdam(d *Device, tensors int) (*Adam, error) {
+	const op = "adam_step"
+	if tensors < 1 {
+		return nil, fmt.Errorf("ops: %s: %d tensors, want >= 1", op, tensors)
+	}
+	o := &Adam{tensors: tensors}
+	var err error
+	if o.steps, err = Zeros(d, 2*tensors); err == nil {
+		if o.hyper, err = newBuffer(d, cpu.AdamHyper); err == nil {
+			o.sc, err = newBuffer(d, cpu.AdamScalarCount*tensors)
+		}
+	}
+	if err != nil {
+		o.Release()
+		return nil, opErr(op, err)
+	}
+	return o, nil
+}
+
+// Release frees the state.
+func (o *Adam) Release() {
+	for _, b := range []*Buffer{o.steps, o.hyper, o.sc} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	if o.list != nil {
+		o.list.Release()
+	}
+}
+
+// Begin starts a step of the tensors listed (distinct, in [0, tensors)) with the
+// hyperparameters p: it advances their step counts by one and computes their scalars, on the
+// device. A tensor's Step then uses them until the next Begin that lists it.
+func (o *Adam) Begin(p AdamParams, tensors []int) error {
 	const op = "adam_step"
 	if err := p.Check(); err != nil {
 		return err
 	}
-	if step < 1 {
-		return fmt.Errorf("ops: %s: step %d, want >= 1", op, step)
+	if len(tensors) == 0 {
+		return nil
+	}
+	seen := make([]bool, o.tensors)
+	for _, t := range tensors {
+		if t < 0 || t >= o.tensors || seen[t] {
+			return fmt.Errorf("ops: %s: tensor %d is out of range [0, %d) or listed twice", op, t, o.tensors)
+		}
+		seen[t] = true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.set || o.p != p {
+		if err := upload(op, o.hyper, adamHyper(p)); err != nil {
+			return err
+		}
+		o.p, o.set = p, true
+	}
+	if o.list == nil || !slices.Equal(o.listed, tensors) {
+		list, err := NewIndices(o.steps.dev, tensors)
+		if err != nil {
+			return opErr(op, err)
+		}
+		if o.list != nil {
+			o.list.Release()
+		}
+		o.list, o.listed = list, slices.Clone(tensors)
+	}
+	return adamScalarsOp.launch([]*Buffer{o.sc, o.steps}, []*Buffer{o.hyper}, []*Indices{o.list}, []int{len(tensors)})
+}
+
+// adamHyper returns the hyperparameters as cpu.AdamScalars reads them: six float64 values, low 32
+// bits first.
+func adamHyper(p AdamParams) []float32 {
+	decoupled := 0.0
+	if p.Decoupled {
+		decoupled = 1
+	}
+	out := make([]float32, 0, cpu.AdamHyper)
+	for _, v := range []float64{p.LR, p.Beta1, p.Beta2, p.Eps, p.WeightDecay, decoupled} {
+		b := math.Float64bits(v)
+		out = append(out, math.Float32frombits(uint32(b)), math.Float32frombits(uint32(b>>32)))
+	}
+	return out
+}
+
+// Step updates tensor t (param, with its moments m and v, and its gradient grad) with the scalars
+// of the last Begin that listed it.
+func (o *Adam) Step(t int, param, grad, m, v *Buffer) error {
+	const op = "adam_step"
+	if t < 0 || t >= o.tensors {
+		return fmt.Errorf("ops: %s: tensor %d is out of range [0, %d)", op, t, o.tensors)
 	}
 	if err := checkStepOperands(op, []*Buffer{param, grad, m, v}); err != nil {
+		return err
+	}
+	if err := onDevice(op, o.sc, param.dev); err != nil {
 		return err
 	}
 	n := param.Len()
 	if n == 0 {
 		return nil
 	}
-	s := p.scalars(step)
-	return adamOp.launch([]*Buffer{param, m, v}, []*Buffer{grad}, nil, []int{n}, s[:]...)
+	if err := o.sc.useIn(op); err != nil {
+		return err
+	}
+	defer o.sc.done()
+	sc := o.sc.view(cpu.AdamScalarCount*t, cpu.AdamScalarCount)
+	return adamOp.launch([]*Buffer{param, m, v}, []*Buffer{grad, sc}, nil, []int{n})
 }
 
-// scalars returns the float32 scalars of adam_step for step (see AdamStep).
-func (p AdamParams) scalars(step int) [9]float32 {
-	wd, decay := float32(p.WeightDecay), float32(1)
-	if p.Decoupled {
-		wd, decay = 0, float32(1-float64(p.LR*p.WeightDecay))
+// Steps returns the step count of every tensor (a download).
+func (o *Adam) Steps() ([]uint64, error) {
+	f, err := o.steps.Float32s()
+	if err != nil {
+		return nil, opErr("adam_step", err)
 	}
-	return [9]float32{
-		float32(p.Beta1), float32(1 - p.Beta1),
-		float32(p.Beta2), float32(1 - p.Beta2),
-		float32(p.LR / (1 - powInt(p.Beta1, step))),
-		float32(math.Sqrt(1 - powInt(p.Beta2, step))),
-		float32(p.Eps), wd, decay,
+	out := make([]uint64, o.tensors)
+	for t := range out {
+		out[t] = cpu.CountAt(f, t)
 	}
+	return out, nil
 }
 
-// powInt returns b^t for t >= 0 by binary exponentiation.
-func powInt(b float64, t int) float64 {
-	r := 1.0
-	for ; t > 0; t >>= 1 {
-		if t&1 == 1 {
-			r *= b
-		}
-		b *= b
+// SetSteps sets the step count of every tensor (len(steps) == tensors).
+func (o *Adam) SetSteps(steps []uint64) error {
+	if len(steps) != o.tensors {
+		return fmt.Errorf("ops: adam_step: %d step counts for %d tensors", len(steps), o.tensors)
 	}
-	return r
+	f := make([]float32, 2*o.tensors)
+	for t, v := range steps {
+		cpu.SetCountAt(f, t, v)
+	}
+	return upload("adam_step", o.steps, f)
 }
 
 // finite reports whether x is finite as a float32 (the kernels' scalars are float32s: 1e300

@@ -10,45 +10,45 @@ import (
 // The axis-reduction family (ptx/reduce_axis.cu). Every order of operations is a function of
 // the shape only, so both devices give the same bits in either mode (no atomics).
 var (
-	sumByRowOp = &kernelOp{name: "reduce_sum_by_row", kernel: ptx.ReduceSumByRow, outs: 1, ins: 1,
-		geometry: rowReduce(ptx.ReduceSumByRow, ptx.ReduceSumByRowWarp, ptx.ReduceSumByRowWarp16), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceSumByRow(h.b[0], h.b[1], h.s[1], h.f[0], lo, hi) }}
-	maxByRowOp = &kernelOp{name: "reduce_max_by_row", kernel: ptx.ReduceMaxByRow, outs: 1, ins: 1,
-		geometry: rowReduce(ptx.ReduceMaxByRow, ptx.ReduceMaxByRowWarp, ptx.ReduceMaxByRowWarp16), cpuUnits: size(0),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByRow(h.b[0], h.b[1], h.s[1], lo, hi) }}
-	sumByColOp = &kernelOp{name: "reduce_sum_by_column", kernel: ptx.ReduceSumByColumn, outs: 1, ins: 1,
-		geometry: stridedShaped(columnThreads, columnBlock), cpuUnits: product(0, 2),
+	sumByRowOp = row(&kernelOp{name: "reduce_sum_by_row", outs: 1, ins: 1,
+		grid: rowReduce(ptx.ReduceSumByRow, ptx.ReduceSumByRowWarp, ptx.ReduceSumByRowWarp16), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceSumByRow(h.b[0], h.b[1], h.s[1], h.f[0], lo, hi) }})
+	maxByRowOp = row(&kernelOp{name: "reduce_max_by_row", outs: 1, ins: 1,
+		grid: rowReduce(ptx.ReduceMaxByRow, ptx.ReduceMaxByRowWarp, ptx.ReduceMaxByRowWarp16), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByRow(h.b[0], h.b[1], h.s[1], lo, hi) }})
+	sumByColOp = row(&kernelOp{name: "reduce_sum_by_column", kernel: ptx.ReduceSumByColumn, outs: 1, ins: 1,
+		grid: stridedGrid{threads: columnThreads, block: columnBlock}, units: product(0, 2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceSumByColumn(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], h.f[0], lo, hi)
-		}}
-	maxByColOp = &kernelOp{name: "reduce_max_by_column", kernel: ptx.ReduceMaxByColumn, outs: 1, ins: 1,
-		geometry: stridedShaped(columnThreads, columnBlock), cpuUnits: product(0, 2),
-		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByColumn(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }}
-	sumColChunksOp = &kernelOp{name: "reduce_sum_column_chunks", kernel: ptx.ReduceSumColChunks, outs: 1, ins: 1,
-		geometry: strided(chunkThreads), cpuUnits: chunkUnits,
+		}})
+	maxByColOp = row(&kernelOp{name: "reduce_max_by_column", kernel: ptx.ReduceMaxByColumn, outs: 1, ins: 1,
+		grid: stridedGrid{threads: columnThreads, block: columnBlock}, units: product(0, 2),
+		cpu: func(h *hostArgs, lo, hi int) { cpu.ReduceMaxByColumn(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }})
+	sumColChunksOp = row(&kernelOp{name: "reduce_sum_column_chunks", kernel: ptx.ReduceSumColChunks, outs: 1, ins: 1,
+		grid: strided(chunkThreads), units: chunkUnits,
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceSumColumnChunks(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi)
-		}}
-	maxColChunksOp = &kernelOp{name: "reduce_max_column_chunks", kernel: ptx.ReduceMaxColChunks, outs: 1, ins: 1,
-		geometry: strided(chunkThreads), cpuUnits: chunkUnits,
+		}})
+	maxColChunksOp = row(&kernelOp{name: "reduce_max_column_chunks", kernel: ptx.ReduceMaxColChunks, outs: 1, ins: 1,
+		grid: strided(chunkThreads), units: chunkUnits,
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceMaxColumnChunks(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi)
-		}}
-	sumByColChunkedOp = &kernelOp{name: "reduce_sum_by_column_chunked", kernel: ptx.ReduceSumByColumnChunked,
-		outs: 1, ins: 1, geometry: strided(chunkedThreads), cpuUnits: product(0, 2),
+		}})
+	sumByColChunkedOp = row(&kernelOp{name: "reduce_sum_by_column_chunked", kernel: ptx.ReduceSumByColumnChunked,
+		outs: 1, ins: 1, grid: strided(chunkedThreads), units: product(0, 2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceSumByColumnChunked(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], h.f[0], lo, hi)
-		}}
-	maxByColChunkedOp = &kernelOp{name: "reduce_max_by_column_chunked", kernel: ptx.ReduceMaxByColumnChunked,
-		outs: 1, ins: 1, geometry: strided(chunkedThreads), cpuUnits: product(0, 2),
+		}})
+	maxByColChunkedOp = row(&kernelOp{name: "reduce_max_by_column_chunked", kernel: ptx.ReduceMaxByColumnChunked,
+		outs: 1, ins: 1, grid: strided(chunkedThreads), units: product(0, 2),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceMaxByColumnChunked(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi)
-		}}
-	fromBroadcastOp = &kernelOp{name: "reduce_from_broadcast", kernel: ptx.ReduceFromBroadcast, outs: 1, ins: 1,
-		geometry: strided(size(0)), cpuUnits: size(0),
+		}})
+	fromBroadcastOp = row(&kernelOp{name: "reduce_from_broadcast", kernel: ptx.ReduceFromBroadcast, outs: 1, ins: 1,
+		grid: strided(size(0)), units: size(0),
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.ReduceFromBroadcast(h.b[0], h.b[1], h.s[3:3+h.s[1]], uint(h.s[2]), lo, hi)
-		}}
+		}})
 )
 
 // rowWarpCols and rowHalfWarpCols are the longest rows the row reductions give one warp and 16
@@ -60,8 +60,8 @@ const rowWarpCols, rowHalfWarpCols = 1024, 128
 // (kernel perBlock), for rows of at most rowWarpCols columns one warp per row (perWarp), and for
 // rows of at most 128 columns 16 lanes per row (perHalfWarp); 256-thread blocks, grid-stride, at
 // most 32 blocks per multiprocessor. Same order of operations.
-func rowReduce(perBlock, perWarp, perHalfWarp *ptx.Kernel) geometry {
-	return chosenOn(func(s []int, d gpuFacts) launchShape {
+func rowReduce(perBlock, perWarp, perHalfWarp *ptx.Kernel) grid {
+	return pickedGrid(func(s []int, d gpuFacts) launchShape {
 		rows, cols, k := s[0], s[1], perBlock
 		switch {
 		case cols <= rowHalfWarpCols:

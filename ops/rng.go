@@ -11,10 +11,39 @@ import (
 // only, so every device and every launch geometry produce the same stream.
 
 var (
-	uniformOp   = &randOp{"rand_uniform", ptx.RandUniform, 0, func(d []float32, k, off uint64, s [2]float32) { cpu.RandUniform(d, k, off) }}
-	bernoulliOp = &randOp{"bernoulli_mask", ptx.BernoulliMask, 1, func(d []float32, k, off uint64, s [2]float32) { cpu.BernoulliMask(d, k, off, s[0]) }}
-	normalOp    = &randOp{"rand_normal", ptx.RandNormal, 2, func(d []float32, k, off uint64, s [2]float32) { cpu.RandNormal(d, k, off, s[0], s[1]) }}
+	uniformOp = &randOp{name: "rand_uniform", kernel: ptx.RandUniform,
+		cpu: func(d []float32, k, off uint64, _ [2]float32) { cpu.RandUniform(d, k, off) }}
+	bernoulliOp = &randOp{name: "bernoulli_mask", kernel: ptx.BernoulliMask, sc: 1,
+		cpu: func(d []float32, k, off uint64, s [2]float32) { cpu.BernoulliMask(d, k, off, s[0]) }}
+	normalOp = &randOp{name: "rand_normal", kernel: ptx.RandNormal, sc: 2,
+		cpu: func(d []float32, k, off uint64, s [2]float32) { cpu.RandNormal(d, k, off, s[0], s[1]) }}
 )
+
+// randOp is one row of the random family: the kernel's parameters are (dst, count, n, key,
+// offset, scalars) (ptx.RNG); the CPU twin gets the draw's key (drawKey.at) and the offset of its
+// slice in the buffer, so that element i depends only on (key, i).
+type randOp struct {
+	name   string
+	kernel *ptx.Kernel
+	sc     int // float32 scalars
+	cpu    func(dst []float32, key, offset uint64, s [2]float32)
+}
+
+// drawKey is the key of a random call: key itself, or, when count is set (a count in device
+// memory: a Counter's), cpu.DrawKey(key, count, offset), read where the kernel runs.
+type drawKey struct {
+	key    uint64
+	count  storage // zero: none
+	offset uint64
+}
+
+// at returns the key on the CPU, reading the count from host memory.
+func (k drawKey) at() uint64 {
+	if k.count.isZero() {
+		return k.key
+	}
+	return cpu.DrawKey(k.key, cpu.CountAt(k.count.host, 0), k.offset)
+}
 
 // KeyOf derives the key of one random call from a seed and a per-session counter:
 // SplitMix64(SplitMix64(seed) ^ counter). For a fixed seed distinct counters give distinct keys
@@ -22,7 +51,7 @@ var (
 // (s, c) and (s+1, c-1) do not collide.
 func KeyOf(seed, counter uint64) uint64 { return cpu.SplitMix64(cpu.SplitMix64(seed) ^ counter) }
 
-func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer, error) {
+func (op *randOp) run(d *Device, n int, key drawKey, scalars ...float64) (*Buffer, error) {
 	out, err := newBuffer(d, n)
 	if err != nil {
 		return nil, opErr(op.name, err)
@@ -46,15 +75,24 @@ func (op *randOp) run(d *Device, n int, key uint64, scalars ...float64) (*Buffer
 //
 // Element i of key k is element i+1 of key k-1, so calls meant to be independent must not use
 // neighbouring keys: derive each call's key with KeyOf(seed, counter), as Session does.
-func RandUniform(d *Device, n int, key uint64) (*Buffer, error) { return uniformOp.run(d, n, key) }
+func RandUniform(d *Device, n int, key uint64) (*Buffer, error) {
+	return uniformOp.run(d, n, drawKey{key: key})
+}
 
 // BernoulliMask returns n values in {0, 1}: 1 where float32(keep) > the uniform draw i. keep
 // must be in [0, 1]. Keys as for RandUniform.
 func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) {
-	if !(keep >= 0 && keep <= 1) {
-		return nil, fmt.Errorf("ops: %s: keep probability %v is outside [0, 1]", bernoulliOp.name, keep)
+	if err := checkKeep(keep); err != nil {
+		return nil, err
 	}
-	return bernoulliOp.run(d, n, key, keep)
+	return bernoulliOp.run(d, n, drawKey{key: key}, keep)
+}
+
+func checkKeep(keep float64) error {
+	if !(keep >= 0 && keep <= 1) {
+		return fmt.Errorf("ops: %s: keep probability %v is outside [0, 1]", bernoulliOp.name, keep)
+	}
+	return nil
 }
 
 // RandNormal returns n draws from N(mean, std^2) by Box-Muller on the draws 2i and 2i+1. mean must
@@ -64,8 +102,15 @@ func BernoulliMask(d *Device, n int, keep float64, key uint64) (*Buffer, error) 
 // TorchLean's to about 1e-5 except in rare draws, and |z| <= sqrt(-2 ln 2^-24) ~ 5.77 standard
 // deviations (TorchLean: 6.66).
 func RandNormal(d *Device, n int, mean, std float64, key uint64) (*Buffer, error) {
-	if !finite(mean) || !nonNegative(float64(float32(std))) {
-		return nil, fmt.Errorf("ops: %s: mean %v, std %v (want finite as float32s, std >= 0)", normalOp.name, mean, std)
+	if err := checkNormal(mean, std); err != nil {
+		return nil, err
 	}
-	return normalOp.run(d, n, key, mean, std)
+	return normalOp.run(d, n, drawKey{key: key}, mean, std)
+}
+
+func checkNormal(mean, std float64) error {
+	if !finite(mean) || !nonNegative(float64(float32(std))) {
+		return fmt.Errorf("ops: %s: mean %v, std %v (want finite as float32s, std >= 0)", normalOp.name, mean, std)
+	}
+	return nil
 }

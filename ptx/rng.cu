@@ -1,5 +1,6 @@
 // rng.cu: counter-based random kernels. Element i depends only on (key, i): SplitMix64 of
-// key + i (wrapping), low 32 bits. Twins: cpu/rng.go.
+// key + i (wrapping), low 32 bits. The key is a parameter, or comes from a count in device memory
+// (tl_draw_key), so that a captured step draws new numbers at each replay. Twins: cpu/rng.go.
 #include "common.cuh"
 #include "f32math.cuh"
 
@@ -10,22 +11,34 @@ __device__ __forceinline__ float tl_uniformf(u64 z) {
   return f < 1.0f ? f : 0.99999994f;
 }
 
-extern "C" __global__ void rand_uniform(float* out, u64 n, u64 key) {
-  TL_FOR(i, n) { out[i] = tl_uniformf(tl_splitmix64(key + i)); }
+// tl_draw_key returns the key of a draw (cpu.DrawKey): key itself when count is null, else
+// SplitMix64(key ^ (*count + offset)), which is ops.KeyOf(seed, *count + offset) when key is
+// SplitMix64(seed).
+__device__ __forceinline__ u64 tl_draw_key(u64 key, const u64* count, u64 offset) {
+  return count ? tl_splitmix64(key ^ (*count + offset)) : key;
+}
+
+extern "C" __global__ void rand_uniform(float* out, const u64* count, u64 n, u64 key, u64 offset) {
+  u64 k = tl_draw_key(key, count, offset);
+  TL_FOR(i, n) { out[i] = tl_uniformf(tl_splitmix64(k + i)); }
 }
 
 // bernoulli_mask: out[i] = keep > uniform(i) ? 1 : 0 (float32 compare).
-extern "C" __global__ void bernoulli_mask(float* out, u64 n, u64 key, float keep) {
-  TL_FOR(i, n) { out[i] = keep > tl_uniformf(tl_splitmix64(key + i)) ? 1.0f : 0.0f; }
+extern "C" __global__ void bernoulli_mask(float* out, const u64* count, u64 n, u64 key, u64 offset,
+                                          float keep) {
+  u64 k = tl_draw_key(key, count, offset);
+  TL_FOR(i, n) { out[i] = keep > tl_uniformf(tl_splitmix64(k + i)) ? 1.0f : 0.0f; }
 }
 
 // rand_normal: Box-Muller (cosine branch) on the draws 2i and 2i+1:
 // u1 = ((r1 >> 9) + 0.5) * 2^-23 in (0, 1), u2 = (r2 >> 8) * 2^-24 in [0, 1),
 // z = sqrt(-2 log u1) * cos(2 pi u2), out = mean + std * z.
-extern "C" __global__ void rand_normal(float* out, u64 n, u64 key, float mean, float std) {
+extern "C" __global__ void rand_normal(float* out, const u64* count, u64 n, u64 key, u64 offset,
+                                       float mean, float std) {
+  u64 k = tl_draw_key(key, count, offset);
   TL_FOR(i, n) {
-    u32 r1 = (u32)tl_splitmix64(key + 2 * i);
-    u32 r2 = (u32)tl_splitmix64(key + 2 * i + 1);
+    u32 r1 = (u32)tl_splitmix64(k + 2 * i);
+    u32 r2 = (u32)tl_splitmix64(k + 2 * i + 1);
     float u1 = ((float)(r1 >> 9) + 0.5f) * 1.1920928955078125e-07f;
     float u2 = (float)(r2 >> 8) * 5.9604644775390625e-08f;
     float s, c;

@@ -1,4 +1,4 @@
-// rowstat.cuh: the row statistics of the softmax family (softmax.cu, softmax_sm80.cu): the
+// rowstat.cuh: the row statistics of the row kernels (softmax.cu, softmax_sm80.cu, norm.cu): the
 // 256-partial halving tree and the long-row engine. Every row statistic is a row reduction in
 // the order of reduce_axis.cu (thread t folds elements t, t+256, ... in order, then the halving
 // tree), except that the log-softmax sums of rows of 256 * 32 < cols <= SM_LONG_COLS elements
