@@ -34,9 +34,10 @@ type Fake struct {
 	live       map[uint64]uint64 // allocation base -> bytes
 	funcs      map[uintptr]string
 	violations []string
-	host       [][]byte // pinned host memory handed out (kept reachable)
-	legacy     []string // calls on the legacy default stream
-	streams    int      // streams created
+	host       [][]byte         // pinned host memory handed out (kept reachable)
+	legacy     []string         // calls on the legacy default stream
+	launched   map[string]int64 // launches by kernel name
+	streams    int              // streams created
 	launches   atomic.Int64
 	allocs     atomic.Int64
 	frees      atomic.Int64
@@ -69,7 +70,7 @@ var (
 // NewFake returns a fake libcuda and a context on it (device 0, "fake"), which becomes the
 // one the callbacks serve.
 func NewFake(o FakeOptions) (*Fake, *Context) {
-	f := &Fake{o: o, next: fakeBase, live: map[uint64]uint64{}, funcs: map[uintptr]string{}}
+	f := &Fake{o: o, next: fakeBase, live: map[uint64]uint64{}, funcs: map[uintptr]string{}, launched: map[string]int64{}}
 	fakeCurrent.Store(f)
 	c := &CUDA{path: "fake"}
 	syms := fakeSymbols()
@@ -104,6 +105,18 @@ func (f *Fake) Violations() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.violations...)
+}
+
+// Launched returns the number of launches of each kernel (by .entry name) that the fake accepted
+// so far.
+func (f *Fake) Launched() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int64, len(f.launched))
+	for k, n := range f.launched {
+		out[k] = n
+	}
+	return out
 }
 
 // Launches returns the number of cuLaunchKernel calls so far.
@@ -330,6 +343,7 @@ func fakeSymbols() map[string]uintptr {
 				}
 				g.mu.Lock()
 				k := g.funcs[fn]
+				g.launched[k]++
 				g.mu.Unlock()
 				ptrs, _ := g.o.Pointers(k)
 				var used []uint64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -440,4 +441,130 @@ func TestFakeLaunchArgsChecked(t *testing.T) {
 		t.Errorf("%d launches reached the driver", n)
 	}
 	checkFake(t, f)
+}
+
+// TestKernelCoverage runs every mirror case (and the exact path of every Rel case) on the fake
+// driver, with the facts of an H100 so that the device-dependent choices (the sm_80 kernels) are
+// made as there, and requires that every kernel of package ptx is launched: a kernel that no case
+// reaches is not guarded by the golden hashes. It also requires that nothing used the legacy
+// default stream. Inputs are zeros (the fake computes nothing) and lengths above 2^23 are left out
+// (they reach no other kernel: the sum's third pass is sum_chunks again).
+func TestKernelCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	d, f := newFakeDevice(t, driver.FakeOptions{})
+	for _, c := range mirrorCases() {
+		for _, n := range c.sizes {
+			lens := c.lens
+			if lens == nil {
+				lens = make([]int, c.ins)
+				for k := range lens {
+					lens[k] = n
+				}
+			}
+			if n > 1<<23 || slices.Max(append([]int{0}, lens...)) > 1<<23 {
+				continue
+			}
+			for _, run := range []func(*Device, []*Buffer, int) ([]*Buffer, error){c.run, c.tier.ref} {
+				if run == nil {
+					continue
+				}
+				ins := make([]*Buffer, len(lens))
+				for k, l := range lens {
+					b, err := Zeros(d, l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ins[k] = b
+				}
+				outs, err := run(d, ins, n)
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", c.name, n, err)
+				}
+				releaseAll(outs)
+				releaseAll(ins)
+			}
+		}
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	launched := f.Launched()
+	for _, k := range ptx.All {
+		if launched[k.Name] == 0 {
+			t.Errorf("kernel %s is never launched by the mirror cases: add a case that reaches it", k)
+		}
+	}
+	if calls := f.LegacyCalls(); len(calls) > 0 {
+		t.Errorf("%d calls on the legacy default stream (the device's work must all go to its own stream), the first: %s",
+			len(calls), calls[0])
+	}
+	checkFake(t, f)
+}
+
+// TestFakeLibraryCall: a library call queued between kernels runs on the issuing thread (the
+// fake records a call from a thread without the context current), after the commands queued
+// before it and before those queued after it, with the device's stream; its error fails the queue
+// like a refused launch, naming the call.
+func TestFakeLibraryCall(t *testing.T) {
+	d, f := newFakeDevice(t, driver.FakeOptions{LaunchDelay: 20 * time.Microsecond})
+	g := d.be.(*cudaBackend)
+	x, err := Full(d, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	before := f.Launches()
+	var ys []*Buffer
+	for range 50 {
+		y, err := Exp(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ys = append(ys, y)
+	}
+	seen, calls := int64(-1), 0
+	var stream driver.Stream
+	err = g.libraryCall("fake library", func(ctx *driver.Context, s driver.Stream) error {
+		calls++
+		seen, stream = f.Launches()-before, s
+		return ctx.MemsetD32Async(x.mem.ptr, 0, 1, s) // a call into the driver with the context current
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		y, err := Exp(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ys = append(ys, y)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	releaseAll(ys)
+	if calls != 1 || seen != 50 || stream != g.stream {
+		t.Errorf("the call ran %d times, after %d of the 50 launches queued before it, on stream %#x (the device's: %#x)",
+			calls, seen, stream, g.stream)
+	}
+	if n := f.Launches() - before; n != 60 {
+		t.Errorf("%d launches, want 60", n)
+	}
+	boom := errors.New("boom")
+	if err := g.libraryCall("fake library", func(*driver.Context, driver.Stream) error { return boom }); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Sync()
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "fake library") {
+		t.Errorf("Sync after a failed library call: %v, want the call's error naming it", err)
+	}
+	if _, err := Exp(x); err == nil {
+		t.Error("an op after the failed library call succeeded")
+	}
+	checkFake(t, f)
+	if calls := f.LegacyCalls(); len(calls) > 0 {
+		t.Errorf("calls on the legacy default stream: %v", calls)
+	}
 }

@@ -37,11 +37,16 @@ var (
 		}})
 )
 
-// layerNormBwdBlocks is the grid of layer_norm_bwd (see softmax.cu): one block per chunk of 64
+// layerNormRegCols is the longest row norm.cu holds in registers (SM_THREADS * SM_REG), and
+// layerNormFusedRows the fewest rows for which layer_norm_bwd takes its fused path with short rows
+// (LN_FUSED_ROWS); layerNormRowCols is the shortest row layer_norm_fwd_row takes (beyond it).
+const layerNormRegCols, layerNormFusedRows, layerNormRowCols = 4096, 4096, 1024
+
+// layerNormBwdBlocks is the grid of layer_norm_bwd (see norm.cu): one block per chunk of 64
 // rows when rows are short and many, else one per row plus one per 256 columns of each chunk.
 func layerNormBwdBlocks(s []int) int {
 	rows, cols, chunks := s[0], s[1], colChunks(s[0])
-	if cols <= 4096 && rows >= 4096 {
+	if cols <= layerNormRegCols && rows >= layerNormFusedRows {
 		return chunks
 	}
 	return rows + chunks*((cols+255)/256)
@@ -84,7 +89,7 @@ func LayerNormFwd(x, gamma, beta *Buffer, rows, cols int, eps float64) (out, mea
 		return nil, nil, nil, err
 	}
 	fwd := layerNormFwdOp
-	if cols > 1024 && cols <= 4096 {
+	if cols > layerNormRowCols && cols <= layerNormRegCols {
 		fwd = layerNormFwdRowOp
 	}
 	o, err := fwd.call([]int{rows * cols, rows, rows}, []*Buffer{x, gamma, beta}, nil,
