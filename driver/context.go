@@ -38,8 +38,8 @@ func (x *Context) CUDA() *CUDA { return x.c }
 func (x *Context) Lost() error { return x.c.Lost() }
 
 // Lock wires the calling goroutine to its OS thread (runtime.LockOSThread)
-// and makes x current on that thread (cuCtxSetCurrent). It costs about
-// 0.15 us and does not allocate. Calls on one context nest like
+// and makes x current on that thread (cuCtxSetCurrent). It costs a fraction
+// of a microsecond and does not allocate. Calls on one context nest like
 // runtime.LockOSThread (Lock of another context inside leaves that one current
 // after its Unlock). On error the thread is not locked and Unlock must not be
 // called:

@@ -19,10 +19,11 @@
 // A CUDA context is current per OS thread, and goroutines migrate between
 // threads. Every path into the driver that needs a context therefore runs
 // between Context.Lock, which locks the calling goroutine to its thread and
-// makes the context current there (about 0.15 us, no allocation), and
-// Context.Unlock. The alternative, one goroutine locked to a thread that
-// owns the context and receives every operation over a channel, costs about
-// 23 us per round trip, far more than a kernel launch, so it is not used.
+// makes the context current there (a fraction of a microsecond, no
+// allocation), and Context.Unlock. The alternative, one goroutine locked to a
+// thread that owns the context and receives every operation over a channel,
+// costs tens of microseconds per round trip, far more than a kernel launch
+// (BENCHMARKS.md, "Figures behind the code"), so it is not used.
 // Any number of goroutines may use one Context concurrently this way; the
 // driver API itself is thread safe.
 //

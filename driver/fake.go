@@ -50,7 +50,7 @@ type FakeOptions struct {
 	// Pointers reports which parameters of the named kernel are device pointers (checked at
 	// launch), false for a kernel it does not know (cuModuleGetFunction then fails).
 	Pointers func(kernel string) (ptrs []bool, ok bool)
-	// LaunchDelay is how long each cuLaunchKernel spins (the host cost of a real one is 3-4 us).
+	// LaunchDelay is how long each cuLaunchKernel spins (a real one costs the host microseconds).
 	LaunchDelay time.Duration
 	// MemoryBytes, when nonzero, makes cuMemAlloc fail with out of memory beyond that many live
 	// bytes.

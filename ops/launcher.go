@@ -21,20 +21,20 @@ import (
 // thread with the device's context current, that hands them to the driver in queue order on the
 // device's stream. An op returns once its command
 // is queued, so the Go work of the next op overlaps the driver's work on this one, and the
-// driver runs on a thread that does nothing else. This is not a channel round trip (DESIGN.md
-// measured 23 us for one): nothing waits for an answer, the queue is a ring guarded by one
-// uncontended mutex for the producers and two atomic counters.
+// driver runs on a thread that does nothing else. This is not a channel round trip (which costs
+// far more than a launch: driver/doc.go): nothing waits for an answer, the queue is a ring
+// guarded by one uncontended mutex for the producers and two atomic counters.
 //
-// Ordering: every command reaches the stream in the order it was queued, and every other driver
-// call that touches memory a queued command may use (uploads, downloads, guard-band fills,
-// synchronization, freeing cached blocks) first waits until the queue has been issued
-// (cudaBackend.enter), so it is ordered after those commands exactly as before. A block returned
-// to the allocator's cache can be handed to the next allocation at once: its next user's
-// commands are queued after its last user's.
+// Ordering: every command reaches the device's stream in the order it was queued, and every
+// other driver call that touches memory a queued command may use (uploads, downloads,
+// guard-band fills, synchronization, freeing cached blocks) first waits until the queue has been
+// issued (cudaBackend.enter) and then goes to the same stream, so it is ordered after those
+// commands. A block returned to the allocator's cache can be handed to the next allocation at
+// once: its next user's commands are queued after its last user's.
 //
 // Errors: a command that the driver refuses (a sticky device error, an invalid launch) fails
 // the queue: later commands are dropped, and that error is returned by every later op, Sync and
-// download of the device, as DESIGN.md's sticky device errors are.
+// download of the device, as a lost device's sticky errors are (driver.ErrDeviceLost).
 //
 // The issuing goroutine spins for queueIdle after the queue empties (a training loop queues its
 // next op within microseconds) and then exits, unlocking its thread; the next command starts a
@@ -42,7 +42,7 @@ import (
 // goroutine and returns the launch's error itself); so does GOMAXPROCS < 2, where the spinning
 // goroutine would take the only processor from the ops that feed it.
 
-// queueLen is the number of commands a device's queue holds: about 1 ms of 4-us launches.
+// queueLen is the number of commands a device's queue holds: about a millisecond of launches.
 const queueLen = 256
 
 // queueIdle is how long the issuing goroutine waits for new commands before it exits.

@@ -26,9 +26,8 @@ const LayerNormEps = 1e-6
 var (
 	layerNormFwdOp = newLayerNormFwdOp(ptx.LayerNormFwd, rowGrid{size(0)})
 	// Rows of 1024 < cols <= 4096: layer_norm_fwd_row, one block per row (the hardware's block
-	// scheduler then balances the multiprocessors to the end). Measured on an H200
-	// (internal/bench/rowkern, 16384 x 4096, three alternations): 0.1412-0.1415 ms against
-	// 0.1489-0.1493 with perRow's 32 blocks per multiprocessor, each striding over the rows.
+	// scheduler then balances the multiprocessors to the end; faster than rowGrid's 32 blocks per
+	// multiprocessor striding over the rows: BENCHMARKS.md, "Figures behind the code").
 	layerNormFwdRowOp = newLayerNormFwdOp(ptx.LayerNormFwdRow, blockGrid{size(0)})
 	layerNormBwdOp    = row(&kernelOp{name: "layer_norm_bwd", kernel: ptx.LayerNormBwd, outs: 3, ins: 5,
 		grid: blockGrid{layerNormBwdBlocks}, units: chunksOf(0),

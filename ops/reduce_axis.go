@@ -115,9 +115,8 @@ func columnBlock(s []int) [2]uint32 {
 }
 
 // chunkedMinColumns is the number of columns (batch*cols) from which byColumn reduces long
-// columns in one pass: enough threads to keep the memory busy without a second stage. Measured
-// on an H100 (sums, 16-byte path): 64x256x4096 takes 90 us in one pass, 98 us in two stages;
-// with 65536 columns (64x1024x1024, 256x1024x256) one pass is the slower, 107 us against 98.
+// columns in one pass: enough threads to keep the memory busy without a second stage (with fewer
+// columns the two stages are faster: BENCHMARKS.md, "Figures behind the code").
 const chunkedMinColumns = 1 << 18
 
 // ReduceSumByRow returns the row sums (length rows) of a (rows, cols) matrix; 0 for empty rows.

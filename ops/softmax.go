@@ -47,11 +47,10 @@ const (
 // of its *_long_async variant (softmax_sm80.cu), which computes the same values.
 //
 // The async kernels keep each block's next row streaming into shared memory while it computes the
-// current one; they run one block per multiprocessor over the rows. Measured on an H100 (a
-// standalone sweep of the kernels, one run; BENCHMARKS.md, 2026-11-24): 4096 rows of 32768,
-// 0.400 ms against 0.518 for *_long (torch 0.678); of 24576, 0.301 against 0.374; rows of 16384
-// or fewer elements, which fit two or more blocks per multiprocessor, and rows whose length is
-// not a multiple of 4 (4-byte copies) were as fast or faster with *_long, so they keep it.
+// current one; they run one block per multiprocessor over the rows. They are faster for rows of
+// 3 or 4 groups; rows of 16384 or fewer elements, which fit two or more blocks per
+// multiprocessor, and rows whose length is not a multiple of 4 (4-byte copies) were as fast or
+// faster with *_long, so they keep it (BENCHMARKS.md, "Figures behind the code").
 func softmaxLongLaunch(long, async *ptx.Kernel) func(s []int, d gpuFacts) launchShape {
 	return func(s []int, d gpuFacts) launchShape {
 		rows, cols := s[0], s[1]

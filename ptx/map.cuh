@@ -9,11 +9,8 @@
 // them, 128 apart: the thread issues its loads before any store, so that more loads are in
 // flight than in a loop of load-store pairs (the store may alias the next load, so the compiler
 // cannot hoist it). Small blocks of two float4s per thread beat the earlier 256 threads with four
-// each on an H200 (2^26 floats, one call, GB/s): scale 4032 -> 4155, add 4282 -> 4305, exp
-// 4018 -> 4139, PyTorch 4132 / 4275 / 4131; in the harness (internal/bench/mapkern) tanh and
-// gelu gained 2%, and one float4 per thread lost 2% on them. The module's PTX size sets its JIT
-// time at first use (a fully unrolled loop of four took 2.7 s instead of 0.9), so the code
-// stays small: the stores run in a loop that is not unrolled, shifting the loaded values down
+// each, and one float4 per thread (BENCHMARKS.md, "Figures behind the code"). The module's PTX size sets its JIT time at
+// first use (a fully unrolled loop took three times as long), so the code stays small: the stores run in a loop that is not unrolled, shifting the loaded values down
 // the register array (TL_MAP_SHIFT), and the loads past the end re-read the last float4
 // (TL_MAP_AT clamps the index) instead of branching; only the stores are guarded. The launch
 // covers the buffer in one step per block (ops.mapGrid: 128 threads, TL_MAP_U float4s each);

@@ -44,11 +44,8 @@ const (
 	matmulNarrowRows, matmulNarrowCols, matmulNarrowThreads = 128, 64, 128  // matmul_n_*
 
 	// matmulTinyBelow: products of fewer 64 x 128 (or, where those pad more, 128 x 64) tiles than
-	// this take the 32 x 32 ones. Measured on an H100 (internal/bench/sgemm, `sgemm tiny`): 32 x
-	// 32 tiles take 0.54-0.65 of the time of 64 x 128 ones at 2-16 tiles, 0.81-0.88 at 32;
-	// 1.04-1.22 at 40-48, 1.1-1.6 at 56-64 (K >= 128; equal at 64 tiles with K = 64), 1.7-2.8
-	// at 96-128; and against 128 x 64 ones at p = 64, 0.54-0.58 at 4-16 tiles, 0.78-0.83 at 32,
-	// 1.37-1.43 at 64 and 2.5-2.8 at 256-512.
+	// this take the 32 x 32 ones, which spread a small product over more multiprocessors (the
+	// crossover measured on an H100: BENCHMARKS.md, "Figures behind the code").
 	matmulTinyBelow = 36
 )
 
@@ -84,7 +81,7 @@ const (
 //
 // Each block of the last three takes one tile, or when n <= 256 tiles/256 of them (1 to 8), so
 // that a tile's first loads overlap the previous tile's last step and stores. Tuned on an H100
-// (132 multiprocessors). Sizes of zero are fine: the grid is then one block with nothing to do.
+// (132 multiprocessors; BENCHMARKS.md, "Figures behind the code"). Sizes of zero are fine: the grid is then one block with nothing to do.
 // Static shared memory only (<= 48 KB).
 func MatmulLaunch(batch, m, n, p int, transA, transB bool) (k *Kernel, grid, block [3]uint32) {
 	which := 0
@@ -100,8 +97,7 @@ func MatmulLaunch(batch, m, n, p int, transA, transB bool) (k *Kernel, grid, blo
 	family := [4]*Kernel{MatmulSmallNN, MatmulSmallNT, MatmulSmallTN, MatmulSmallTT}
 	t, threads := tiles(matmulSmallRows, matmulSmallCols), uint32(matmulSmallThreads)
 	// 128 x 64 tiles only where they save a third of the work or more (p = 64: half), not where
-	// they merely pad less: past a multiple of 128, large products run faster on 128 x 128 tiles
-	// (4096x4096x4160: 2.95 ms against 3.33 on an H100).
+	// they merely pad less: past a multiple of 128, large products run faster on 128 x 128 tiles.
 	narrow := 3*padded(matmulNarrowRows, matmulNarrowCols) <= 2*padded(matmulSmallRows, matmulSmallCols)
 	if narrow {
 		family = [4]*Kernel{MatmulNarrowNN, MatmulNarrowNT, MatmulNarrowTN, MatmulNarrowTT}

@@ -82,6 +82,8 @@ __device__ __forceinline__ void layer_norm_fwd_reg(float* out, float* mean, floa
   });
 }
 
+// Three blocks per multiprocessor: at four (64 registers) the register path spills and loses
+// (BENCHMARKS.md, "Figures behind the code").
 extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
     layer_norm_fwd(float* out, float* mean, float* sd, const float* x, const float* gamma,
                    const float* beta, u64 rows, u64 cols, float inv_cols, float eps) {
@@ -152,8 +154,7 @@ extern "C" __global__ void __launch_bounds__(SM_THREADS, 3)
 // layer_norm_fwd_row: layer_norm_fwd for rows of 1024 < cols <= 4096 (16 elements per thread),
 // one row per block iteration, without loading the next row while this one is processed: 48
 // registers instead of layer_norm_fwd's 80, so five blocks per multiprocessor instead of three,
-// which keep more loads in flight than the prefetch did (internal/bench/rowkern, H200, 16384 x
-// 4096: 0.167 -> 0.148 ms). The operations and their order are layer_norm_fwd_reg's.
+// which keep more loads in flight than the prefetch did (BENCHMARKS.md, "Figures behind the code"). The operations and their order are layer_norm_fwd_reg's.
 extern "C" __global__ void __launch_bounds__(SM_THREADS, 5)
     layer_norm_fwd_row(float* out, float* mean, float* sd, const float* x, const float* gamma,
                        const float* beta, u64 rows, u64 cols, float inv_cols, float eps) {

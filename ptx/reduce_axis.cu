@@ -12,8 +12,7 @@
 // max: identity -Inf, f = tl_maxf. An empty row gives 0 (0 / div for sums).
 // row_reduce runs one block of 256 threads per row (grid-stride over rows). Each thread loads
 // ROW_LOADS of its elements before folding them (same order, so the same bits): the loop of one
-// load and one fold per step kept too few loads in flight for the max (H200, 16384x4096, a CUDA
-// harness of this loop: sum 3998 -> 4264 GB/s, max 3723 -> 4212; internal/bench/mapkern).
+// load and one fold per step kept too few loads in flight for the max (BENCHMARKS.md, "Figures behind the code").
 #define ROW_LOADS 8
 template <bool MAX>
 __device__ __forceinline__ void row_reduce(float* out, const float* x, u64 rows, u64 cols, float div) {
@@ -58,8 +57,8 @@ extern "C" __global__ void __launch_bounds__(ROW_THREADS)
 // (i < 8), each folding its elements in the same order (partials 8L and beyond stay the
 // identity), and warp_tree_regs combines them; no shared memory, no barrier. A block's
 // ROW_WARPS warps take 32 / L rows each at a time, grid-stride. (Taking 2 or 4 rows per lane
-// group at a time, all loads issued first, measured slower on an H100: more registers, fewer
-// warps; so did L chosen at run time.)
+// group at a time, all loads issued first, was slower: more registers, fewer warps; so was L
+// chosen at run time.)
 #define ROW_WARPS (ROW_THREADS / 32)
 template <bool MAX, u32 L>
 __device__ __forceinline__ void row_reduce_warp(float* out, const float* x, u64 rows, u64 cols,

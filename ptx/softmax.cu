@@ -149,10 +149,8 @@ __device__ __forceinline__ void softmax_rows(float* out, const float* x, const f
 
 // Grid of the softmax forward kernels: any number of blocks of 256 threads (rows, capped, is the
 // intended launch; blocks beyond the row groups exit at once). Four blocks per multiprocessor (64
-// registers, no spills under ptxas for sm_90): measured on an H200 (internal/bench/rowkern,
-// 16384 x 4096), softmax 0.185 -> 0.170 ms and log-softmax 0.164 -> 0.155 against three blocks
-// (80 registers); five blocks spill and lose. layer_norm_fwd stays at three: at 64 registers its
-// register path spills (0.167 -> 0.203 ms).
+// registers, no spills under ptxas for sm_90) beat three (80 registers); five spill and lose
+// (BENCHMARKS.md, "Figures behind the code").
 extern "C" __global__ void __launch_bounds__(SM_THREADS, 4)
     softmax_fwd(float* out, const float* x, u64 rows, u64 cols) {
   softmax_rows<0>(out, x, 0, rows, cols);
