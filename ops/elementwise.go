@@ -252,39 +252,39 @@ func Min(a, b *Buffer) (*Buffer, error) { return minOp.one([]*Buffer{a, b}) }
 // Axpy returns a + c*b as one fused multiply-add per element (single rounding).
 func Axpy(a, b *Buffer, c float64) (*Buffer, error) { return axpyOp.one([]*Buffer{a, b}, c) }
 
-// AbsBwd returns sign(x) * g with sign(0) = sign(NaN) = 0.
+// AbsBwd returns the gradient of Abs for the cotangent g (cpu.AbsBwd: sign(0) = sign(NaN) = 0).
 func AbsBwd(x, g *Buffer) (*Buffer, error) { return absBwdOp.one([]*Buffer{x, g}) }
 
-// SqrtBwd returns g * (1/(2*sqrt(x))) where x > 0, else 0.
+// SqrtBwd returns the gradient of Sqrt (cpu.SqrtBwd: 0 where x <= 0, as the seeds say).
 func SqrtBwd(x, g *Buffer) (*Buffer, error) { return sqrtBwdOp.one([]*Buffer{x, g}) }
 
-// ReluBwd returns g where x > 0, else 0.
+// ReluBwd returns the gradient of Relu (cpu.ReluBwd).
 func ReluBwd(x, g *Buffer) (*Buffer, error) { return reluBwdOp.one([]*Buffer{x, g}) }
 
-// ExpBwd returns g * exp(x).
+// ExpBwd returns the gradient of Exp (cpu.ExpBwd).
 func ExpBwd(x, g *Buffer) (*Buffer, error) { return expBwdOp.one([]*Buffer{x, g}) }
 
-// LogBwd returns g / x, one rounding (TorchLean's reference rounds twice: g * (1/x)).
+// LogBwd returns the gradient of Log (cpu.LogBwd: one rounding, where TorchLean's reference
+// rounds twice).
 func LogBwd(x, g *Buffer) (*Buffer, error) { return logBwdOp.one([]*Buffer{x, g}) }
 
-// InvBwd returns -(g * (1/x)) * (1/x). TorchLean's reference computes -(g * (r*r)) with
-// r = 1/x, whose r*r overflows to Inf for |x| below about 5.4e-20 even where the gradient is
-// finite; this order does not.
+// InvBwd returns the gradient of Inv (cpu.InvBwd: an order that stays finite where the
+// reference's r*r overflows).
 func InvBwd(x, g *Buffer) (*Buffer, error) { return invBwdOp.one([]*Buffer{x, g}) }
 
-// SigmoidBwd returns g * s * (1 - s) with s = sigmoid(x) recomputed.
+// SigmoidBwd returns the gradient of Sigmoid, recomputing sigmoid(x) (cpu.SigmoidBwd).
 func SigmoidBwd(x, g *Buffer) (*Buffer, error) { return sigmoidBwdOp.one([]*Buffer{x, g}) }
 
-// TanhBwd returns g * (1 - t*t) with t = tanh(x) recomputed.
+// TanhBwd returns the gradient of Tanh, recomputing tanh(x) (cpu.TanhBwd).
 func TanhBwd(x, g *Buffer) (*Buffer, error) { return tanhBwdOp.one([]*Buffer{x, g}) }
 
-// SoftplusBwd returns g * sigmoid(x).
+// SoftplusBwd returns the gradient of Softplus (cpu.SoftplusBwd).
 func SoftplusBwd(x, g *Buffer) (*Buffer, error) { return softplusBwdOp.one([]*Buffer{x, g}) }
 
-// GeluBwd returns g * GELU'(x) (cpu.GeluBwdf).
+// GeluBwd returns the gradient of Gelu (cpu.GeluBwd).
 func GeluBwd(x, g *Buffer) (*Buffer, error) { return geluBwdOp.one([]*Buffer{x, g}) }
 
-// SafeLogBwd returns g * sigmoid(x) / (softplus(x) + eps) (cpu.SafeLogBwdf), eps as for SafeLog.
+// SafeLogBwd returns the gradient of SafeLog (cpu.SafeLogBwd), eps as for SafeLog.
 func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
 	if err := checkEps(safeLogBwdOp.name, eps); err != nil {
 		return nil, err
@@ -292,7 +292,8 @@ func SafeLogBwd(x, g *Buffer, eps float64) (*Buffer, error) {
 	return safeLogBwdOp.one([]*Buffer{x, g}, eps)
 }
 
-// ClampBwd returns g strictly inside (lo, hi), else 0. A NaN bound is an error.
+// ClampBwd returns the gradient of Clamp (cpu.ClampBwd: g strictly inside (lo, hi)). A NaN bound
+// is an error.
 func ClampBwd(x, g *Buffer, lo, hi float64) (*Buffer, error) {
 	if err := clampBounds(clampBwdOp.name, lo, hi); err != nil {
 		return nil, err
@@ -300,14 +301,15 @@ func ClampBwd(x, g *Buffer, lo, hi float64) (*Buffer, error) {
 	return clampBwdOp.one([]*Buffer{x, g}, lo, hi)
 }
 
-// MaxBwd returns (da, db): g goes to the strictly larger input; ties (and NaN) split 0.5/0.5.
+// MaxBwd returns the gradients (da, db) of Max (cpu.MaxBwd: ties and NaN split 0.5/0.5).
 func MaxBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return maxBwdOp.two([]*Buffer{a, b, g}) }
 
-// MinBwd returns (da, db): g goes to the strictly smaller input; ties (and NaN) split 0.5/0.5.
+// MinBwd returns the gradients (da, db) of Min (cpu.MinBwd: ties and NaN split 0.5/0.5).
 func MinBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return minBwdOp.two([]*Buffer{a, b, g}) }
 
-// MulBwd returns (g*b, g*a).
+// MulBwd returns the gradients (da, db) of Mul (cpu.MulBwd).
 func MulBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return mulBwdOp.two([]*Buffer{a, b, g}) }
 
-// DivBwd returns (g/b, -(g*(a/(b*b)))).
+// DivBwd returns the gradients (da, db) of Div (cpu.DivBwd, in PyTorch's order, which stays
+// finite where the quotients do).
 func DivBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return divBwdOp.two([]*Buffer{a, b, g}) }
