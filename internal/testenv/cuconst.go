@@ -43,10 +43,6 @@ func CUDADefines(t testing.TB, files ...string) map[string]float64 {
 // integer for C's integer division). It reports false for any other expression.
 func CUDAExpr(expr string, env map[string]float64) (float64, bool) { return cuExpr(expr, env) }
 
-// CUDAConstant is one row of a table of constants defined on both sides of the arithmetic
-// contract: a value of the CUDA sources (a macro, or a C expression of macros) and its Go twin.
-type CUDAConstant = cuConstant
-
 // CheckCUDAConstants fails the test (t.Errorf) for every row whose expression cannot be evaluated
 // (a macro missing, or not numeric, in its files) or differs from the Go twin's value; a file
 // that cannot be read fails it at once (t.Fatalf).
@@ -55,14 +51,9 @@ func CheckCUDAConstants(t testing.TB, rows []CUDAConstant) {
 	cuCheckConstants(t, rows)
 }
 
-// The evaluator, from the begin marker to the end marker below. The tests of cpu and ptx, which
-// import nothing from the module (TestLayoutInvariants), hold verbatim copies of it, which
-// TestCUDADefinesCopies keeps identical to this one: edit it here, then copy it there.
-
-// cuconst: begin
-
-// cuConstant is one row of a table of constants shared by a CUDA source and its Go twin.
-type cuConstant struct {
+// CUDAConstant is one row of a table of constants defined on both sides of the arithmetic
+// contract: a value of the CUDA sources (a macro, or a C expression of macros) and its Go twin.
+type CUDAConstant struct {
 	Files   string  // the CUDA sources that define the macros, space-separated, in include order
 	Expr    string  // a macro name, or a C expression of macros (as cuDefines reads a value)
 	GoName  string  // the Go twin's name, for messages
@@ -72,7 +63,7 @@ type cuConstant struct {
 
 // cuCheckConstants fails t (Errorf) for every row whose expression cannot be evaluated with the
 // macros of its files or differs from the Go twin's value; an unreadable file fails it at once.
-func cuCheckConstants(t testing.TB, rows []cuConstant) {
+func cuCheckConstants(t testing.TB, rows []CUDAConstant) {
 	t.Helper()
 	defs := map[string]map[string]float64{}
 	for _, r := range rows {
@@ -347,5 +338,3 @@ func cuEvalNode(e ast.Expr, env map[string]cuValue) (cuValue, bool) {
 	}
 	return cuValue{}, false
 }
-
-// cuconst: end

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -163,42 +162,6 @@ func TestCUDADefinesCheck(t *testing.T) {
 	for i, w := range want {
 		if !strings.Contains(f.errors[i], w) {
 			t.Errorf("error %q, want it to contain %q", f.errors[i], w)
-		}
-	}
-}
-
-// TestCUDADefinesCopies checks that the copies of the evaluator in the tests of cpu and ptx (which
-// may not import this package: TestLayoutInvariants) are the lines of cuconst.go between its
-// "// cuconst: begin" and "// cuconst: end" markers, verbatim.
-func TestCUDADefinesCopies(t *testing.T) {
-	region := func(path string) []string {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.ReplaceAll(string(src), "\r\n", "\n"), "\n")
-		begin, end := slices.Index(lines, "// cuconst: begin"), slices.Index(lines, "// cuconst: end")
-		if begin < 0 || end < begin {
-			t.Fatalf("%s lacks the lines // cuconst: begin and // cuconst: end", path)
-		}
-		return lines[begin : end+1]
-	}
-	want := region("cuconst.go")
-	for _, path := range []string{"../../cpu/shared_constants_test.go", "../../ptx/shared_constants_test.go"} {
-		got := region(path)
-		for i := range max(len(got), len(want)) {
-			if i >= len(got) || i >= len(want) || got[i] != want[i] {
-				g, w := "(end)", "(end)"
-				if i < len(got) {
-					g = got[i]
-				}
-				if i < len(want) {
-					w = want[i]
-				}
-				t.Errorf("%s: the copy of the evaluator differs from internal/testenv/cuconst.go at its line %d "+
-					"after the begin marker:\n  copy: %s\n  here: %s\n(copy the region of cuconst.go there)", path, i, g, w)
-				break
-			}
 		}
 	}
 }
