@@ -264,9 +264,12 @@ func (g *cudaBackend) sumChunks(out, x storage, n int, divisor float32) error {
 		p.u64(uint64(n))
 		p.f32(divisor)
 		chunks := (n + cpu.SumChunkLen - 1) / cpu.SumChunkLen
-		return g.launch(linear(ptx.SumChunks, uint32(chunks), 256), p)
+		return g.launch(linear(ptx.SumChunks, uint32(chunks), sumThreads), p)
 	})
 }
+
+// sumThreads is the block of sum_chunks: one thread per partial of a chunk (SUM_THREADS).
+const sumThreads = 256
 
 func (g *cudaBackend) kernel(op *kernelOp, a *launchArgs) error {
 	return g.packed(func(p *argPack) error {

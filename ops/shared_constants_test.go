@@ -53,6 +53,8 @@ func TestSharedConstants(t *testing.T) {
 		// SM_LONG_GROUPS x SM_THREADS float arrays, as TestSharedSoftmaxLongStatic checks),
 		// which softmaxLongLaunch adds to the dynamic bytes it checks against sharedOptin.
 		{rowstatCUH, "2 * SM_LONG_GROUPS * SM_THREADS * 4", "softmaxLongStatic", softmaxLongStatic},
+		// Launch: the block of sum_chunks, one thread per partial of a chunk (the kernel assumes it).
+		{"../ptx/reduce.cu", "SUM_THREADS", "sumThreads", sumThreads},
 	}
 	table := make([]testenv.CUDAConstant, len(rows))
 	for i, r := range rows {
