@@ -144,9 +144,9 @@ func powInt(b float64, t uint64) float64 {
 	r := 1.0
 	for ; t > 0; t >>= 1 {
 		if t&1 == 1 {
-			r *= b
+			r = float64(r * b)
 		}
-		b *= b
+		b = float64(b * b)
 	}
 	return r
 }
