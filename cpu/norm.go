@@ -11,8 +11,13 @@ package cpu
 //	s    = Sqrtf(v + eps);  sd[r] = s
 //	xhat = (x - m) / s;  out = float32(xhat * gamma[c]) + beta[c]
 //
-// The elementwise steps run on the fused vector kernels SubSqAdd and NormAffine (same bits).
+// With AVX-512 (layerNormRowsFast, norm_amd64.s) each row is read from memory once and folded,
+// centred and mapped in registers; otherwise the sums run on rowFold and rowSubSq and the
+// elementwise steps on the fused vector kernels SubSqAdd and NormAffine. Same bits either way.
 func LayerNormFwd(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) {
+	if layerNormRowsFast(out, mean, sd, x, gamma, beta, cols, invCols, eps, lo, hi) {
+		return
+	}
 	var p [rowThreads]float32
 	for r := lo; r < hi; r++ {
 		xr, o := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]

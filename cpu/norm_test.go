@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -436,4 +437,131 @@ func lnFirstDiff(a, b []float32) int {
 		}
 	}
 	return -1
+}
+
+// TestLayerNormFwdLevels: every kernel set of this machine (the one-pass AVX-512 rows of
+// layerNormRowsFast, the vector kernels of AVX2) gives the bits of the pure-Go loops (what -tags
+// noasm runs), NaN payloads included, on rows of whole and partial 256-column chunks, with rows
+// of infinities, NaNs, signed zeros, huge and tiny values, and with eps 0 (a zero variance).
+func TestLayerNormFwdLevels(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), math.Float32frombits(0x7fc01234)
+	specials := []float32{inf, -inf, nan, 0, negZero, 3e38, -3e38, 1e-45, 1e19, -2e-38}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, cols := range []int{1, 2, 15, 16, 17, 255, 256, 257, 300, 1000, 1023, 1024, 1025, 4096, 5000} {
+		const rows = 14
+		x, gamma, beta := lnInputs(rng, rows, cols)
+		fill := func(r int, f func(c int) float32) {
+			for c := 0; c < cols; c++ {
+				x[r*cols+c] = f(c)
+			}
+		}
+		fill(1, func(c int) float32 { return 2.5 })                                 // constant: variance 0
+		fill(2, func(c int) float32 { return negZero })                             // all -0
+		fill(3, func(c int) float32 { return []float32{0, negZero}[c%2] })          // signed zeros
+		fill(4, func(c int) float32 { return float32(rng.NormFloat64() * 1e19) })   // squares overflow
+		fill(5, func(c int) float32 { return float32(rng.NormFloat64() * 1e-30) })  // squares underflow
+		fill(6, func(c int) float32 { return specials[c%len(specials)] })           // everything
+		fill(7, func(c int) float32 { return specials[rng.IntN(len(specials))] })   // at random
+		x[8*cols+cols-1] = inf                                                      // one infinity at the end
+		x[9*cols+cols/2] = nan                                                      // one NaN
+		x[10*cols] = -inf                                                           // one at the start
+		fill(11, func(c int) float32 { return math.Float32frombits(rng.Uint32()) }) // any bits
+		fill(12, func(c int) float32 { return float32(1e6 + rng.NormFloat64()) })   // large mean
+		gamma[cols/3], beta[cols-1] = nan, -inf
+		for _, eps := range []float32{lnEps, 0} {
+			// run computes the rows on the kernel set level, in one call or split into [5, 6),
+			// [0, 5) and [6, rows) (the same bits).
+			run := func(level string, split bool) (out, mean, sd []float32) {
+				defer useVecLevel(useVecLevel(level))
+				out, mean, sd = make([]float32, rows*cols), make([]float32, rows), make([]float32, rows)
+				for i := range out {
+					out[i] = -12345
+				}
+				ranges := [][2]int{{0, rows}}
+				if split {
+					ranges = [][2]int{{5, 6}, {0, 5}, {6, rows}}
+				}
+				for _, r := range ranges {
+					LayerNormFwd(out, mean, sd, x, gamma, beta, cols, 1/float32(cols), eps, r[0], r[1])
+				}
+				return out, mean, sd
+			}
+			wo, wm, ws := run("go", false)
+			for _, l := range vecLevels() {
+				for _, split := range []bool{false, true} {
+					o, m, s := run(l, split)
+					for _, c := range []struct {
+						what      string
+						got, want []float32
+						per       int
+					}{{"out", o, wo, cols}, {"mean", m, wm, 1}, {"sd", s, ws, 1}} {
+						for i := range c.want {
+							if math.Float32bits(c.got[i]) != math.Float32bits(c.want[i]) {
+								t.Fatalf("%s (split %v) cols=%d eps=%g: %s[%d] (row %d) = %#08x (%g), Go loops %#08x (%g)",
+									l, split, cols, eps, c.what, i, i/c.per, math.Float32bits(c.got[i]), c.got[i],
+									math.Float32bits(c.want[i]), c.want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLayerNormFwdLarge: outputs of 1 MiB and more (the non-temporal stores of the AVX-512 rows,
+// where the rows are 64-byte aligned; ordinary ones where they are not, at an odd offset or with
+// cols not a multiple of 16) give the bits of the pure-Go loops, and nothing around out is written.
+func TestLayerNormFwdLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, cols := range []int{1024, 1000, 4096, 272} {
+		rows := (1<<20)/(4*cols) + 3
+		x, gamma, beta := lnInputs(rng, rows, cols)
+		x[7*cols+3] = float32(math.Inf(1))
+		for _, off := range []int{0, 1, 16} {
+			run := func(level string) (out, mean, sd []float32) {
+				defer useVecLevel(useVecLevel(level))
+				buf := make([]float32, rows*cols+off+16)
+				for i := range buf {
+					buf[i] = -12345
+				}
+				out, mean, sd = buf[off:off+rows*cols], make([]float32, rows), make([]float32, rows)
+				LayerNormFwd(out, mean, sd, x, gamma, beta, cols, 1/float32(cols), lnEps, 0, rows)
+				for i, v := range buf {
+					if (i < off || i >= off+rows*cols) && v != -12345 {
+						t.Fatalf("%s cols=%d off=%d: buf[%d] written", level, cols, off, i)
+					}
+				}
+				return out, mean, sd
+			}
+			wo, wm, ws := run("go")
+			for _, l := range vecLevels()[:len(vecLevels())-1] {
+				o, m, s := run(l)
+				if i := lnFirstDiff(o, wo); i >= 0 || !lnBitsEqual(m, wm) || !lnBitsEqual(s, ws) {
+					t.Fatalf("%s cols=%d off=%d: other bits than the Go loops (out from %d)", l, cols, off, i)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLayerNormFwd times LayerNormFwd split as the ops CPU backend splits it (Parallel over
+// rows, at least 2^15 elements a range): 4096 x 1024 (ops' benchmark shape against PyTorch,
+// internal/bench/cpu-torch-norm.sh), 4096 x 4096 (from memory) and 32 x 1024 (in the cache: the
+// arithmetic alone).
+func BenchmarkLayerNormFwd(b *testing.B) {
+	for _, s := range [][2]int{{4096, 1024}, {4096, 4096}, {32, 1024}} {
+		rows, cols := s[0], s[1]
+		b.Run(fmt.Sprintf("%dx%d", rows, cols), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			x, gamma, beta := lnInputs(rng, rows, cols)
+			out, mean, sd := make([]float32, rows*cols), make([]float32, rows), make([]float32, rows)
+			b.SetBytes(int64(8 * rows * cols))
+			for b.Loop() {
+				Parallel(rows, max(1, (1<<15)/cols), func(lo, hi int) {
+					LayerNormFwd(out, mean, sd, x, gamma, beta, cols, 1/float32(cols), lnEps, lo, hi)
+				})
+			}
+		})
+	}
 }
