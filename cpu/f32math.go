@@ -38,9 +38,9 @@
 // operation, so that pure Go (arm64, -tags noasm, the tails of the vector kernels) computes it
 // at full speed. Sigmoidf, Tanhf and the GELU rules use expCoreFused instead, the same
 // reduction and polynomial with Fmaf (10 operations on the GPU): they are the activations a GPU
-// evaluates at the memory's speed only when each element costs few instructions (an H200 held
-// at its power limit ran the unfused ones at 0.87x PyTorch), and the vector kernels have the
-// fused instruction. The common range costs one compare and a multiply (or fma) by 2^k; the rare
+// evaluates at the memory's speed only when each element costs few instructions (a GPU held
+// at its power limit ran the unfused ones below PyTorch: BENCHMARKS.md, "Figures behind the code"), and the vector kernels
+// have the fused instruction. The common range costs one compare and a multiply (or fma) by 2^k; the rare
 // inputs (NaN, ±Inf, overflow, results that need two-step scaling) take a branch that the GPU's
 // warps almost never enter. Tanhf has a single formula, so a warp never runs two paths.
 

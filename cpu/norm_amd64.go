@@ -9,15 +9,8 @@ package cpu
 // recomputed, not stored. Every operation is LayerNormFwd's, in its order (the same bits).
 //
 // Outputs of at least ntBytes (the vector kernels' rule) whose rows stay 64-byte aligned take
-// non-temporal stores. Measured on this project's 2-vCPU Zen 4 through ops.LayerNormFwd at
-// 4096 x 1024 (internal/bench/cpu-torch-norm.sh, medians of 60 calls, with other work running on
-// the machine): 4.0-5.0 ms per call before (rowFold, rowSubSq storing x - m into out, NormAffine
-// reading it back), 0.83-1.07 ms now, against PyTorch 1.13's 2.9-3.7 ms on 1 thread (6.6-8.0 ms on
-// 2 under that load, 1.3-1.7 ms when the machine was quiet). Ordinary stores instead of the
-// non-temporal ones: best 1.02 ms against 0.83 in interleaved runs. Software prefetches of the
-// rows ahead (1 or 2 rows, 4-16 KiB ahead, in the affine loop: nothing beyond the noise at 256,
-// 1024 and 4096 columns) and an affine loop of 8 lanes (Zen 4 divides 8 lanes faster than 16 in
-// isolation, but the loop was no faster on rows in the cache) were left out.
+// non-temporal stores (faster than ordinary ones; software prefetches and an 8-lane affine loop
+// gained nothing: BENCHMARKS.md, "Figures behind the code").
 func layerNormRowsFast(out, mean, sd, x, gamma, beta []float32, cols int, invCols, eps float32, lo, hi int) bool {
 	if !hasAVX512Level() || hi <= lo || cols <= 0 {
 		return false

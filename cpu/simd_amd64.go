@@ -23,13 +23,8 @@ var levelNames = [...]string{levelGo: "go", levelAVX2: "avx2", levelAVX512: "avx
 
 // narrowFaster lists the kernels whose 8-lane form runs faster than their 16-lane one on AMD's
 // Zen 4 (family 19h with AVX-512, which executes a 512-bit operation as two 256-bit halves):
-// memory-bound kernels of a few operations per element. BenchmarkVecRatio at 2^24 elements,
-// medians of three to five interleaved runs in each of three sittings on a 2-vCPU Zen 4: the
-// 8-lane kernel ran clamp 1.05-1.25x, clamp_bwd 1.04-1.20x, sqrt 1.10-1.21x, relu 1.05-1.15x,
-// scale 1.02-1.19x, inv 1.02-1.12x, abs 1.02-1.15x, relu_bwd 1.02-1.05x and the softmax step
-// scale_sub 1.04-1.10x the 16-lane one's throughput (max and min: no consistent difference),
-// while the kernels with exponentials and logarithms ran 1.1-1.9x faster with 16 lanes. The bits
-// are the same either way.
+// memory-bound kernels of a few operations per element, while the kernels with exponentials and
+// logarithms run faster with 16 lanes (BENCHMARKS.md, "Figures behind the code"). The bits are the same either way.
 var narrowFaster = func() (fast [vkCount]bool) {
 	if cpuid.CPU.VendorID == cpuid.AMD && cpuid.CPU.Family == 0x19 {
 		for _, k := range []vecKernel{vkClamp, vkClampBwd, vkSqrt, vkRelu, vkScale, vkInv, vkAbs, vkReluBwd, vkScaleSub} {

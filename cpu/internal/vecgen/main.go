@@ -1320,12 +1320,9 @@ func sink(ins []*inst) []*inst {
 // maxUnroll returns the most vectors per iteration of k's main loop (fewer where the registers
 // do not suffice). The heavy kernels are bound by latency: a vector's chain of dependent
 // operations (exp: ~45 cycles, softplus: ~100) is long and the core looks ahead only so far, so
-// the number of vectors interleaved in program order sets their throughput (on the development
-// machine, AMD Zen 5, in cache: exp 10 vectors 7.3 cycles per vector, 4 vectors 9.5; softplus 8
-// vectors 23, 4 vectors 29). The kernels with two or more inputs are bound by memory at 2^24
-// elements and lose bandwidth with longer groups (ExpBwd, SigmoidBwd, TanhBwd, GeluBwd,
-// SoftplusBwd: about 1.0x memcpy with 4 vectors, 0.8x with 8), except SafeLogBwd, whose
-// arithmetic is heavy enough to gain up to 6.
+// the number of vectors interleaved in program order sets their throughput. The kernels with two
+// or more inputs are bound by memory at 2^24 elements and lose bandwidth with longer groups,
+// except SafeLogBwd, whose arithmetic is heavy enough to gain up to 6 (BENCHMARKS.md, "Figures behind the code").
 func maxUnroll(k *kernel) int {
 	switch {
 	case k.name == "SafeLogBwd":
@@ -1342,8 +1339,8 @@ func maxUnroll(k *kernel) int {
 // values are stored either way. Go's copy makes the same choice from 1 MiB.
 const ntBytes = 1 << 20
 
-// prefetchDist is how far ahead (bytes) the main loop prefetches its inputs (measured on the
-// development machine at 2^24 elements: 2048 and 4096 beat 512 and 1024 and no prefetch by far).
+// prefetchDist is how far ahead (bytes) the main loop prefetches its inputs (2048 and 4096 beat
+// 512, 1024 and no prefetch: BENCHMARKS.md, "Figures behind the code").
 const prefetchDist = 2048
 
 func genFunc(out *bytes.Buffer, k *kernel, t *target) {
