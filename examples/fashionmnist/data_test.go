@@ -190,16 +190,24 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: 0.1})
+	trSet, err := onDevice(d, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teSet, err := onDevice(d, te)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		for lo := 0; lo < 2000; lo += 50 {
 			idx := make([]int, 50)
 			for k := range idx {
 				idx[k] = lo + k
 			}
-			m.step(sess, opt, tr, idx)
+			m.step(sess, opt, trSet, idx)
 		}
 	}
-	acc := m.accuracy(sess, te)
+	acc := m.accuracy(sess, teSet)
 	if err := sess.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +234,12 @@ func TestTrainSmoke(t *testing.T) {
 		loaded.params = append(loaded.params, sess2.Param(name, ts[name].Shape, values))
 	}
 	autograd.ReleaseTensors(ts)
-	if acc2 := loaded.accuracy(sess2, te); sess2.Err() != nil || acc2 != acc {
+	if acc2 := loaded.accuracy(sess2, teSet); sess2.Err() != nil || acc2 != acc {
 		t.Errorf("reloaded parameters: accuracy %v (%v), want %v", acc2, sess2.Err(), acc)
 	}
 	opt.Close()
+	trSet.Release()
+	teSet.Release()
 	for _, s := range []*autograd.Session{sess, sess2} {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,11 +47,12 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed (initialization and shuffling)")
 	plotPath := flag.String("plot", "loss.png", "PNG file for the loss curve (empty: none)")
 	save := flag.String("save", "", "safetensors file for the trained parameters (empty: none)")
+	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the training epochs (go tool pprof; empty: none)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("fashionmnist: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
 	}
-	for _, out := range []string{*plotPath, *save} { // fail before training, not after
+	for _, out := range []string{*plotPath, *save, *cpuProfile} { // fail before training, not after
 		if dir := filepath.Dir(out); out != "" {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				log.Fatalf("fashionmnist: cannot write %s: %s is not a directory", out, dir)
@@ -95,10 +97,23 @@ func main() {
 		log.Fatal(err)
 	}
 	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: *lr, Momentum: *momentum})
+	// The images go to the device once; a minibatch is then a gather there (see onDevice).
+	trainSet, err := onDevice(d, train)
+	if err != nil {
+		log.Fatal(err)
+	}
+	testSet, err := onDevice(d, test)
+	if err != nil {
+		log.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	steps := (train.Len() + *batch - 1) / *batch
 	var losses []float64 // one per step
 	var acc float64      // test accuracy after the last epoch
+	stopProfile, err := startProfile(*cpuProfile)
+	if err != nil {
+		log.Fatal(err)
+	}
 	start := time.Now()
 	for epoch := 1; epoch <= *epochs; epoch++ {
 		perm := rng.Perm(train.Len())
@@ -108,12 +123,12 @@ func main() {
 			idx := perm[s**batch : min((s+1)**batch, len(perm))]
 			frac := float64((epoch-1)*steps+s) / float64(*epochs*steps)
 			opt.SetLR(*lr * (1 - frac)) // linear decay to 0
-			loss := m.step(sess, opt, train, idx)
+			loss := m.step(sess, opt, trainSet, idx)
 			losses = append(losses, loss)
 			sum += loss
-			bar.update(s+1, fmt.Sprintf("loss %.4f", sum/float64(s+1)))
+			bar.update(s+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(s+1)) })
 		}
-		acc = m.accuracy(sess, test)
+		acc = m.accuracy(sess, testSet)
 		if err := sess.Err(); err != nil {
 			log.Fatal(err)
 		}
@@ -122,8 +137,12 @@ func main() {
 	if bad := len(losses) - len(finite(losses)); bad > 0 {
 		fmt.Printf("warning: %d of %d steps had a non-finite loss: the training diverged (try a lower -lr or -momentum)\n", bad, len(losses))
 	}
+	elapsed := time.Since(start)
+	if err := stopProfile(); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Printf("test accuracy: %.1f%%\n", 100*acc)
-	fmt.Printf("training time: %s (%s of %s)\n", time.Since(start).Round(100*time.Millisecond),
+	fmt.Printf("training time: %s (%s of %s)\n", elapsed.Round(time.Millisecond),
 		plural(*epochs, "epoch"), plural(steps, "step"))
 	if *save != "" { // before the plot: a failed plot keeps the trained parameters
 		meta := map[string]string{"model": "mlp " + fmt.Sprint(sizes), "epochs": strconv.Itoa(*epochs),
@@ -144,6 +163,8 @@ func main() {
 		}
 	}
 	opt.Close()
+	trainSet.Release()
+	testSet.Release()
 	if err := sess.Close(); err != nil {
 		log.Fatal(err)
 	}
@@ -153,6 +174,7 @@ func main() {
 // mlp is a multilayer perceptron: dense layers with ReLU between them, logits out.
 type mlp struct {
 	params []*autograd.Param // weight (out, in) and bias (out) of each layer in turn
+	labels []int             // the labels of the current minibatch (reused from step to step)
 }
 
 // newMLP creates the parameters of an MLP with the given widths (input to output) in sess: the
@@ -188,14 +210,35 @@ func (m *mlp) tensors() map[string]autograd.NamedTensor {
 	return ts
 }
 
-// forward records the logits of the images idx of ds on the session's current step.
-func (m *mlp) forward(sess *autograd.Session, ds *Dataset, idx []int) autograd.Var {
-	p := ds.Pixels()
-	x := make([]float32, 0, len(idx)*p)
-	for _, i := range idx {
-		x = append(x, ds.Images[i*p:(i+1)*p]...)
+// deviceSet is a data set whose images are also on a device, uploaded once as one (Len,
+// Pixels) buffer: a minibatch is then a gather of its rows there, one copy on the device, instead
+// of assembling it on the host and uploading it every step.
+type deviceSet struct {
+	*Dataset
+	images *ops.Buffer
+}
+
+// onDevice uploads the images of ds to d.
+func onDevice(d *ops.Device, ds *Dataset) (*deviceSet, error) {
+	b, err := ops.FromFloat32(d, ds.Images)
+	if err != nil {
+		return nil, err
 	}
-	h := sess.Input(x, len(idx), p)
+	return &deviceSet{Dataset: ds, images: b}, nil
+}
+
+// Release releases the device copy of the images.
+func (ds *deviceSet) Release() { ds.images.Release() }
+
+// input records all the images of ds as a constant (Len, Pixels) of the session's current step.
+func (ds *deviceSet) input(sess *autograd.Session) autograd.Var {
+	return sess.Const(ds.images, []int{ds.Len(), ds.Pixels()})
+}
+
+// forward records the logits of the rows of the images x (n, pixels) on the session's current
+// step.
+func (m *mlp) forward(sess *autograd.Session, x autograd.Var) autograd.Var {
+	h := x
 	for l := 0; l < len(m.params); l += 2 {
 		if l > 0 {
 			h = sess.Relu(h)
@@ -207,13 +250,13 @@ func (m *mlp) forward(sess *autograd.Session, ds *Dataset, idx []int) autograd.V
 
 // step runs one optimizer step on the images idx of ds and returns the minibatch loss (errors
 // stay in the session).
-func (m *mlp) step(sess *autograd.Session, opt *autograd.SGD, ds *Dataset, idx []int) float64 {
+func (m *mlp) step(sess *autograd.Session, opt *autograd.SGD, ds *deviceSet, idx []int) float64 {
 	sess.Reset()
-	labels := make([]int, len(idx))
-	for k, i := range idx {
-		labels[k] = ds.Labels[i]
+	m.labels = m.labels[:0]
+	for _, i := range idx {
+		m.labels = append(m.labels, ds.Labels[i])
 	}
-	loss := sess.CrossEntropy(m.forward(sess, ds, idx), labels)
+	loss := sess.CrossEntropy(m.forward(sess, sess.Gather(ds.input(sess), idx)), m.labels)
 	sess.Backward(loss)
 	opt.Step()
 	opt.ZeroGrad()
@@ -221,22 +264,19 @@ func (m *mlp) step(sess *autograd.Session, opt *autograd.SGD, ds *Dataset, idx [
 }
 
 // accuracy returns the fraction of ds classified correctly (the largest logit is the label).
-func (m *mlp) accuracy(sess *autograd.Session, ds *Dataset) float64 {
+func (m *mlp) accuracy(sess *autograd.Session, ds *deviceSet) float64 {
 	const chunk = 1000
 	correct := 0
 	for lo := 0; lo < ds.Len(); lo += chunk {
-		idx := make([]int, min(chunk, ds.Len()-lo))
-		for k := range idx {
-			idx[k] = lo + k
-		}
+		n := min(chunk, ds.Len()-lo)
 		sess.Reset()
 		var pred []int
-		sess.NoGrad(func() { pred = sess.Argmax(m.forward(sess, ds, idx)) })
+		sess.NoGrad(func() { pred = sess.Argmax(m.forward(sess, sess.Slice(ds.input(sess), lo, n))) })
 		if pred == nil {
 			return 0
 		}
-		for k, i := range idx {
-			if pred[k] == ds.Labels[i] {
+		for k, p := range pred {
+			if p == ds.Labels[lo+k] {
 				correct++
 			}
 		}
@@ -265,13 +305,14 @@ func (p *progress) line(done int, note string) string {
 	return fmt.Sprintf("%s [%s%s] %3d%%  %s", p.label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/max(p.total, 1), note)
 }
 
-// update redraws the bar (at most 10 times a second) with done of total steps finished.
-func (p *progress) update(done int, note string) {
+// update redraws the bar (at most 10 times a second) with done of total steps finished and the
+// note that note returns (called only then).
+func (p *progress) update(done int, note func() string) {
 	if !p.terminal || (time.Since(p.lastUpdate) < 100*time.Millisecond && done < p.total) {
 		return
 	}
 	p.lastUpdate = time.Now()
-	fmt.Printf("\r\033[K%s", p.line(done, note))
+	fmt.Printf("\r\033[K%s", p.line(done, note()))
 }
 
 // done prints the finished bar with a final note and ends the line.
@@ -335,6 +376,26 @@ func plotLoss(path string, losses []float64, stepsPerEpoch int) error {
 	p.Legend.Add(fmt.Sprintf("mean of %d steps", w), smoothLine)
 	p.Legend.Top = true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// startProfile starts a CPU profile written to path (none when path is empty) and returns the
+// function that stops it and closes the file.
+func startProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // plural returns "1 epoch", "2 epochs" and so on.
