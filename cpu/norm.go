@@ -91,7 +91,7 @@ func rowSubSq(p *[rowThreads]float32, d, x []float32, c float32) float32 {
 		e := min(len(x), base+rowThreads)
 		SubSqAdd(d[base:e], p[:e-base], x[base:e], p[:e-base], c)
 	}
-	return rowTree(p, false)
+	return rowTree(p, false, len(x))
 }
 
 // NormAffine: dst = float32(float32(x / s) * gamma) + beta (a layer norm row's xhat and affine

@@ -22,8 +22,12 @@ const (
 //	param[i] = p - float32(lr*d)
 func SGDStep(param, grad []float32, lr, wd float32) {
 	grad = grad[:len(param)]
-	for i, p := range param {
-		d := grad[i]
+	i := 0
+	if wd == 0 { // float32((p - float32(d*lr)) * 1) on vector lanes: the same bits
+		i = vecRun(vkSubScaledMul, param, nil, param, grad, nil, lr, 1)
+	}
+	for ; i < len(param); i++ {
+		p, d := param[i], grad[i]
 		if wd != 0 {
 			d = d + float32(wd*p)
 		}

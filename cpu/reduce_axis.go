@@ -10,8 +10,42 @@ const rowThreads = 256
 // Maxf), then the halving tree p[t] = f(p[t], p[t+s]), s = 128, ..., 1 (rowStat's order, with
 // the loops specialized).
 func rowFold(p *[rowThreads]float32, row []float32, isMax bool) float32 {
-	rowPartials(p, row, isMax)
-	return rowTree(p, isMax)
+	if len(row) >= rowThreads {
+		rowPartials(p, row, isMax)
+		return rowTree(p, isMax, len(row))
+	}
+	// A short row: partial t is the identity folded with element t, for t < len(row), and the
+	// identity up to treeWidth (the tree reads no further).
+	part := p[:treeWidth(len(row))]
+	if isMax {
+		for t := range part {
+			part[t] = negInf
+		}
+		for t, v := range row {
+			part[t] = Maxf(negInf, v)
+		}
+	} else {
+		for t := range part {
+			part[t] = negZero
+		}
+		for t, v := range row {
+			part[t] = negZero + v
+		}
+	}
+	return rowTree(p, isMax, len(row))
+}
+
+// treeWidth is the number of leading partials of a row of n elements that can differ from the
+// identity: n rounded up to a power of two, at most rowThreads.
+func treeWidth(n int) int {
+	if n >= rowThreads {
+		return rowThreads
+	}
+	w := 1
+	for w < n {
+		w *= 2
+	}
+	return w
 }
 
 // rowPartials sets p to the partials of rowFold before its tree.
@@ -51,8 +85,12 @@ func rowPartials(p *[rowThreads]float32, row []float32, isMax bool) {
 
 // rowTree is rowFold's halving tree over the partials p; it returns the root. The levels of 16
 // or more pairs run on vector lanes (MaxFwd, Add: the same operations, so the same bits).
-func rowTree(p *[rowThreads]float32, isMax bool) float32 {
-	s := rowThreads / 2
+//
+// n is the number of elements folded into the partials: the partials from treeWidth(n) on hold
+// the identity (-0.0 or -Inf), and f(x, identity) is x, so the levels that only fold them in
+// (s >= treeWidth(n)) are skipped: the same bits, fewer operations for short rows.
+func rowTree(p *[rowThreads]float32, isMax bool, n int) float32 {
+	s := treeWidth(n) / 2
 	for ; s >= 16; s /= 2 {
 		lo, hi := p[:s], p[s:2*s]
 		if isMax {

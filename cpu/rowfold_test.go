@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -78,5 +79,87 @@ func TestRowFoldFastUsed(t *testing.T) {
 		if n1 != len(x) || n2 != len(x) || n3 != len(x) {
 			t.Errorf("%s: the fast row folds did %d, %d and %d of %d elements", l, n1, n2, n3, len(x))
 		}
+	}
+}
+
+// TestRowFoldShortRows checks rowFold on rows shorter than a chunk, where only the first
+// treeWidth partials are set and the tree starts at the level that reads them, against the full
+// 256-partial fold (every partial set, every level of the tree), with stale partials left in p
+// by a longer row before; and the whole-row SGD step on vector lanes against its scalar formula.
+func TestRowFoldShortRows(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	full := func(row []float32, isMax bool) float32 {
+		var q [rowThreads]float32
+		for i := range q {
+			q[i] = negZero
+			if isMax {
+				q[i] = negInf
+			}
+		}
+		for i, v := range row {
+			if isMax {
+				q[i%rowThreads] = Maxf(q[i%rowThreads], v)
+			} else {
+				q[i%rowThreads] += v
+			}
+		}
+		for s := rowThreads / 2; s >= 1; s /= 2 {
+			for i := range s {
+				if isMax {
+					q[i] = Maxf(q[i], q[i+s])
+				} else {
+					q[i] += q[i+s]
+				}
+			}
+		}
+		return q[0]
+	}
+	var p [rowThreads]float32
+	for n := 0; n <= rowThreads+3; n++ {
+		for kind := range 3 {
+			row := make([]float32, n)
+			for i := range row {
+				row[i] = float32(SplitMix64(uint64(n)<<20+uint64(kind)<<16+uint64(i))>>40)/(1<<22) - 2
+				if kind == 1 {
+					row[i] = specials[i%2] // signed zeros
+				} else if kind == 2 && i%5 == 3 {
+					row[i] = specials[(i/5)%len(specials)]
+				}
+			}
+			for _, isMax := range []bool{false, true} {
+				for i := range p { // stale partials of an earlier row
+					p[i] = float32(i) + 0.5
+				}
+				if got, want := rowFold(&p, row, isMax), full(row, isMax); !sameVec(got, want) {
+					t.Errorf("n=%d kind %d max %v: rowFold %v, the full fold %v", n, kind, isMax, got, want)
+				}
+			}
+		}
+	}
+
+	for _, l := range vecLevels() {
+		prev := useVecLevel(l)
+		for _, n := range []int{1, 15, 16, 17, 100003} {
+			param, grad := make([]float32, n), make([]float32, n)
+			for i := range param {
+				param[i] = float32(SplitMix64(uint64(i))>>40)/(1<<23) - 1
+				grad[i] = float32(SplitMix64(uint64(i)+1<<40)>>40)/(1<<20) - 8
+				if i%7 == 3 {
+					grad[i] = specials[(i/7)%len(specials)]
+				}
+			}
+			want := slices.Clone(param)
+			for i, p := range want {
+				want[i] = p - float32(0.0625*grad[i])
+			}
+			SGDStep(param, grad, 0.0625, 0)
+			for i := range param {
+				if !sameVec(param[i], want[i]) {
+					t.Errorf("%s: SGDStep element %d of %d: %v, want %v", l, i, n, param[i], want[i])
+					break
+				}
+			}
+		}
+		useVecLevel(prev)
 	}
 }

@@ -99,12 +99,15 @@ func longRowPart(cols int) int {
 // partials p in order (p = part 0; p = p + part i), then the halving tree.
 func rowSumParts(p, q *[rowThreads]float32, row []float32, jq int) float32 {
 	seg := rowThreads * max(jq, 1)
-	rowPartials(p, row[:min(len(row), seg)], false)
+	if len(row) <= seg { // one segment: rowFold's sum
+		return rowFold(p, row, false)
+	}
+	rowPartials(p, row[:seg], false)
 	for base := seg; base < len(row); base += seg {
 		rowPartials(q, row[base:min(len(row), base+seg)], false)
 		Add(p[:], p[:], q[:])
 	}
-	return rowTree(p, false)
+	return rowTree(p, false, len(row))
 }
 
 // ExpSub: dst = Expf(x - c) (the subtraction rounded, then Expf), the exponentials of a softmax
@@ -118,7 +121,7 @@ func ExpSub(dst, x []float32, c float32) {
 
 // chunks fills p with v and runs f(out, x, p) over the rows' 256-element chunks.
 func chunks(p *[rowThreads]float32, v float32, f func(o, x, c []float32), out, x []float32) {
-	for t := range p {
+	for t := range p[:min(len(x), rowThreads)] {
 		p[t] = v
 	}
 	for j := 0; j < len(x); j += rowThreads {

@@ -46,7 +46,7 @@ func TestRowSumParts(t *testing.T) {
 			}
 			want[tt] = total
 		}
-		wantSum := rowTree(&want, false)
+		wantSum := rowTree(&want, false, rowThreads)
 		if got := rowSumParts(&p, &q, row, jq); got != wantSum {
 			t.Errorf("cols %d: rowSumParts = %v, want %v", cols, got, wantSum)
 		}
