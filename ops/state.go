@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/torchlean-go/torchlean/cpu"
 	"github.com/torchlean-go/torchlean/ptx"
@@ -56,12 +57,23 @@ func (c *Counter) Set(v uint64) error {
 	return opErr("counter", c.buf.dev.be.upload(c.buf.mem, slots))
 }
 
-// Add advances the count by inc (mod 2^64) on the device.
+// Add advances the count by inc (mod 2^64) on the device: one launch, or, for an increment
+// beyond the largest int (2^31 - 1 on 32-bit platforms, whose kernel sizes are ints), one per
+// part of at most that; an increment of more than 1024 such parts (beyond about 2^41 on a 32-bit
+// platform) is an error.
 func (c *Counter) Add(inc uint64) error {
-	if inc > 1<<62 {
-		return fmt.Errorf("ops: counter: increment %d is above 2^62", inc)
+	if inc/math.MaxInt > 1024 {
+		return fmt.Errorf("ops: counter: increment %d is more than 1024 times the largest int of this platform", inc)
 	}
-	return counterAddOp.launch([]*Buffer{c.buf}, nil, nil, []int{1, int(inc)})
+	for {
+		part := min(inc, math.MaxInt)
+		if err := counterAddOp.launch([]*Buffer{c.buf}, nil, nil, []int{1, int(part)}); err != nil {
+			return err
+		}
+		if inc -= part; inc == 0 {
+			return nil
+		}
+	}
 }
 
 // Value returns the count (a download: it waits for the device's earlier work).
