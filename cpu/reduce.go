@@ -16,8 +16,15 @@ var negZero = math.Float32frombits(1 << 31)
 // x (the last may be shorter); len(out) must be ceil(len(x)/SumChunkLen). Within a chunk,
 // accumulator t in 0..255 starts at -0.0 and adds the elements j*1024 + 4t + l for j = 0..7,
 // l = 0..3 in that order (indices past the end skipped); the 256 accumulators are then combined
-// by the halving tree p[t] += p[t+s], s = 128, 64, ..., 1.
+// by the halving tree p[t] += p[t+s], s = 128, 64, ..., 1. On amd64 the whole chunks run in
+// assembly (reduce_amd64.s) that makes the same additions in the same order.
 func SumChunks(out, x []float32, divisor float32) {
+	done := sumChunksFast(out, x, divisor)
+	sumChunksGo(out[done:], x[done*SumChunkLen:], divisor)
+}
+
+// sumChunksGo is SumChunks in Go: the definition the assembly is tested against.
+func sumChunksGo(out, x []float32, divisor float32) {
 	var p [sumThreads]float32
 	for c := range out {
 		chunk := x[c*SumChunkLen : min(len(x), (c+1)*SumChunkLen)]
