@@ -272,6 +272,15 @@ func FromFloat64(d *Device, data []float64) (*Buffer, error) {
 	return FromFloat32(d, f)
 }
 
+// upload writes data into the existing buffer b (of len(data) floats) on b's device.
+func upload(op string, b *Buffer, data []float32) error {
+	if err := b.useIn(op); err != nil {
+		return err
+	}
+	defer b.done()
+	return opErr(op, b.dev.be.upload(b.mem, data))
+}
+
 // Float32s downloads the buffer into a new slice. A slice larger than the host memory available
 // now is ErrOutOfMemory, as for a CPU buffer (the check starts at 256 MiB).
 func (b *Buffer) Float32s() ([]float32, error) { return b.download(4) }

@@ -26,10 +26,7 @@ type kernelOp struct {
 	whole          bool // the twin splits its work itself: run it once over [0, units)
 }
 
-// kernelRows lists every row, in declaration order (for the checks of row and for tests).
-var kernelRows []*kernelOp
-
-// row registers op after checking it; see kernelOp.
+// row returns op after checking it; see kernelOp.
 func row(op *kernelOp) *kernelOp {
 	_, picked := op.grid.(pickedGrid)
 	switch {
@@ -48,7 +45,6 @@ func row(op *kernelOp) *kernelOp {
 	case op.outs < 1 || op.ins < 0 || op.idx < 0:
 		panic(fmt.Sprintf("ops: kernel row %s has %d outputs, %d inputs, %d index arrays", op.name, op.outs, op.ins, op.idx))
 	}
-	kernelRows = append(kernelRows, op)
 	return op
 }
 

@@ -160,15 +160,6 @@ func (o *SGD) Step(param, grad, buf *Buffer, p SGDParams, first bool) error {
 	return sgdMomentumOp.launch([]*Buffer{param, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
 }
 
-// upload writes data into the existing buffer b (of len(data) floats) on b's device.
-func upload(op string, b *Buffer, data []float32) error {
-	if err := b.useIn(op); err != nil {
-		return err
-	}
-	defer b.done()
-	return opErr(op, b.dev.be.upload(b.mem, data))
-}
-
 // AdamParams are the hyperparameters of Adam and AdamW with PyTorch's names and semantics
 // (torch.optim.Adam and AdamW with amsgrad=False, maximize=False). PyTorch's defaults are
 // LR 1e-3, betas (0.9, 0.999), Eps 1e-8, and WeightDecay 0 for Adam, 1e-2 for AdamW.

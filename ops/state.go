@@ -50,11 +50,7 @@ func (c *Counter) Release() bool { return c.buf.Release() }
 func (c *Counter) Set(v uint64) error {
 	slots := make([]float32, 2)
 	cpu.SetCountAt(slots, 0, v)
-	if err := c.buf.useIn("counter"); err != nil {
-		return err
-	}
-	defer c.buf.done()
-	return opErr("counter", c.buf.dev.be.upload(c.buf.mem, slots))
+	return upload("counter", c.buf, slots)
 }
 
 // Add advances the count by inc (mod 2^64) on the device: one launch, or, for an increment
