@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/torchlean-go/torchlean/ops"
@@ -94,21 +95,10 @@ func (t *Tape) CrossEntropyWith(logits Var, labels []int, o CrossEntropyOptions)
 	if len(vx.shape) == 0 || len(labels) != r {
 		return t.failf(op, "%d labels for logits of shape %v", len(labels), vx.shape)
 	}
-	flat := make([]int, 0, r) // the positions of the kept rows' labels in the (r, c) log-softmax
-	kept := make([]int, 0, r) // the kept rows
-	for i, l := range labels {
-		if o.Ignore && l == o.IgnoreIndex {
-			continue
-		}
-		if l < 0 || l >= c {
-			hint := ""
-			if l < 0 && !o.Ignore {
-				hint = fmt.Sprintf(" (to leave such rows out, use CrossEntropyWith with Ignore: true, IgnoreIndex: %d)", l)
-			}
-			return t.failf(op, "label %d at position %d is outside [0, %d)%s", l, i, c, hint)
-		}
-		flat = append(flat, i*c+l)
-		kept = append(kept, i)
+	// the positions of the kept rows' labels in the (r, c) log-softmax, and the kept rows
+	flat, kept, _, ok := t.labelRows(op, labels, c, o.Ignore, o.IgnoreIndex, "use CrossEntropyWith with")
+	if !ok {
+		return Var{}
 	}
 	k := len(flat)
 	work := make([]releaser, 0, 3)
@@ -186,4 +176,310 @@ func scatterZeros(values *ops.Buffer, rows, cols int, ix *ops.Indices) (*ops.Buf
 	}
 	defer z.Release()
 	return ops.ScatterAddRowsIdx(z, values, rows, cols, ix)
+}
+
+// labelRows checks labels, one per row of an (r, c) matrix (r = len(labels)), against [0, c),
+// leaving out those equal to ignoreIndex when ignore is set, and returns for the kept rows the
+// positions of their labels in the matrix (i*c + label), the rows and the labels. A label out of
+// range records op's error; a negative one not ignored gets a hint naming how (how: "use
+// CrossEntropyWith with", say).
+func (t *Tape) labelRows(op string, labels []int, c int, ignore bool, ignoreIndex int, how string) (flat, rows, kept []int, ok bool) {
+	flat, rows, kept = make([]int, 0, len(labels)), make([]int, 0, len(labels)), make([]int, 0, len(labels))
+	for i, l := range labels {
+		if ignore && l == ignoreIndex {
+			continue
+		}
+		if l < 0 || l >= c {
+			hint := ""
+			if l < 0 && !ignore {
+				hint = fmt.Sprintf(" (to leave such rows out, %s Ignore: true, IgnoreIndex: %d)", how, l)
+			}
+			t.failf(op, "label %d at position %d is outside [0, %d)%s", l, i, c, hint)
+			return nil, nil, nil, false
+		}
+		flat, rows, kept = append(flat, i*c+l), append(rows, i), append(kept, l)
+	}
+	return flat, rows, kept, true
+}
+
+// Reduction is how a loss reduces its elementwise values to its result: PyTorch's reduction
+// argument. The zero value is ReductionMean, PyTorch's default.
+type Reduction int
+
+const (
+	ReductionMean      Reduction = iota // the mean of the elements ('mean')
+	ReductionSum                        // their sum ('sum')
+	ReductionNone                       // no reduction: the elementwise losses ('none')
+	ReductionBatchMean                  // KLDiv only: the sum divided by the size of dim 0 ('batchmean')
+)
+
+// String returns PyTorch's name of the reduction.
+func (r Reduction) String() string {
+	switch r {
+	case ReductionMean:
+		return "mean"
+	case ReductionSum:
+		return "sum"
+	case ReductionNone:
+		return "none"
+	case ReductionBatchMean:
+		return "batchmean"
+	}
+	return fmt.Sprintf("Reduction(%d)", int(r))
+}
+
+// reductionOK reports whether op takes r (only KLDiv takes ReductionBatchMean), recording the
+// error when it does not.
+func (t *Tape) reductionOK(op string, r Reduction, batchMean bool) bool {
+	if r == ReductionMean || r == ReductionSum || r == ReductionNone || (batchMean && r == ReductionBatchMean) {
+		return true
+	}
+	t.failf(op, "reduction %v is not one of mean, sum, none%s", r, map[bool]string{true: ", batchmean"}[batchMean])
+	return false
+}
+
+// reduce applies r to the elementwise losses l (batch: the size of dim 0, for batchmean). The
+// mean of no elements is NaN, as in PyTorch.
+func (t *Tape) reduce(l Var, r Reduction, batch int) Var {
+	switch r {
+	case ReductionSum:
+		return t.Sum(l)
+	case ReductionNone:
+		return l
+	case ReductionBatchMean:
+		return t.Scale(t.Sum(l), 1/float64(batch))
+	}
+	return t.Mean(l)
+}
+
+// pairArgs checks the operands of an elementwise loss: valid handles of one shape (PyTorch's
+// losses warn of or refuse broadcasting here). It returns the shape.
+func (t *Tape) pairArgs(op string, x, y Var) ([]int, bool) {
+	vs, ok := t.args(op, x, y)
+	if !ok {
+		return nil, false
+	}
+	if !slices.Equal(vs[0].shape, vs[1].shape) {
+		t.failf(op, "shapes %v and %v differ", vs[0].shape, vs[1].shape)
+		return nil, false
+	}
+	return vs[0].shape, t.liveArgs(op, vs)
+}
+
+// broadcastsTo checks that the optional operand w (the zero Var: absent) broadcasts to shape,
+// naming it what in op's error.
+func (t *Tape) broadcastsTo(op, what string, w Var, shape []int) bool {
+	if w == (Var{}) {
+		return true
+	}
+	vw, ok := t.arg(op, w)
+	if !ok {
+		return false
+	}
+	if b, ok := broadcastShapes(vw.shape, shape); !ok || !slices.Equal(b, shape) {
+		t.failf(op, "%s of shape %v does not broadcast to the input's shape %v", what, vw.shape, shape)
+		return false
+	}
+	return true
+}
+
+// BCEWithLogitsOptions are the options of BCEWithLogits (PyTorch's BCEWithLogitsLoss arguments
+// of the same names). The zero value is PyTorch's default: the mean, no weights.
+type BCEWithLogitsOptions struct {
+	Reduction Reduction
+	// Weight, when not the zero Var, multiplies each element's loss; its shape broadcasts to the
+	// input's (e.g. one weight per class along the last axis).
+	Weight Var
+	// PosWeight, when not the zero Var, weighs the positive term: pos_weight p makes the loss
+	// -(p*y*log σ(x) + (1-y)*log(1-σ(x))); its shape broadcasts to the input's (typically one
+	// per class, the last axis).
+	PosWeight Var
+}
+
+// BCEWithLogits returns the binary cross-entropy of the logits x against the targets y (of x's
+// shape, in [0, 1]): PyTorch's binary_cross_entropy_with_logits, per element
+//
+//	softplus(x) - x*y                          (PosWeight absent)
+//	(1 - y)*x + (1 + (p - 1)*y)*softplus(-x)   (PosWeight p)
+//
+// times Weight when given, then reduced. softplus(x) = log(1 + e^x) computed stably (Softplus),
+// which is PyTorch's max(x, 0) - x*y + log(1 + e^-|x|) rearranged: no overflow for any finite
+// logit. Every operand may require grad (the gradient with respect to x is σ(x) - y without
+// weights). It is recorded as the elementwise ops above.
+func (t *Tape) BCEWithLogits(x, y Var, o BCEWithLogitsOptions) Var {
+	const op = "bce_with_logits"
+	shape, ok := t.pairArgs(op, x, y)
+	if !ok || !t.reductionOK(op, o.Reduction, false) ||
+		!t.broadcastsTo(op, "weight", o.Weight, shape) || !t.broadcastsTo(op, "pos_weight", o.PosWeight, shape) {
+		return Var{}
+	}
+	var l Var
+	if o.PosWeight == (Var{}) {
+		l = t.Sub(t.Softplus(x), t.Mul(x, y))
+	} else {
+		lw := t.AddScalar(t.Mul(t.AddScalar(o.PosWeight, -1), y), 1)
+		l = t.Add(t.Mul(t.AddScalar(t.Scale(y, -1), 1), x), t.Mul(lw, t.Softplus(t.Scale(x, -1))))
+	}
+	if o.Weight != (Var{}) {
+		l = t.Mul(l, o.Weight)
+	}
+	return t.reduce(l, o.Reduction, 0)
+}
+
+// NLLOptions are the options of NLLLoss (PyTorch's nll_loss arguments of the same names). The
+// zero value is PyTorch's default except that nothing is ignored unless Ignore is set (as for
+// CrossEntropyOptions).
+type NLLOptions struct {
+	Reduction Reduction
+	// Ignore leaves out the rows labelled IgnoreIndex (PyTorch's ignore_index, e.g. -100): they
+	// count in no sum or mean, get a zero gradient and, with ReductionNone, a zero loss.
+	Ignore      bool
+	IgnoreIndex int
+	// Weight, when not the zero Var, is a weight per class (shape (C)): row i's loss is
+	// -Weight[label_i] * logProbs[i, label_i], and the mean divides by the sum of the kept rows'
+	// weights instead of their number (PyTorch's weighted mean).
+	Weight Var
+}
+
+// NLLLoss returns the negative log-likelihood of integer class labels, one per row, under the
+// log-probabilities logProbs (rows folded from the leading axes, classes along the last one, as
+// CrossEntropy: for (N, C) this is PyTorch's nll_loss; PyTorch's (N, C, d1, ...) layout puts the
+// classes on dim 1 instead, so move them last first). Each kept row contributes
+// -logProbs[i, labels[i]]; the mean runs over the kept rows (NaN when there are none, as in
+// PyTorch), and ReductionNone returns one loss per row (shape: the leading axes). A label
+// outside [0, C) that is not ignored is an error. NLLLoss(LogSoftmax(x)) is CrossEntropy(x) up
+// to rounding.
+func (t *Tape) NLLLoss(logProbs Var, labels []int, o NLLOptions) Var {
+	const op = "nll_loss"
+	vx, ok := t.arg(op, logProbs)
+	if !ok || !t.reductionOK(op, o.Reduction, false) {
+		return Var{}
+	}
+	r, c := lastAxis(vx.shape)
+	if len(vx.shape) == 0 || len(labels) != r {
+		return t.failf(op, "%d labels for log-probabilities of shape %v", len(labels), vx.shape)
+	}
+	if o.Weight != (Var{}) {
+		vw, ok := t.arg(op, o.Weight)
+		if !ok {
+			return Var{}
+		}
+		if !slices.Equal(vw.shape, []int{c}) {
+			return t.failf(op, "weight of shape %v for %d classes (want [%d])", vw.shape, c, c)
+		}
+	}
+	flat, rows, kept, ok := t.labelRows(op, labels, c, o.Ignore, o.IgnoreIndex, "set NLLOptions'")
+	if !ok {
+		return Var{}
+	}
+	picked := t.Gather(t.Reshape(logProbs, r*c), flat) // (k): logProbs[i, labels[i]] of the kept rows
+	var w Var                                          // (k): their weights
+	if o.Weight != (Var{}) {
+		w = t.Gather(o.Weight, kept)
+		picked = t.Mul(picked, w)
+	}
+	switch o.Reduction {
+	case ReductionSum:
+		return t.Scale(t.Sum(picked), -1)
+	case ReductionNone:
+		l := t.Scale(picked, -1)
+		if len(rows) < r {
+			l = t.ScatterAdd(t.constant(op, make([]float32, r), r), l, rows)
+		}
+		return t.Reshape(l, vx.shape[:len(vx.shape)-1]...)
+	}
+	if o.Weight != (Var{}) {
+		return t.Scale(t.Div(t.Sum(picked), t.Sum(w)), -1)
+	}
+	return t.Scale(t.Mean(picked), -1)
+}
+
+// L1Loss returns the absolute error |x - y| (x and y of one shape), reduced by r: PyTorch's
+// l1_loss. The gradient at x == y is 0 (PyTorch's sign(0)).
+func (t *Tape) L1Loss(x, y Var, r Reduction) Var {
+	const op = "l1_loss"
+	if _, ok := t.pairArgs(op, x, y); !ok || !t.reductionOK(op, r, false) {
+		return Var{}
+	}
+	return t.reduce(t.Abs(t.Sub(x, y)), r, 0)
+}
+
+// SmoothL1Loss returns PyTorch's smooth_l1_loss with threshold beta >= 0 (PyTorch's default is
+// 1): per element, with d = |x - y|, 0.5*d²/beta where d < beta and d - 0.5*beta elsewhere,
+// reduced by r; beta = 0 is L1Loss. It is computed as 0.5*m²/beta + (d - m) with m = min(d, beta)
+// (Clamp), the same function. The gradient is (x - y)/beta inside, ±1 outside, and at the kink
+// d = beta it is ±1, PyTorch's value there ((x - y)/beta); at x == y it is 0 (also for beta = 0,
+// where PyTorch 1.13 gives -1 to both operands).
+func (t *Tape) SmoothL1Loss(x, y Var, beta float64, r Reduction) Var {
+	const op = "smooth_l1_loss"
+	if _, ok := t.pairArgs(op, x, y); !ok || !t.reductionOK(op, r, false) {
+		return Var{}
+	}
+	if !(beta >= 0) || math.IsInf(beta, 1) {
+		return t.failf(op, "beta %v is not a finite number >= 0", beta)
+	}
+	if beta == 0 {
+		return t.L1Loss(x, y, r)
+	}
+	d := t.Abs(t.Sub(x, y))
+	m := t.Clamp(d, 0, beta)
+	return t.reduce(t.Add(t.Scale(t.Mul(m, m), 0.5/beta), t.Sub(d, m)), r, 0)
+}
+
+// HuberLoss returns PyTorch's huber_loss with threshold delta > 0 (PyTorch's default is 1): per
+// element, with d = |x - y|, 0.5*d² where d < delta and delta*(d - 0.5*delta) elsewhere, reduced
+// by r (delta * SmoothL1Loss with beta = delta). It is computed as 0.5*m² + delta*(d - m) with
+// m = min(d, delta). The gradient is x - y inside, ±delta outside and at the kink (PyTorch's
+// value there); 0 at x == y.
+func (t *Tape) HuberLoss(x, y Var, delta float64, r Reduction) Var {
+	const op = "huber_loss"
+	if _, ok := t.pairArgs(op, x, y); !ok || !t.reductionOK(op, r, false) {
+		return Var{}
+	}
+	if !(delta > 0) || math.IsInf(delta, 1) {
+		return t.failf(op, "delta %v is not a finite number > 0", delta)
+	}
+	d := t.Abs(t.Sub(x, y))
+	m := t.Clamp(d, 0, delta)
+	return t.reduce(t.Add(t.Scale(t.Mul(m, m), 0.5), t.Scale(t.Sub(d, m), delta)), r, 0)
+}
+
+// KLDivOptions are the options of KLDiv (PyTorch's kl_div arguments of the same names). The
+// zero value is PyTorch's default reduction, the mean over all elements; ReductionBatchMean (the
+// sum divided by the batch size) is the one that gives the KL divergence of each row's
+// distributions, averaged over the batch.
+type KLDivOptions struct {
+	Reduction Reduction
+	LogTarget bool // the target holds log-probabilities instead of probabilities
+}
+
+// KLDiv returns the Kullback-Leibler divergence loss of the log-probabilities input against
+// target (of input's shape): PyTorch's kl_div, per element
+//
+//	target*(log(target) - input)      (probabilities; 0 where target is 0, PyTorch's xlogy)
+//	exp(target)*(target - input)      (LogTarget)
+//
+// then reduced (batchmean divides the sum by the size of dim 0; a scalar input is not divided).
+// The gradient with respect to input is -target (-exp(target)). The 0 log 0 = 0 rule is computed
+// as target*log(max(target, m)) with m the smallest float32 above 0, the same value for every
+// target >= 0; a target of 0 then gets the finite gradient log(m) - input (about -103.28 - input),
+// where PyTorch gives -inf. Targets must be >= 0 (PyTorch gives NaN for negative ones, this
+// function a finite number).
+func (t *Tape) KLDiv(input, target Var, o KLDivOptions) Var {
+	const op = "kl_div"
+	shape, ok := t.pairArgs(op, input, target)
+	if !ok || !t.reductionOK(op, o.Reduction, true) {
+		return Var{}
+	}
+	var l Var
+	if o.LogTarget {
+		l = t.Mul(t.Exp(target), t.Sub(target, input))
+	} else {
+		l = t.Sub(t.Mul(target, t.Log(t.Clamp(target, math.SmallestNonzeroFloat32, math.Inf(1)))), t.Mul(target, input))
+	}
+	batch := 1
+	if len(shape) > 0 {
+		batch = shape[0]
+	}
+	return t.reduce(l, o.Reduction, batch)
 }

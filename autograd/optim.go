@@ -10,13 +10,13 @@ import (
 )
 
 // Optimizers update the parameters of a Session in place from their accumulated gradients, one
-// fused kernel launch per parameter (ops.SGDStep, ops.AdamStep): the same bits on every device. A
-// parameter without a gradient (none since the last ZeroGrad) is skipped, as in PyTorch. A
-// parameter belongs to one open optimizer at a time: giving it to a second one is an error (it
-// would be stepped twice; this package's rule: PyTorch lets two optimizers share a parameter).
-// Close the first optimizer to hand its parameters to another. A Step between a forward pass and
-// its backward pass first gives each parameter that the forward pass used a copy of its buffer to
-// update, so the backward pass still sees the values the forward pass used.
+// fused kernel launch per parameter (ops.SGDStep, ops.AdamStep, ops.RMSpropStep): the same bits
+// on every device. A parameter without a gradient (none since the last ZeroGrad) is skipped, as
+// in PyTorch. A parameter belongs to one open optimizer at a time: giving it to a second one is an
+// error (it would be stepped twice; this package's rule: PyTorch lets two optimizers share a
+// parameter). Close the first optimizer to hand its parameters to another. A Step between a
+// forward pass and its backward pass first gives each parameter that the forward pass used a
+// copy of its buffer to update, so the backward pass still sees the values the forward pass used.
 //
 // Their state (momentum buffers, moments, step counts) lives on the session's device, keyed by
 // parameter name: State and LoadState move it in and out as named buffers, for checkpoints. The
@@ -48,6 +48,21 @@ type AdamOptions struct {
 // weight decay.
 func DefaultAdam() AdamOptions { return AdamOptions{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8} }
 
+// RMSpropOptions are the hyperparameters of NewRMSprop, with PyTorch's names and semantics
+// (torch.optim.RMSprop): see ops.RMSpropParams. Start from DefaultRMSprop.
+type RMSpropOptions struct {
+	LR          float64 // learning rate, >= 0
+	Alpha       float64 // smoothing constant of the running averages, >= 0
+	Eps         float64 // added to the denominator, >= 0
+	WeightDecay float64 // L2 penalty, >= 0
+	Momentum    float64 // momentum factor, >= 0 (0: no momentum buffer)
+	Centered    bool    // normalize by the gradient's estimated variance (keeps grad_avg)
+}
+
+// DefaultRMSprop returns PyTorch's defaults for RMSprop: LR 1e-2, Alpha 0.99, Eps 1e-8, no
+// weight decay, no momentum, not centered.
+func DefaultRMSprop() RMSpropOptions { return RMSpropOptions{LR: 1e-2, Alpha: 0.99, Eps: 1e-8} }
+
 // DefaultAdamW returns PyTorch's defaults for AdamW: DefaultAdam with WeightDecay 1e-2.
 func DefaultAdamW() AdamOptions {
 	o := DefaultAdam()
@@ -58,7 +73,7 @@ func DefaultAdamW() AdamOptions {
 // optimizer is what SGD and Adam share: the parameters, their session, and per parameter its
 // state buffers (nil until its first step) and step count.
 type optimizer struct {
-	name    string // "sgd", "adam" or "adamw", for messages
+	name    string // "sgd", "adam", "adamw" or "rmsprop", for messages
 	s       *Session
 	params  []*Param
 	keys    []string        // the state buffers of a parameter: keys "<parameter name>.<key>"
@@ -256,9 +271,10 @@ func (o *optimizer) Close() {
 
 // State returns copies of the optimizer's state, owned by the caller (release them), keyed
 // "<parameter name>.<key>": for SGD with momentum the key momentum_buffer; for Adam and AdamW
-// exp_avg and exp_avg_sq (PyTorch's names; each with the parameter's length, flat: a NamedTensor
-// for SaveTensors takes Shape []int{b.Len()}) and step (one element: the number of steps taken, a
-// whole number, at most 2^24). The hyperparameters (LR, betas, weight decay) are not part of it: a
+// exp_avg and exp_avg_sq; for RMSprop square_avg, momentum_buffer (with momentum) and grad_avg
+// (centered) (PyTorch's names; each with the parameter's length, flat: a NamedTensor for
+// SaveTensors takes Shape []int{b.Len()}); for Adam, AdamW and RMSprop step (one element: the
+// number of steps taken, a whole number, at most 2^24). The hyperparameters (LR, betas, weight decay) are not part of it: a
 // checkpoint stores them itself, and a resumed run passes them to the new optimizer (and SetLR).
 // Parameters that have taken no step have no entries. State works after the session recorded an
 // error (not after Close), like Param.Host, so that the last good state can still be saved; a Step
@@ -542,3 +558,68 @@ func (o *Adam) Step() error {
 		return o.dev.Step(i, p.buf, p.grad, st[0], st[1])
 	})
 }
+
+// RMSprop is RMSprop with optional momentum, centering and weight decay: PyTorch's
+// torch.optim.RMSprop.
+type RMSprop struct {
+	optimizer
+	h   ops.RMSpropParams
+	dev *ops.RMSprop // the device's copy of the scalars, made on the first step
+}
+
+// NewRMSprop returns an RMSprop optimizer of params (parameters of one session; each in at most
+// one open optimizer, as for NewSGD). Its state per parameter is square_avg, and momentum_buffer
+// when Momentum != 0 and grad_avg when Centered, all starting at zero as in PyTorch, and the step
+// count (kept for PyTorch's state layout; the update does not depend on it). Alpha and Eps both
+// 0 are refused: that is RMSpropOptions' zero value, not PyTorch's defaults (start from
+// DefaultRMSprop).
+func NewRMSprop(params []*Param, o RMSpropOptions) *RMSprop {
+	opt := &RMSprop{h: ops.RMSpropParams(o)}
+	check := opt.h.Check()
+	if check == nil && o.Alpha == 0 && o.Eps == 0 {
+		check = fmt.Errorf("alpha and eps are both 0 (RMSpropOptions' zero values are not PyTorch's defaults: start from DefaultRMSprop and set LR)")
+	}
+	keys := []string{"square_avg"}
+	if o.Momentum != 0 {
+		keys = append(keys, "momentum_buffer")
+	}
+	if o.Centered {
+		keys = append(keys, "grad_avg")
+	}
+	opt.init("rmsprop", params, keys, true, check)
+	return opt
+}
+
+// Step updates every parameter that has a gradient (ops.RMSprop.Step: one fused launch per
+// parameter).
+func (o *RMSprop) Step() error {
+	return o.step(nil, func(_ int, p *Param, st []*ops.Buffer, _ bool) error {
+		if o.dev == nil {
+			dev, err := ops.NewRMSprop(o.s.Device())
+			if err != nil {
+				return err
+			}
+			o.dev, o.release = dev, dev.Release
+		}
+		var buf, gradAvg *ops.Buffer
+		k := 1
+		if o.h.Momentum != 0 {
+			buf, k = st[k], k+1
+		}
+		if o.h.Centered {
+			gradAvg = st[k]
+		}
+		return o.dev.Step(p.buf, p.grad, st[0], gradAvg, buf, o.h)
+	})
+}
+
+// SetLR sets the learning rate of the following steps (what a schedule does to PyTorch's
+// param_groups[0]["lr"]). A negative or non-finite rate is an error: the session records it.
+func (o *RMSprop) SetLR(lr float64) {
+	h := o.h
+	h.LR = lr
+	o.setHyper(h.Check(), func() { o.h = h })
+}
+
+// LR returns the current learning rate.
+func (o *RMSprop) LR() float64 { return o.h.LR }

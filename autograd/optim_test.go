@@ -1,7 +1,9 @@
 package autograd_test
 
 import (
+	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +73,11 @@ var optimizers = []struct {
 		o.LR = 0.01
 		return autograd.NewAdamW(ps, o)
 	}},
+	{"rmsprop", func(ps []*autograd.Param) stateful {
+		o := autograd.DefaultRMSprop()
+		o.WeightDecay, o.Momentum, o.Centered = 1e-3, 0.5, true
+		return autograd.NewRMSprop(ps, o)
+	}},
 }
 
 // TestOptimizerStateResume: saving the state and parameters after 5 steps and resuming in a
@@ -94,8 +101,12 @@ func TestOptimizerStateResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantKeys := []string{"b.exp_avg", "b.exp_avg_sq", "b.step", "w.exp_avg", "w.exp_avg_sq", "w.step"}
-			if o.name == "sgd_momentum" {
+			switch o.name {
+			case "sgd_momentum":
 				wantKeys = []string{"b.momentum_buffer", "w.momentum_buffer"}
+			case "rmsprop":
+				wantKeys = []string{"b.grad_avg", "b.momentum_buffer", "b.square_avg", "b.step",
+					"w.grad_avg", "w.momentum_buffer", "w.square_avg", "w.step"}
 			}
 			if keys := slices.Sorted(maps.Keys(state)); !slices.Equal(keys, wantKeys) {
 				t.Errorf("%s: state keys %v, want %v", o.name, keys, wantKeys)
@@ -396,4 +407,172 @@ func TestOptimizerOverlap(t *testing.T) {
 	if err := autograd.NewSGD([]*autograd.Param{w2}, autograd.SGDOptions{LR: 0.1}).Step(); err != nil {
 		t.Errorf("a new optimizer after Close: %v", err)
 	}
+}
+
+// rmspropStepRef is one RMSprop step in float32, operation by operation as cpu.RMSpropStep's doc
+// comment states it (the kernels' arithmetic, on every device).
+func rmspropStepRef(o autograd.RMSpropOptions, p, g, sq, ga, buf []float32) {
+	lr, alpha, oma := float32(o.LR), float32(o.Alpha), float32(1-o.Alpha)
+	eps, wd, mom := float32(o.Eps), float32(o.WeightDecay), float32(o.Momentum)
+	for i := range p {
+		gi := g[i]
+		if wd != 0 {
+			gi = gi + float32(wd*p[i])
+		}
+		s := float32(alpha*sq[i]) + float32(float32(oma*gi)*gi)
+		sq[i] = s
+		var avg float32
+		if o.Centered {
+			a := float32(alpha*ga[i]) + float32(oma*gi)
+			ga[i] = a
+			avg = float32(math.Sqrt(float64(s-float32(a*a)))) + eps
+		} else {
+			avg = float32(math.Sqrt(float64(s))) + eps
+		}
+		if o.Momentum != 0 {
+			b := float32(mom*buf[i]) + gi/avg
+			buf[i] = b
+			p[i] = p[i] - float32(lr*b)
+		} else {
+			p[i] = p[i] - float32(lr*gi)/avg
+		}
+	}
+}
+
+// TestRMSpropAgainstPyTorch runs three RMSprop steps of fixed gradients from PyTorch's
+// torch.optim.RMSprop runs (testdata/torch_reference.json): the parameters after each step and
+// the final state match PyTorch's to float32 rounding (PyTorch's CPU kernels contract some
+// products into fmas), and match the kernels' stated float32 arithmetic bit for bit.
+func TestRMSpropAgainstPyTorch(t *testing.T) {
+	ref := loadTorchReference(t)
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range ref.RMSprop {
+			o := autograd.DefaultRMSprop()
+			if c.Opts.LR != nil {
+				o.LR = *c.Opts.LR
+			}
+			if c.Opts.Alpha != nil {
+				o.Alpha = *c.Opts.Alpha
+			}
+			if c.Opts.Eps != nil {
+				o.Eps = *c.Opts.Eps
+			}
+			o.WeightDecay, o.Momentum, o.Centered = c.Opts.WeightDecay, c.Opts.Momentum, c.Opts.Centered
+			s := autograd.NewSession(autograd.Options{Device: d})
+			p := s.Param("p", []int{len(c.P0)}, f32s(c.P0))
+			opt := autograd.NewRMSprop(s.Params(), o)
+			n := len(c.P0)
+			rp, rsq, rga, rbuf := f32s(c.P0), make([]float32, n), make([]float32, n), make([]float32, n)
+			for k, g := range c.Grads {
+				s.Reset()
+				s.Backward(s.Sum(s.Mul(s.Use(p), s.Input(f32s(g), n)))) // gradient g
+				if err := opt.Step(); err != nil {
+					t.Fatal(err)
+				}
+				opt.ZeroGrad()
+				rmspropStepRef(o, rp, f32s(g), rsq, rga, rbuf)
+				got, err := p.Host()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if closeTo(f64s(got), c.Params[k], 2e-6) >= 0 {
+					t.Errorf("%+v, step %d: %v, PyTorch's %v", o, k+1, got, c.Params[k])
+				}
+				if !slices.Equal(f32bits(got), f32bits(rp)) {
+					t.Errorf("%+v, step %d: %v, the stated float32 arithmetic gives %v", o, k+1, got, rp)
+				}
+			}
+			state, err := opt.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range map[string][]float64{"p.square_avg": c.SquareAvg, "p.momentum_buffer": c.MomentumBuffer,
+				"p.grad_avg": c.GradAvg, "p.step": {c.Step}} {
+				b := state[key]
+				switch {
+				case want == nil && b != nil:
+					t.Errorf("%+v: state has %s, PyTorch's has not", o, key)
+				case want != nil && b == nil:
+					t.Errorf("%+v: state lacks %s", o, key)
+				case want != nil && closeTo(values(t, b), want, 2e-6) >= 0:
+					t.Errorf("%+v: %s = %v, PyTorch's %v", o, key, values(t, b), want)
+				}
+			}
+			for _, b := range state {
+				b.Release()
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestRMSpropOptions: bad hyperparameters are session errors naming rmsprop; SetLR as for SGD.
+func TestRMSpropOptions(t *testing.T) {
+	for _, c := range []struct {
+		o    autograd.RMSpropOptions
+		want string
+	}{
+		{autograd.RMSpropOptions{LR: 0.01}, "start from DefaultRMSprop"},
+		{autograd.RMSpropOptions{LR: -1, Alpha: 0.99}, "rmsprop: learning rate -1"},
+		{autograd.RMSpropOptions{LR: 0.01, Alpha: 0.99, Momentum: math.Inf(1)}, "rmsprop: momentum +Inf"},
+	} {
+		s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+		autograd.NewRMSprop([]*autograd.Param{s.Param("p", []int{1}, nil)}, c.o)
+		if err := s.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.o, err, c.want)
+		}
+		s.Close()
+	}
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s.Close()
+	opt := autograd.NewRMSprop([]*autograd.Param{s.Param("p", []int{1}, nil)}, autograd.DefaultRMSprop())
+	if opt.LR() != 1e-2 {
+		t.Errorf("default LR %v", opt.LR())
+	}
+	opt.SetLR(0.5)
+	if opt.LR() != 0.5 || s.Err() != nil {
+		t.Errorf("SetLR(0.5): LR %v, error %v", opt.LR(), s.Err())
+	}
+	opt.SetLR(math.NaN())
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "rmsprop") || opt.LR() != 0.5 {
+		t.Errorf("SetLR(NaN): error %v, LR %v", err, opt.LR())
+	}
+}
+
+func f32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+func f64s(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// Minimize (p - 3)² with RMSprop from PyTorch's defaults and a larger learning rate.
+func ExampleNewRMSprop() {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU()})
+	defer s.Close()
+	p := s.Param("p", []int{1}, []float32{0})
+	o := autograd.DefaultRMSprop()
+	o.LR = 0.1
+	opt := autograd.NewRMSprop(s.Params(), o)
+	for range 100 {
+		s.Reset()
+		d := s.AddScalar(s.Use(p), -3)
+		s.Backward(s.Sum(s.Mul(d, d)))
+		opt.Step()
+		opt.ZeroGrad()
+	}
+	v, _ := p.Host()
+	fmt.Printf("p = %.2f, err %v\n", v[0], s.Err())
+	// Output: p = 3.00, err <nil>
 }

@@ -154,3 +154,61 @@ func powInt(b float64, t uint64) float64 {
 	}
 	return r
 }
+
+// Flag bits of RMSpropStep.
+const (
+	RMSpropCentered = 1 // centered RMSprop: the gradient's running mean (gradAvg) is kept and used
+	RMSpropMomentum = 2 // momentum: the update goes through the momentum buffer buf
+)
+
+// RMSpropStep is one step of RMSprop (PyTorch's torch.optim.RMSprop), for each i:
+//
+//	p, g := param[i], grad[i]
+//	if wd != 0 { g = g + float32(wd*p) }
+//	s := float32(alpha*sq[i]) + float32(float32(oma*g)*g)
+//	sq[i] = s
+//	a := float32(alpha*gradAvg[i]) + float32(oma*g)    // flags&RMSpropCentered != 0:
+//	gradAvg[i] = a
+//	avg := Sqrtf(s-float32(a*a)) + eps
+//	avg := Sqrtf(s) + eps                               // otherwise
+//	b := float32(momentum*buf[i]) + g/avg               // flags&RMSpropMomentum != 0:
+//	buf[i] = b
+//	param[i] = p - float32(lr*b)
+//	param[i] = p - float32(lr*g)/avg                    // otherwise
+//
+// where oma is 1 - alpha (rounded from float64 by the caller). gradAvg and buf are used only
+// under their flags (nil otherwise). PyTorch's CPU kernels contract some of these products into
+// fmas, so their results may differ from these in the last bit.
+func RMSpropStep(param, sq, gradAvg, buf, grad []float32, flags uint64, lr, alpha, oma, eps, wd, momentum float32) {
+	sq, grad = sq[:len(param)], grad[:len(param)]
+	centered, withMomentum := flags&RMSpropCentered != 0, flags&RMSpropMomentum != 0
+	if centered {
+		gradAvg = gradAvg[:len(param)]
+	}
+	if withMomentum {
+		buf = buf[:len(param)]
+	}
+	for i, p := range param {
+		g := grad[i]
+		if wd != 0 {
+			g = g + float32(wd*p)
+		}
+		s := float32(alpha*sq[i]) + float32(float32(oma*g)*g)
+		sq[i] = s
+		var avg float32
+		if centered {
+			a := float32(alpha*gradAvg[i]) + float32(oma*g)
+			gradAvg[i] = a
+			avg = Sqrtf(s-float32(a*a)) + eps
+		} else {
+			avg = Sqrtf(s) + eps
+		}
+		if withMomentum {
+			b := float32(momentum*buf[i]) + g/avg
+			buf[i] = b
+			param[i] = p - float32(lr*b)
+		} else {
+			param[i] = p - float32(lr*g)/avg
+		}
+	}
+}

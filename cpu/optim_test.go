@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/torchlean-go/torchlean/internal/testenv"
 )
 
 // The optimizer twins on values whose arithmetic is exact; ops/optim_test.go checks them against
@@ -74,4 +76,51 @@ func TestAdamStep(t *testing.T) {
 	if m[0] != 1 || v[0] != 1 || p[0] != 1.75 { // g = 1 + 0.5*2 = 2
 		t.Errorf("L2 term: p %v m %v v %v, want 1.75 1 1", p, m, v)
 	}
+}
+
+func TestRMSpropStep(t *testing.T) {
+	// Plain: s = 0.5*4 + (0.5*2)*2 = 4, avg = sqrt(4) + 0 = 2, p = p - (0.5*2)/2.
+	p, sq := []float32{3, 1}, []float32{4, 4}
+	RMSpropStep(p, sq, nil, nil, []float32{2, -2}, 0, 0.5, 0.5, 0.5, 0, 0, 0)
+	if !slices.Equal(sq, []float32{4, 4}) || !slices.Equal(p, []float32{2.5, 1.5}) {
+		t.Errorf("plain step: p %v sq %v, want [2.5 1.5] [4 4]", p, sq)
+	}
+	// Weight decay: g = 1 + 0.5*2 = 2, then as above.
+	p, sq = []float32{2}, []float32{4}
+	RMSpropStep(p, sq, nil, nil, []float32{1}, 0, 0.5, 0.5, 0.5, 0, 0.5, 0)
+	if !slices.Equal(p, []float32{1.5}) {
+		t.Errorf("step with weight decay: p %v, want [1.5]", p)
+	}
+	// Centered with momentum: s = 0.5*12 + 2 = 8, a = 0.5*2 + 0.5*2 = 2, avg = sqrt(8 - 4) + 2 = 4,
+	// b = 0.5*1 + 2/4 = 1, p = p - 0.5*1. The buffers absent from the flags are not touched.
+	p, sq, ga, buf := []float32{3}, []float32{12}, []float32{2}, []float32{1}
+	RMSpropStep(p, sq, ga, buf, []float32{2}, RMSpropCentered|RMSpropMomentum, 0.5, 0.5, 0.5, 2, 0, 0.5)
+	if sq[0] != 8 || ga[0] != 2 || buf[0] != 1 || p[0] != 2.5 {
+		t.Errorf("centered momentum step: p %v sq %v ga %v buf %v, want [2.5] [8] [2] [1]", p, sq, ga, buf)
+	}
+	p, sq, ga, buf = []float32{3}, []float32{12}, []float32{2}, []float32{1}
+	RMSpropStep(p, sq, ga, buf, []float32{2}, RMSpropMomentum, 0.5, 0.5, 0.5, 2, 0, 0.5)
+	// avg = sqrt(8) + 2; b = 0.5 + 2/avg.
+	avg := Sqrtf(8) + 2
+	b := 0.5 + 2/avg
+	if ga[0] != 2 || buf[0] != b || p[0] != 3-float32(0.5*b) {
+		t.Errorf("momentum step: p %v ga %v buf %v, want [%v] [2] [%v]", p, ga, buf, 3-float32(0.5*b), b)
+	}
+	// Infinities and NaN propagate as in the formula: an infinite gradient gives avg = +Inf and
+	// inf/inf = NaN.
+	inf := float32(math.Inf(1))
+	p, sq = []float32{1}, []float32{0}
+	RMSpropStep(p, sq, nil, nil, []float32{inf}, 0, 0.5, 0.5, 0.5, 0, 0, 0)
+	if !math.IsNaN(float64(p[0])) || sq[0] != inf {
+		t.Errorf("infinite gradient: p %v sq %v, want NaN +Inf", p, sq)
+	}
+}
+
+// TestRMSpropFlags checks the flag bits of rmsprop_step against RMSpropStep's (arithmetic: the
+// centered and momentum branches).
+func TestRMSpropFlags(t *testing.T) {
+	testenv.CheckCUDAConstants(t, []testenv.CUDAConstant{
+		{Files: "../ptx/optim.cu", Expr: "TL_RMSPROP_CENTERED", GoName: "RMSpropCentered", Go: RMSpropCentered},
+		{Files: "../ptx/optim.cu", Expr: "TL_RMSPROP_MOMENTUM", GoName: "RMSpropMomentum", Go: RMSpropMomentum},
+	})
 }

@@ -34,6 +34,21 @@ var (
 			f := h.b[4]
 			cpu.AdamStep(h.b[0][lo:hi], h.b[1][lo:hi], h.b[2][lo:hi], h.b[3][lo:hi], f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
 		}})
+	// rmspropOp: outs (param, square_avg, grad_avg, momentum buffer), ins (grad, scalars); sizes
+	// (n, flags). An output its flags leave out is a stand-in the twin never touches.
+	rmspropOp = row(&kernelOp{name: "rmsprop_step", kernel: ptx.RMSpropStep, outs: 4, ins: 2,
+		grid: strided(size(0)), units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			flags, sc := uint64(h.s[1]), h.b[5]
+			var ga, buf []float32
+			if flags&cpu.RMSpropCentered != 0 {
+				ga = h.b[2][lo:hi]
+			}
+			if flags&cpu.RMSpropMomentum != 0 {
+				buf = h.b[3][lo:hi]
+			}
+			cpu.RMSpropStep(h.b[0][lo:hi], h.b[1][lo:hi], ga, buf, h.b[4][lo:hi], flags, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5])
+		}})
 	// adamScalarsOp: outs (scalars, steps), ins (hyper), index list; sizes (k).
 	adamScalarsOp = row(&kernelOp{name: "adam_scalars", kernel: ptx.AdamScalars, outs: 2, ins: 1, idx: 1,
 		grid: strided(size(0)), units: size(0),
@@ -158,6 +173,128 @@ func (o *SGD) Step(param, grad, buf *Buffer, p SGDParams, first bool) error {
 		flags |= cpu.SGDNesterov
 	}
 	return sgdMomentumOp.launch([]*Buffer{param, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
+}
+
+// RMSpropParams are the hyperparameters of RMSprop with PyTorch's names and semantics
+// (torch.optim.RMSprop, maximize=False). PyTorch's defaults are LR 1e-2, Alpha 0.99, Eps 1e-8,
+// no weight decay, no momentum, not centered.
+type RMSpropParams struct {
+	LR          float64 // learning rate, finite and >= 0
+	Alpha       float64 // smoothing constant of the running averages, finite and >= 0
+	Eps         float64 // added to the denominator, finite and >= 0
+	WeightDecay float64 // L2 penalty added to the gradient as WeightDecay*param, finite and >= 0
+	Momentum    float64 // momentum factor, finite and >= 0; 0: no momentum buffer
+	// Centered normalizes by an estimate of the gradient's variance: the running mean of the
+	// gradient (grad_avg) is kept and its square subtracted from the running mean of its square.
+	Centered bool
+}
+
+// Check returns an error when a hyperparameter is out of its range (PyTorch's checks, and
+// finite as float32s).
+func (p RMSpropParams) Check() error {
+	for _, h := range []struct {
+		name string
+		v    float64
+	}{{"learning rate", p.LR}, {"alpha", p.Alpha}, {"eps", p.Eps}, {"weight decay", p.WeightDecay}, {"momentum", p.Momentum}} {
+		if !nonNegative(h.v) {
+			return fmt.Errorf("ops: rmsprop: %s %v is not a finite float32 >= 0", h.name, h.v)
+		}
+	}
+	return nil
+}
+
+// RMSpropStep runs one RMSprop step on param, with PyTorch's semantics:
+//
+//	g = grad + WeightDecay*param                   (only when WeightDecay != 0)
+//	squareAvg = Alpha*squareAvg + (1 - Alpha)*g*g
+//	gradAvg = Alpha*gradAvg + (1 - Alpha)*g        (Centered)
+//	avg = sqrt(squareAvg - gradAvg*gradAvg) + Eps  (Centered), sqrt(squareAvg) + Eps (otherwise)
+//	buf = Momentum*buf + g/avg; param = param - LR*buf   (Momentum != 0)
+//	param = param - LR*g/avg                       (otherwise)
+//
+// param, squareAvg (square_avg), gradAvg (grad_avg, when Centered; else unused and may be nil)
+// and buf (momentum_buffer, when Momentum != 0; else may be nil) are UPDATED IN PLACE; grad is
+// borrowed. The state starts as zeros (PyTorch's zeros_like, also for the momentum buffer). The
+// scalars LR, Alpha, 1 - Alpha (in float64), Eps, WeightDecay and Momentum are rounded to
+// float32 once, then every operation is one float32 operation: cpu.RMSpropStep states the exact
+// order. All buffers must be distinct, live, on one device and of one length. RMSpropStep makes
+// the scalars' device buffer for the one call; an optimizer keeps an RMSprop instead.
+func RMSpropStep(param, grad, squareAvg, gradAvg, buf *Buffer, p RMSpropParams) error {
+	if err := param.liveIn("rmsprop_step"); err != nil {
+		return err
+	}
+	o, err := NewRMSprop(param.dev)
+	if err != nil {
+		return err
+	}
+	defer o.Release()
+	return o.Step(param, grad, squareAvg, gradAvg, buf, p)
+}
+
+// RMSprop is the device state of RMSprop steps: the six float32 scalars the kernel reads (LR,
+// Alpha, 1 - Alpha, Eps, WeightDecay, Momentum), uploaded when the hyperparameters change, as
+// for SGD: a step captured into a CUDA graph replays with the learning rate of its turn. Safe
+// for concurrent use.
+type RMSprop struct {
+	mu  sync.Mutex
+	sc  *Buffer
+	p   RMSpropParams
+	set bool
+}
+
+// NewRMSprop returns the RMSprop state on d.
+func NewRMSprop(d *Device) (*RMSprop, error) {
+	sc, err := newBuffer(d, 6)
+	if err != nil {
+		return nil, opErr("rmsprop_step", err)
+	}
+	return &RMSprop{sc: sc}, nil
+}
+
+// Release frees the state.
+func (o *RMSprop) Release() { o.sc.Release() }
+
+// Step is RMSpropStep with o's scalars (set from p).
+func (o *RMSprop) Step(param, grad, squareAvg, gradAvg, buf *Buffer, p RMSpropParams) error {
+	const op = "rmsprop_step"
+	if err := p.Check(); err != nil {
+		return err
+	}
+	bufs := []*Buffer{param, grad, squareAvg}
+	var flags int
+	if p.Centered {
+		bufs = append(bufs, gradAvg)
+		flags |= cpu.RMSpropCentered
+	} else {
+		gradAvg = squareAvg // a stand-in the kernel does not touch
+	}
+	if p.Momentum != 0 {
+		bufs = append(bufs, buf)
+		flags |= cpu.RMSpropMomentum
+	} else {
+		buf = squareAvg
+	}
+	if err := checkStepOperands(op, bufs); err != nil {
+		return err
+	}
+	if err := onDevice(op, o.sc, param.dev); err != nil {
+		return err
+	}
+	n := param.Len()
+	if n == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.set || o.p != p {
+		sc := []float32{float32(p.LR), float32(p.Alpha), float32(1 - p.Alpha), float32(p.Eps),
+			float32(p.WeightDecay), float32(p.Momentum)}
+		if err := upload(op, o.sc, sc); err != nil {
+			return err
+		}
+		o.p, o.set = p, true
+	}
+	return rmspropOp.launch([]*Buffer{param, squareAvg, gradAvg, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
 }
 
 // AdamParams are the hyperparameters of Adam and AdamW with PyTorch's names and semantics

@@ -41,6 +41,36 @@ func optimCases() []mirrorCase {
 				})
 			}})
 	}
+	// RMSprop: inputs parameter, gradient, grad_avg, square_avg (as its absolute value) and the
+	// momentum buffer; the outputs are the parameter and the state the case updates.
+	for _, c := range []struct {
+		name string
+		h    RMSpropParams
+	}{
+		{"plain", RMSpropParams{LR: 1e-2, Alpha: 0.99, Eps: 1e-8}},
+		{"centered", RMSpropParams{LR: 1e-2, Alpha: 0.9, Eps: 1e-6, WeightDecay: 0.1, Centered: true}},
+		{"momentum", RMSpropParams{LR: 3e-3, Alpha: 0.99, Eps: 1e-8, WeightDecay: 1e-2, Momentum: 0.9}},
+		{"centered_momentum", RMSpropParams{LR: 1e-3, Alpha: 0.95, Eps: 1e-5, Momentum: 0.5, Centered: true}},
+	} {
+		cases = append(cases, mirrorCase{name: "rmsprop_step/" + c.name, ins: 5, sizes: mirrorSizes,
+			run: func(d *Device, in []*Buffer, _ int) ([]*Buffer, error) {
+				s, err := stepCopies(in, func(s []*Buffer, _ int) error {
+					return RMSpropStep(s[0], in[1], s[2], s[1], s[3], c.h)
+				})
+				if err != nil {
+					return nil, err
+				}
+				out := []*Buffer{s[0], s[2]} // parameter, square_avg
+				for k, used := range []bool{c.h.Centered, c.h.Momentum != 0} {
+					if used {
+						out = append(out, s[1+2*k])
+					} else {
+						s[1+2*k].Release()
+					}
+				}
+				return out, nil
+			}})
+	}
 	return cases
 }
 

@@ -55,6 +55,26 @@ func refSGD(h SGDParams, first bool, p, g, b float64) (np, nb, uScale float64) {
 	return p - h.LR*g, b, h.LR * ds
 }
 
+// refRMSprop is one element of one step of PyTorch's RMSprop (torch.optim._single_tensor_rmsprop)
+// in float64, with the scale of the update (for the tolerances).
+func refRMSprop(h RMSpropParams, p, g, sq, ga, b float64) (np, nsq, nga, nb, uScale float64) {
+	if h.WeightDecay != 0 {
+		g += h.WeightDecay * p
+	}
+	nsq = h.Alpha*sq + (1-h.Alpha)*g*g
+	avg := math.Sqrt(nsq)
+	if h.Centered {
+		nga = h.Alpha*ga + (1-h.Alpha)*g
+		avg = math.Sqrt(nsq - nga*nga)
+	}
+	avg += h.Eps
+	if h.Momentum != 0 {
+		nb = h.Momentum*b + g/avg
+		return p - h.LR*nb, nsq, nga, nb, h.LR * (h.Momentum*math.Abs(b) + math.Abs(g)/avg)
+	}
+	return p - h.LR*g/avg, nsq, nga, nb, h.LR * math.Abs(g) / avg
+}
+
 // peek downloads b (which stays live).
 func peek(t *testing.T, b *Buffer) []float32 {
 	t.Helper()
@@ -161,6 +181,87 @@ func TestSGDStepReference(t *testing.T) {
 	}
 }
 
+// TestRMSpropStepReference is TestAdamStepReference for RMSprop, plain, centered, with momentum
+// and weight decay. The state starts where the centered variance is positive (PyTorch's too
+// takes the square root of a negative number otherwise).
+func TestRMSpropStepReference(t *testing.T) {
+	const n = 70001
+	cases := []struct {
+		name string
+		h    RMSpropParams
+	}{
+		{"plain", RMSpropParams{LR: 1e-2, Alpha: 0.99, Eps: 1e-8}},
+		{"weight_decay", RMSpropParams{LR: 1e-3, Alpha: 0.9, Eps: 1e-6, WeightDecay: 0.3}},
+		{"momentum", RMSpropParams{LR: 1e-2, Alpha: 0.99, Eps: 1e-8, Momentum: 0.9}},
+		{"centered", RMSpropParams{LR: 1e-2, Alpha: 0.95, Eps: 1e-8, Centered: true}},
+		{"all", RMSpropParams{LR: 3e-3, Alpha: 0.9, Eps: 1e-5, WeightDecay: 1e-2, Momentum: 0.5, Centered: true}},
+	}
+	for _, d := range devices(t) {
+		for _, c := range cases {
+			t.Run(d.Kind().String()+"/"+c.name, func(t *testing.T) {
+				sqh, gah := randFloats(n, 4), randFloats(n, 5)
+				for i := range sqh {
+					gah[i] *= 0.1
+					sqh[i] = float32(math.Abs(float64(sqh[i]))+0.5) + gah[i]*gah[i]
+				}
+				param, sq, ga, buf := mustBuf(t, d, randFloats(n, 2)), mustBuf(t, d, sqh), mustBuf(t, d, gah), mustBuf(t, d, randFloats(n, 3))
+				defer ReleaseThen(nil, param, sq, ga, buf)
+				for step := range 4 {
+					gh := randFloats(n, uint64(30+step))
+					grad := mustBuf(t, d, gh)
+					p0, s0, a0, b0 := peek(t, param), peek(t, sq), peek(t, ga), peek(t, buf)
+					if err := RMSpropStep(param, grad, sq, ga, buf, c.h); err != nil {
+						t.Fatal(err)
+					}
+					grad.Release()
+					p1, s1, a1, b1 := peek(t, param), peek(t, sq), peek(t, ga), peek(t, buf)
+					for i := range n {
+						wp, ws, wa, wb, us := refRMSprop(c.h, float64(p0[i]), float64(gh[i]), float64(s0[i]), float64(a0[i]), float64(b0[i]))
+						ok := within(p1[i], wp, 2e-7*math.Abs(wp)+1e-5*us) && within(s1[i], ws, 1e-6*ws)
+						if c.h.Centered {
+							ok = ok && within(a1[i], wa, 1e-6*(math.Abs(float64(a0[i]))+math.Abs(float64(gh[i]))+1))
+						} else {
+							ok = ok && a1[i] == a0[i]
+						}
+						if c.h.Momentum != 0 {
+							ok = ok && within(b1[i], wb, 1e-5*us/c.h.LR)
+						} else {
+							ok = ok && math.Float32bits(b1[i]) == math.Float32bits(b0[i])
+						}
+						if !ok {
+							t.Fatalf("step %d, element %d (p %g, g %g, sq %g, ga %g, b %g): got (%g, %g, %g, %g), want (%g, %g, %g, %g)",
+								step, i, p0[i], gh[i], s0[i], a0[i], b0[i], p1[i], s1[i], a1[i], b1[i], wp, ws, wa, wb)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRMSpropScalars pins the scalars the kernel reads and that they follow the hyperparameters.
+func TestRMSpropScalars(t *testing.T) {
+	d := CPU()
+	o, err := NewRMSprop(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Release()
+	p, g, sq := mustBuf(t, d, []float32{1}), mustBuf(t, d, []float32{1}), mustBuf(t, d, []float32{0})
+	defer ReleaseThen(nil, p, g, sq)
+	for _, h := range []RMSpropParams{{LR: 1e-2, Alpha: 0.99, Eps: 1e-8}, {LR: 0.5, Alpha: 0.9, Eps: 0, WeightDecay: 0.25, Momentum: 0.75}} {
+		buf := mustBuf(t, d, []float32{0})
+		if err := o.Step(p, g, sq, nil, buf, h); err != nil {
+			t.Fatal(err)
+		}
+		buf.Release()
+		want := []float32{float32(h.LR), float32(h.Alpha), float32(1 - h.Alpha), float32(h.Eps), float32(h.WeightDecay), float32(h.Momentum)}
+		if got := peek(t, o.sc); !sameBits(got, want) {
+			t.Errorf("scalars of %+v: %v, want %v", h, got, want)
+		}
+	}
+}
+
 // TestAdamScalars pins the scalars of the documented formulas, as adam_scalars' twin computes
 // them from the hyperparameters Adam uploads, and the step counts it advances.
 func TestAdamScalars(t *testing.T) {
@@ -213,6 +314,14 @@ func TestOptimErrors(t *testing.T) {
 		{SGDStep(p, g, nil, SGDParams{LR: 1e300}, true), "learning rate 1e+300 is not a finite float32"},
 		{AdamStep(p, g, m, v, AdamParams{LR: 1, Beta2: 0.5, Eps: 1e-50}, 1), "eps 1e-50 is not a finite float32 > 0"},
 		{SGDStep(p, short, nil, SGDParams{LR: 0.1}, true), "operand 1 has 1 elements"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: -1, Alpha: 0.99}), "rmsprop: learning rate -1"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: 1, Alpha: math.NaN()}), "alpha NaN"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: 1, Alpha: 0.9, Momentum: -0.5}), "momentum -0.5"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: 1, Alpha: 0.9, Eps: math.Inf(1)}), "eps +Inf"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: 1, Alpha: 0.9, Centered: true}), "nil buffer"},
+		{RMSpropStep(p, g, m, nil, nil, RMSpropParams{LR: 1, Alpha: 0.9, Momentum: 0.9}), "nil buffer"},
+		{RMSpropStep(p, g, m, m, nil, RMSpropParams{LR: 1, Alpha: 0.9, Centered: true}), "distinct"},
+		{RMSpropStep(p, g, short, nil, nil, RMSpropParams{LR: 1, Alpha: 0.9}), "operand 2 has 1 elements"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("error %v, want one mentioning %q", c.err, c.want)

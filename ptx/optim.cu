@@ -4,8 +4,8 @@
 // separately (--fmad=false: no contraction) and take the square root from tl_sqrtf (__fsqrt_rn).
 // The float32 scalars (learning rate, bias corrections, step size, decay factor) are read from
 // device memory, not passed as parameters, so that a step captured into a CUDA graph reads the
-// values of each replay: SGD's are written by the host when they change; Adam's are computed on
-// the device from the step counts and the float64 hyperparameters by adam_scalars
+// values of each replay: SGD's and RMSprop's are written by the host when they change; Adam's are
+// computed on the device from the step counts and the float64 hyperparameters by adam_scalars
 // (cpu.AdamScalars states how).
 //
 // Parameters: destinations (updated in place) first, then inputs, then sizes.
@@ -15,6 +15,10 @@
 // Flag bits of sgd_momentum_step (cpu.SGDFirst, cpu.SGDNesterov).
 #define TL_SGD_FIRST 1ULL
 #define TL_SGD_NESTEROV 2ULL
+
+// Flag bits of rmsprop_step (cpu.RMSpropCentered, cpu.RMSpropMomentum).
+#define TL_RMSPROP_CENTERED 1ULL
+#define TL_RMSPROP_MOMENTUM 2ULL
 
 // sgd_step: d = g (+ wd*p when wd != 0); p = p - lr*d. sc: lr, wd.
 extern "C" __global__ void sgd_step(float* param, const float* grad, const float* sc, u64 n) {
@@ -61,6 +65,38 @@ extern "C" __global__ void adam_step(float* param, float* m, float* v, const flo
     param[i] = p - step_size * (mi / den);
     m[i] = mi;
     v[i] = vi;
+  }
+}
+
+// rmsprop_step: g (+ wd*p when wd != 0); sq = alpha*sq + (oma*g)*g; centered: ga = alpha*ga +
+// oma*g, avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum: b = momentum*b +
+// g/avg, p = p - lr*b, else p = p - (lr*g)/avg. oma is 1 - alpha. ga and b are read and written
+// only under their flags (an absent one may be any pointer). sc: lr, alpha, oma, eps, wd,
+// momentum.
+extern "C" __global__ void rmsprop_step(float* param, float* sq, float* ga, float* buf,
+                                        const float* grad, const float* sc, u64 n, u64 flags) {
+  float lr = sc[0], alpha = sc[1], oma = sc[2], eps = sc[3], wd = sc[4], momentum = sc[5];
+  TL_FOR(i, n) {
+    float p = param[i];
+    float g = grad[i];
+    if (wd != 0.0f) g = g + wd * p;
+    float s = alpha * sq[i] + (oma * g) * g;
+    sq[i] = s;
+    float avg;
+    if (flags & TL_RMSPROP_CENTERED) {
+      float a = alpha * ga[i] + oma * g;
+      ga[i] = a;
+      avg = tl_sqrtf(s - a * a) + eps;
+    } else {
+      avg = tl_sqrtf(s) + eps;
+    }
+    if (flags & TL_RMSPROP_MOMENTUM) {
+      float b = momentum * buf[i] + g / avg;
+      buf[i] = b;
+      param[i] = p - lr * b;
+    } else {
+      param[i] = p - (lr * g) / avg;
+    }
   }
 }
 
