@@ -127,8 +127,8 @@ func (s SchedulerState) check() error {
 	return nil
 }
 
-// baseLR reads and checks an optimizer's learning rate for the constructor of kind.
-func baseLR(kind string, opt Optimizer) (float64, error) {
+// schedBaseLR reads and checks an optimizer's learning rate for the constructor of kind.
+func schedBaseLR(kind string, opt Optimizer) (float64, error) {
 	if opt == nil {
 		return 0, fmt.Errorf("nn: %s: nil optimizer", kind)
 	}
@@ -139,8 +139,8 @@ func baseLR(kind string, opt Optimizer) (float64, error) {
 	return lr, nil
 }
 
-// positive reports whether v is finite and > 0.
-func positive(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
+// finitePositive reports whether v is finite and > 0.
+func finitePositive(v float64) bool { return v > 0 && !math.IsInf(v, 1) }
 
 // closedForm is a schedule whose learning rate after n steps is at(base, n).
 type closedForm struct {
@@ -170,7 +170,7 @@ func (c *closedForm) State() SchedulerState {
 }
 
 func (c *closedForm) LoadState(s SchedulerState) error {
-	if err := loadable(c.kind, s, false); err != nil {
+	if err := schedLoadable(c.kind, s, false); err != nil {
 		return err
 	}
 	c.steps, c.base = s.Steps, s.BaseLR
@@ -178,8 +178,8 @@ func (c *closedForm) LoadState(s SchedulerState) error {
 	return nil
 }
 
-// loadable checks that s is a valid state of kind, with an inner state when inner is set.
-func loadable(kind string, s SchedulerState, inner bool) error {
+// schedLoadable checks that s is a valid state of kind, with an inner state when inner is set.
+func schedLoadable(kind string, s SchedulerState, inner bool) error {
 	if s.Kind != kind {
 		return fmt.Errorf("nn: %s: LoadState of a %q state", kind, s.Kind)
 	}
@@ -194,11 +194,11 @@ func loadable(kind string, s SchedulerState, inner bool) error {
 // gamma finite and > 0.
 func NewStepLR(opt Optimizer, stepSize int, gamma float64) (Scheduler, error) {
 	const kind = "StepLR"
-	base, err := baseLR(kind, opt)
+	base, err := schedBaseLR(kind, opt)
 	if err != nil {
 		return nil, err
 	}
-	if stepSize < 1 || !positive(gamma) {
+	if stepSize < 1 || !finitePositive(gamma) {
 		return nil, fmt.Errorf("nn: %s: want stepSize >= 1 and a finite gamma > 0, have %d and %v", kind, stepSize, gamma)
 	}
 	return newClosedForm(kind, opt, base, func(base float64, n int) float64 {
@@ -212,11 +212,11 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (Scheduler, error) {
 // order; gamma finite and > 0.
 func NewMultiStepLR(opt Optimizer, milestones []int, gamma float64) (Scheduler, error) {
 	const kind = "MultiStepLR"
-	base, err := baseLR(kind, opt)
+	base, err := schedBaseLR(kind, opt)
 	if err != nil {
 		return nil, err
 	}
-	if !positive(gamma) {
+	if !finitePositive(gamma) {
 		return nil, fmt.Errorf("nn: %s: want a finite gamma > 0, have %v", kind, gamma)
 	}
 	ms := slices.Clone(milestones)
@@ -234,11 +234,11 @@ func NewMultiStepLR(opt Optimizer, milestones []int, gamma float64) (Scheduler, 
 // after n steps it is base * gamma^n, base being opt's learning rate now; gamma finite and > 0.
 func NewExponentialLR(opt Optimizer, gamma float64) (Scheduler, error) {
 	const kind = "ExponentialLR"
-	base, err := baseLR(kind, opt)
+	base, err := schedBaseLR(kind, opt)
 	if err != nil {
 		return nil, err
 	}
-	if !positive(gamma) {
+	if !finitePositive(gamma) {
 		return nil, fmt.Errorf("nn: %s: want a finite gamma > 0, have %v", kind, gamma)
 	}
 	return newClosedForm(kind, opt, base, func(base float64, n int) float64 {
@@ -252,7 +252,7 @@ func NewExponentialLR(opt Optimizer, gamma float64) (Scheduler, error) {
 // (back up to base at 2 tMax), as PyTorch's does. tMax >= 1, etaMin finite and >= 0.
 func NewCosineAnnealingLR(opt Optimizer, tMax int, etaMin float64) (Scheduler, error) {
 	const kind = "CosineAnnealingLR"
-	base, err := baseLR(kind, opt)
+	base, err := schedBaseLR(kind, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -299,9 +299,9 @@ func NewOneCycleLR(opt Optimizer, o OneCycleOptions) (Scheduler, error) {
 		o.FinalDivFactor = 1e4
 	}
 	switch {
-	case !positive(o.MaxLR) || o.TotalSteps < 1:
+	case !finitePositive(o.MaxLR) || o.TotalSteps < 1:
 		return nil, fmt.Errorf("nn: %s: want a finite MaxLR > 0 and TotalSteps >= 1, have %v and %d", kind, o.MaxLR, o.TotalSteps)
-	case !positive(o.DivFactor) || !positive(o.FinalDivFactor):
+	case !finitePositive(o.DivFactor) || !finitePositive(o.FinalDivFactor):
 		return nil, fmt.Errorf("nn: %s: want finite DivFactor and FinalDivFactor > 0, have %v and %v", kind, o.DivFactor, o.FinalDivFactor)
 	case !(o.PctStart > 0 && o.PctStart < 1):
 		return nil, fmt.Errorf("nn: %s: PctStart %v is not in (0, 1)", kind, o.PctStart)
@@ -327,8 +327,8 @@ func NewOneCycleLR(opt Optimizer, o OneCycleOptions) (Scheduler, error) {
 	}), nil
 }
 
-// warmup is LinearWarmup's scheduler.
-type warmup struct {
+// warmupSched is LinearWarmup's scheduler.
+type warmupSched struct {
 	opt   Optimizer
 	n     int
 	start float64
@@ -355,7 +355,7 @@ func NewLinearWarmup(opt Optimizer, n int, startFactor float64, then Scheduler) 
 	if st := then.State(); st.Steps != 0 {
 		return nil, fmt.Errorf("nn: %s: the %s after the warm-up has taken %d steps (want a fresh one)", warmupKind, st.Kind, st.Steps)
 	}
-	w := &warmup{opt: opt, n: n, start: startFactor, then: then, base: then.LR()}
+	w := &warmupSched{opt: opt, n: n, start: startFactor, then: then, base: then.LR()}
 	if math.IsNaN(w.base) || math.IsInf(w.base, 0) || w.base < 0 {
 		return nil, fmt.Errorf("nn: %s: the %s's learning rate %v is not finite and >= 0", warmupKind, then.State().Kind, w.base)
 	}
@@ -363,7 +363,7 @@ func NewLinearWarmup(opt Optimizer, n int, startFactor float64, then Scheduler) 
 	return w, nil
 }
 
-func (w *warmup) Step() {
+func (w *warmupSched) Step() {
 	w.steps++
 	if w.steps > w.n {
 		w.then.Step()
@@ -371,20 +371,20 @@ func (w *warmup) Step() {
 	w.opt.SetLR(w.LR())
 }
 
-func (w *warmup) LR() float64 {
+func (w *warmupSched) LR() float64 {
 	if w.steps >= w.n {
 		return w.then.LR()
 	}
 	return w.base * (w.start + (1-w.start)*float64(w.steps)/float64(w.n))
 }
 
-func (w *warmup) State() SchedulerState {
+func (w *warmupSched) State() SchedulerState {
 	inner := w.then.State()
 	return SchedulerState{Kind: warmupKind, Steps: w.steps, BaseLR: w.base, Inner: &inner}
 }
 
-func (w *warmup) LoadState(s SchedulerState) error {
-	if err := loadable(warmupKind, s, true); err != nil {
+func (w *warmupSched) LoadState(s SchedulerState) error {
+	if err := schedLoadable(warmupKind, s, true); err != nil {
 		return err
 	}
 	if want := max(s.Steps-w.n, 0); s.Inner.Steps != want {
