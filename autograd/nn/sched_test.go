@@ -16,6 +16,7 @@ import (
 var (
 	_ Optimizer = (*autograd.SGD)(nil)
 	_ Optimizer = (*autograd.Adam)(nil)
+	_ Optimizer = (*autograd.RMSprop)(nil)
 )
 
 // lrOpt is an Optimizer that only holds a learning rate and counts SetLR calls.
