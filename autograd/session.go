@@ -20,7 +20,18 @@ type Options struct {
 	// Seed keys the session's random draws: draw k (counted from 0 over the session's life; Reset
 	// does not restart the count) uses the key ops.KeyOf(Seed, k). See NextKey.
 	Seed uint64
+	// MaxTapeNodes bounds the nodes (values: inputs, parameter uses, op results) recorded
+	// since the last Reset: the op that would record one more fails with an error saying that
+	// Reset was probably forgotten, the usual cause of a tape that grows step after step and
+	// keeps every value alive. 0 means DefaultMaxTapeNodes; a negative value, no bound. The
+	// check is one integer comparison per node.
+	MaxTapeNodes int
 }
+
+// DefaultMaxTapeNodes is the bound on the nodes of a session's tape when Options.MaxTapeNodes
+// is 0: far above one step of the usual models (a layer records a few to a few dozen nodes),
+// and reached by a loop that never calls Reset after at most 2^20 ops.
+const DefaultMaxTapeNodes = 1 << 20
 
 // Session is the eager training session of the seeds: a Tape (embedded: its ops record on the
 // session) plus trainable parameters with persistent device buffers, step-scoped inputs,
@@ -46,6 +57,11 @@ type Options struct {
 // not clear it, and Err reports it. So a training loop may check once, at the end. The messages
 // name the op and the offending shapes or values. A loop that skips a bad batch and goes on, as
 // a PyTorch loop catching the exception would, calls ClearErr.
+//
+// Two mistakes that would otherwise pass silently are errors too: a row index outside
+// [0, dim 0) of Gather, ScatterAdd and their Idx forms with Ints handles (as PyTorch raises; the
+// ops kernels and a plain Tape read zeros and drop out-of-range rows, the seeds' rule), and a
+// tape that keeps growing because the loop never calls Reset (Options.MaxTapeNodes).
 //
 // # Ownership
 //
@@ -104,6 +120,12 @@ func NewSession(o Options) *Session {
 	}
 	s := &Session{Tape: NewTape(o.Device), seed: o.Seed, names: map[string]bool{}}
 	s.Tape.sess = s
+	switch {
+	case o.MaxTapeNodes == 0:
+		s.Tape.limit = DefaultMaxTapeNodes
+	case o.MaxTapeNodes > 0:
+		s.Tape.limit = o.MaxTapeNodes
+	}
 	return s
 }
 

@@ -273,11 +273,15 @@ func pad(g *ops.Buffer, off, n int) (*ops.Buffer, error) {
 }
 
 // Gather returns the rows idx[j] of x along dim 0 (elements of a vector), in a value of shape
-// (len(idx), x's other axes...). An index beyond dim 0 reads zeros and passes no gradient (the
-// seeds' totalization; PyTorch's index_select and nn.Embedding raise an error instead, so check
-// token ids against the vocabulary size first); a negative one is an error. The indices are uploaded once and retained for the backward pass,
-// which scatter-adds the cotangent rows.
+// (len(idx), x's other axes...). On a session's tape an index outside [0, dim 0) is an error
+// naming it, as in PyTorch's index_select and nn.Embedding. On a plain Tape (NewTape) an index
+// beyond dim 0 reads zeros and passes no gradient (the seeds' totalization, which the ops
+// kernels keep) and only a negative one is an error. The indices are uploaded once and retained
+// for the backward pass, which scatter-adds the cotangent rows.
 func (t *Tape) Gather(x Var, idx []int) Var {
+	if !t.rowsInRange("gather", x, idx) {
+		return Var{}
+	}
 	ix, ok := t.indices("gather", idx)
 	if !ok {
 		return Var{}
@@ -286,8 +290,49 @@ func (t *Tape) Gather(x Var, idx []int) Var {
 }
 
 // GatherIdx is Gather with prepared indices (borrowed: the tape does not release them, and they
-// must stay live until the tape is Reset).
-func (t *Tape) GatherIdx(x Var, ix *ops.Indices) Var { return t.gather(x, ix, nil) }
+// must stay live until the tape is Reset). A session checks the indices of its Ints handles
+// (Ints.Indices) as Gather does; indices prepared elsewhere (ops.NewIndices) are not checked:
+// their values are on the device.
+func (t *Tape) GatherIdx(x Var, ix *ops.Indices) Var {
+	if !t.rowsInRange("gather", x, t.hostIndices(ix)) {
+		return Var{}
+	}
+	return t.gather(x, ix, nil)
+}
+
+// rowsInRange reports whether op may use the row indices idx of x: always on a plain Tape; on a
+// session's tape, when every index is in [0, dim 0 of x) (otherwise the error, naming the first
+// index outside, is recorded). Invalid operands are left to op.
+func (t *Tape) rowsInRange(op string, x Var, idx []int) bool {
+	if t.sess == nil || len(idx) == 0 || t.err != nil || !t.owns(x) {
+		return true
+	}
+	shape := t.nodes[x.id].val.shape
+	if len(shape) == 0 {
+		return true // op's own error
+	}
+	for j, i := range idx {
+		if i < 0 || i >= shape[0] {
+			t.failf(op, "index %d at position %d is outside [0, %d), dim 0 of shape %v", i, j, shape[0], shape)
+			return false
+		}
+	}
+	return true
+}
+
+// hostIndices returns the values of ix when it is the device copy of an Ints handle of the
+// tape's session (nil otherwise).
+func (t *Tape) hostIndices(ix *ops.Indices) []int {
+	if t.sess == nil || ix == nil {
+		return nil
+	}
+	for _, e := range t.sess.ints {
+		if e.ix == ix {
+			return e.vals
+		}
+	}
+	return nil
+}
 
 // indices uploads idx for op.
 func (t *Tape) indices(op string, idx []int) (*ops.Indices, bool) {
@@ -325,9 +370,14 @@ func (t *Tape) gather(x Var, ix *ops.Indices, work []releaser) Var {
 }
 
 // ScatterAdd returns x with row j of values added to row idx[j] of x along dim 0 (elements of
-// a vector); values has shape (len(idx), x's other axes...). Repeated indices accumulate; an
-// index beyond dim 0 is ignored (the seeds' totalization); a negative one is an error.
+// a vector); values has shape (len(idx), x's other axes...). Repeated indices accumulate. On a
+// session's tape an index outside [0, dim 0) is an error, as in PyTorch's index_add; on a plain
+// Tape an index beyond dim 0 is ignored (the seeds' totalization) and a negative one is an
+// error.
 func (t *Tape) ScatterAdd(x, values Var, idx []int) Var {
+	if !t.rowsInRange("scatter_add", x, idx) {
+		return Var{}
+	}
 	ix, ok := t.indices("scatter_add", idx)
 	if !ok {
 		return Var{}
@@ -335,8 +385,12 @@ func (t *Tape) ScatterAdd(x, values Var, idx []int) Var {
 	return t.scatterAdd(x, values, ix, []releaser{ix})
 }
 
-// ScatterAddIdx is ScatterAdd with prepared indices (borrowed, like GatherIdx).
+// ScatterAddIdx is ScatterAdd with prepared indices (borrowed, and checked by a session when
+// they come from an Ints handle, like GatherIdx).
 func (t *Tape) ScatterAddIdx(x, values Var, ix *ops.Indices) Var {
+	if !t.rowsInRange("scatter_add", x, t.hostIndices(ix)) {
+		return Var{}
+	}
 	return t.scatterAdd(x, values, ix, nil)
 }
 

@@ -25,6 +25,9 @@ type Tape struct {
 	// sess is the session whose tape this is (nil for NewTape's): Backward, BackwardWith,
 	// BackwardFrom, BackwardParams, Reset and Err called on the tape are the session's.
 	sess *Session
+	// limit bounds len(nodes): the node that would make it limit + 1 is refused with an error
+	// (a session's Options.MaxTapeNodes; math.MaxInt, no bound, for NewTape's).
+	limit int
 }
 
 // Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.
@@ -72,7 +75,7 @@ func NewTape(dev *ops.Device) *Tape {
 	if dev == nil {
 		dev = ops.Default()
 	}
-	return &Tape{dev: dev}
+	return &Tape{dev: dev, limit: math.MaxInt}
 }
 
 // Device returns the device of the tape's values.
@@ -319,11 +322,26 @@ func (t *Tape) arg(op string, v Var) (value, bool) {
 }
 
 func (t *Tape) push(n node) Var {
+	if len(t.nodes) >= t.limit { // one compare per node: the check costs nothing measurable
+		return t.overflow(n)
+	}
 	if t.noGrad {
 		n.requires = false
 	}
 	t.nodes = append(t.nodes, n)
 	return Var{t: t, id: len(t.nodes) - 1, gen: t.gen}
+}
+
+// overflow refuses n, the node beyond the tape's bound (Options.MaxTapeNodes), releasing what it
+// owns, and records the error.
+func (t *Tape) overflow(n node) Var {
+	if n.owned {
+		n.val.buf.Release()
+	}
+	release(n.work)
+	return t.failf(n.name, "the tape holds %d nodes recorded since the last Reset, its bound (Options.MaxTapeNodes): "+
+		"the loop probably misses a Reset, which ends each step and releases its values; if one step really "+
+		"records more, raise MaxTapeNodes (-1: no bound)", len(t.nodes))
 }
 
 // record appends the node of op: its result y of the given shape (err is the forward's error:
