@@ -322,3 +322,102 @@ func DivBwd(da, db, a, b, g []float32) {
 		db[i] = -float32(g[i] * ((a[i] / b[i]) / b[i]))
 	}
 }
+
+// PowScalarf is x^p as PyTorch's pow(tensor, scalar) computes it: the exponents its kernels
+// treat apart take their exact (or nearly exact) forms, every other one Powf:
+//
+//	p == 0: 1 (also for NaN x)           p == 1: x
+//	p == 0.5: Sqrtf(x)                   p == -0.5: 1 / Sqrtf(x)
+//	p == 2: x*x                          p == -2: 1 / (x*x)
+//	p == 3: (x*x)*x                      p == -1: 1 / x
+//	otherwise: Powf(x, p)
+//
+// Like PyTorch, p = 0.5 gives NaN for x = -Inf and -0 for x = -0 (sqrt), where C's pow gives
+// +Inf and +0.
+func PowScalarf(x, p float32) float32 {
+	switch p {
+	case 0:
+		return 1
+	case 1:
+		return x
+	case 0.5:
+		return Sqrtf(x)
+	case 2:
+		return float32(x * x)
+	case 3:
+		return float32(float32(x*x) * x)
+	case -0.5:
+		return 1 / Sqrtf(x)
+	case -1:
+		return 1 / x
+	case -2:
+		return 1 / float32(x*x)
+	}
+	return Powf(x, p)
+}
+
+// PowBwdf is the gradient of PowScalarf(x, p) for the cotangent g, PyTorch's pow_backward:
+// 0 when p == 0, else g * (p * PowScalarf(x, q)) with q = p - 1 (computed in float64 from the
+// caller's exponent and rounded, as PyTorch does: ops.PowBwd passes both). At x = 0 this is
+// whatever the formula gives: g*p for p = 1, 0 for p > 1, Inf (NaN for g = 0) for 0 < p < 1.
+func PowBwdf(x, g, p, q float32) float32 {
+	if p == 0 {
+		return 0
+	}
+	return float32(g * float32(p*PowScalarf(x, q)))
+}
+
+// PowFwd: dst = PowScalarf(x, p).
+func PowFwd(dst, x []float32, p float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] = PowScalarf(x[i], p)
+	}
+}
+
+// PowBwd: dx = PowBwdf(x, g, p, q).
+func PowBwd(dx, x, g []float32, p, q float32) {
+	x, g = x[:len(dx)], g[:len(dx)]
+	for i := range dx {
+		dx[i] = PowBwdf(x[i], g[i], p, q)
+	}
+}
+
+// WhereFwd: dst = c != 0 ? a : b, selecting bits (no arithmetic). A NaN condition is true (as
+// PyTorch's conversion of a float to bool: nonzero), -0 false.
+func WhereFwd(dst, c, a, b []float32) {
+	c, a, b = c[:len(dst)], a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		if c[i] != 0 {
+			dst[i] = a[i]
+		} else {
+			dst[i] = b[i]
+		}
+	}
+}
+
+// WhereBwd: the gradients of WhereFwd for the cotangent g, by selection (never g times a mask,
+// which would turn an infinite g into NaN): da = c != 0 ? g : 0, db = c != 0 ? 0 : g (+0).
+func WhereBwd(da, db, c, g []float32) {
+	c, g, db = c[:len(da)], g[:len(da)], db[:len(da)]
+	for i := range da {
+		if c[i] != 0 {
+			da[i], db[i] = g[i], 0
+		} else {
+			da[i], db[i] = 0, g[i]
+		}
+	}
+}
+
+// MaskedFill: dst = m != 0 ? v : x (PyTorch's masked_fill; a NaN mask entry is true). Its
+// gradient is MaskedFill(g, m, 0).
+func MaskedFill(dst, x, m []float32, v float32) {
+	x, m = x[:len(dst)], m[:len(dst)]
+	for i := range dst {
+		if m[i] != 0 {
+			dst[i] = v
+		} else {
+			dst[i] = x[i]
+		}
+	}
+}

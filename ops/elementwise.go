@@ -35,6 +35,9 @@ var (
 	maxOp      = binary("max", ptx.MaxFwd, cpu.MaxFwd)
 	minOp      = binary("min", ptx.MinFwd, cpu.MinFwd)
 	axpyOp     = binary1("axpy", ptx.Axpy, cpu.Axpy)
+	powOp      = unary1("pow", ptx.PowFwd, cpu.PowFwd)
+	whereOp    = ternary("where", ptx.WhereFwd, cpu.WhereFwd)
+	maskFillOp = binary1("masked_fill", ptx.MaskedFill, cpu.MaskedFill)
 
 	absBwdOp      = binary("abs_bwd", ptx.AbsBwd, cpu.AbsBwd)
 	sqrtBwdOp     = binary("sqrt_bwd", ptx.SqrtBwd, cpu.SqrtBwd)
@@ -52,6 +55,8 @@ var (
 	minBwdOp      = gradPair("min_bwd", ptx.MinBwd, cpu.MinBwd)
 	mulBwdOp      = gradPair("mul_bwd", ptx.MulBwd, cpu.MulBwd)
 	divBwdOp      = gradPair("div_bwd", ptx.DivBwd, cpu.DivBwd)
+	powBwdOp      = binary2("pow_bwd", ptx.PowBwd, cpu.PowBwd)
+	whereBwdOp    = splitPair("where_bwd", ptx.WhereBwd, cpu.WhereBwd)
 )
 
 // mapOp is one row of the elementwise family: the PTX kernel and its CPU twin, with the number
@@ -101,6 +106,16 @@ func binary1(name string, k *ptx.Kernel, f func(dst, a, b []float32, c float32))
 // binary2: dst = f(a, b; c, d).
 func binary2(name string, k *ptx.Kernel, f func(dst, a, b []float32, c, d float32)) *mapOp {
 	return newMapOp(name, k, 1, 2, 2, func(o, i [3][]float32, s [2]float32) { f(o[0], i[0], i[1], s[0], s[1]) })
+}
+
+// ternary: dst = f(a, b, c).
+func ternary(name string, k *ptx.Kernel, f func(dst, a, b, c []float32)) *mapOp {
+	return newMapOp(name, k, 1, 3, 0, func(o, i [3][]float32, _ [2]float32) { f(o[0], i[0], i[1], i[2]) })
+}
+
+// splitPair: (da, db) = f(a, b), two outputs from two inputs (a selection's backward kernel).
+func splitPair(name string, k *ptx.Kernel, f func(da, db, a, b []float32)) *mapOp {
+	return newMapOp(name, k, 2, 2, 0, func(o, i [3][]float32, _ [2]float32) { f(o[0], o[1], i[0], i[1]) })
 }
 
 // gradPair: (da, db) = f(a, b, g), the backward kernel of a binary function.
@@ -154,8 +169,8 @@ func (op *mapOp) one(ins []*Buffer, scalars ...float64) (*Buffer, error) {
 	return outs[0], err
 }
 
-func (op *mapOp) two(ins []*Buffer) (*Buffer, *Buffer, error) {
-	outs, err := op.run(ins)
+func (op *mapOp) two(ins []*Buffer, scalars ...float64) (*Buffer, *Buffer, error) {
+	outs, err := op.run(ins, scalars...)
 	return outs[0], outs[1], err
 }
 
@@ -313,3 +328,34 @@ func MulBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return mulBwdOp.two([]*
 // DivBwd returns the gradients (da, db) of Div (cpu.DivBwd, in PyTorch's order, which stays
 // finite where the quotients do).
 func DivBwd(a, b, g *Buffer) (*Buffer, *Buffer, error) { return divBwdOp.two([]*Buffer{a, b, g}) }
+
+// PowScalar returns x^p elementwise, PyTorch's torch.pow(x, p) for a float32 tensor: p is
+// rounded to float32; p = 0 gives 1 (also for NaN), 1 gives x, 0.5 the IEEE square root, 2 x*x,
+// 3 (x*x)*x, -0.5 1/sqrt(x), -1 1/x, -2 1/(x*x); any other exponent cpu.Powf, C's powf within
+// 1 ulp (a negative base gives NaN unless p is an integer, whose parity gives the sign; 0^p is
+// +Inf for p < 0). The rule is cpu.PowScalarf.
+func PowScalar(x *Buffer, p float64) (*Buffer, error) { return powOp.one([]*Buffer{x}, p) }
+
+// PowBwd returns the gradient of PowScalar(x, p) for the cotangent g, PyTorch's: zeros for
+// p = 0, else g * (p * x^(p-1)) with p - 1 computed in float64 and then rounded (cpu.PowBwdf).
+func PowBwd(x, g *Buffer, p float64) (*Buffer, error) {
+	return powBwdOp.one([]*Buffer{x, g}, p, p-1)
+}
+
+// Where returns cond ? a : b elementwise (torch.where): an element of cond is true when it is
+// not zero, NaN included (PyTorch's float-to-bool conversion); -0 is false. The selected bits
+// are copied unchanged. All three have one length.
+func Where(cond, a, b *Buffer) (*Buffer, error) { return whereOp.one([]*Buffer{cond, a, b}) }
+
+// WhereBwd returns the gradients (da, db) of Where for the cotangent g, by selection:
+// da = cond ? g : 0, db = cond ? 0 : g (an infinite or NaN g is never multiplied by a mask).
+func WhereBwd(cond, g *Buffer) (*Buffer, *Buffer, error) {
+	return whereBwdOp.two([]*Buffer{cond, g})
+}
+
+// MaskedFill returns x with the elements where mask is true (not zero, NaN included) replaced by
+// value rounded to float32 (PyTorch's x.masked_fill(mask, value)). Its gradient for the
+// cotangent g is MaskedFill(g, mask, 0).
+func MaskedFill(x, mask *Buffer, value float64) (*Buffer, error) {
+	return maskFillOp.one([]*Buffer{x, mask}, value)
+}

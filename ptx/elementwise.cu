@@ -55,3 +55,18 @@ GRAD2(max_bwd, { tl_max_bwdf(a, b, g, ra, rb); })
 GRAD2(min_bwd, { tl_min_bwdf(a, b, g, ra, rb); })
 GRAD2(mul_bwd, { *ra = g * b; *rb = g * a; })
 GRAD2(div_bwd, { *ra = g / b; *rb = -(g * ((a / b) / b)); })
+
+// ---- selection: bits move unchanged; a condition is true when != 0 (NaN too, -0 not) ----
+// where_fwd: out = c ? a : b; where_bwd: (da, db) = c ? (g, 0) : (0, g); masked_fill:
+// out = m ? v : x (twins: cpu.WhereFwd, cpu.WhereBwd, cpu.MaskedFill).
+extern "C" __global__ void where_fwd(float* out, const float* c, const float* a, const float* b, u64 n) {
+  map_n<3, 1>({out}, {c, a, b}, n, [](const float* in, float* y) { y[0] = in[0] != 0.0f ? in[1] : in[2]; });
+}
+extern "C" __global__ void where_bwd(float* da, float* db, const float* c, const float* g, u64 n) {
+  map_n<2, 2>({da, db}, {c, g}, n, [](const float* in, float* y) {
+    bool t = in[0] != 0.0f;
+    y[0] = t ? in[1] : 0.0f;
+    y[1] = t ? 0.0f : in[1];
+  });
+}
+BINARY1(masked_fill, v, b != 0.0f ? v : a)

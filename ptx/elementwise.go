@@ -30,6 +30,9 @@ var (
 	MaxFwd      = newKernel(Elementwise, "max_fwd")
 	MinFwd      = newKernel(Elementwise, "min_fwd")
 	Axpy        = newKernel(Elementwise, "axpy")
+	PowFwd      = newKernel(ElementwiseMath, "pow_fwd")
+	WhereFwd    = newKernel(Elementwise, "where_fwd")
+	MaskedFill  = newKernel(Elementwise, "masked_fill")
 )
 
 // Elementwise kernels: backward.
@@ -50,4 +53,6 @@ var (
 	MinBwd      = newKernel(Elementwise, "min_bwd")
 	MulBwd      = newKernel(Elementwise, "mul_bwd")
 	DivBwd      = newKernel(Elementwise, "div_bwd")
+	PowBwd      = newKernel(ElementwiseMath, "pow_bwd")
+	WhereBwd    = newKernel(Elementwise, "where_bwd")
 )

@@ -3,6 +3,7 @@
 // (cpu/elementwise.go, cpu/rules.go).
 #include "common.cuh"
 #include "f32math.cuh"
+#include "f32pow.cuh"
 #include "map.cuh"
 
 // ---- scalar rules (twins in cpu/rules.go) ----
@@ -68,6 +69,25 @@ __device__ __forceinline__ float tl_gelu_bwdf(float x, float g) {
   return g * d;
 }
 
+// tl_pow_scalarf: x^p with PyTorch's special exponents (twin: cpu.PowScalarf); tl_powf is in
+// f32pow.cuh.
+__device__ __forceinline__ float tl_pow_scalarf(float x, float p) {
+  if (p == 0.0f) return 1.0f;
+  if (p == 1.0f) return x;
+  if (p == 0.5f) return tl_sqrtf(x);
+  if (p == 2.0f) return x * x;
+  if (p == 3.0f) return (x * x) * x;
+  if (p == -0.5f) return 1.0f / tl_sqrtf(x);
+  if (p == -1.0f) return 1.0f / x;
+  if (p == -2.0f) return 1.0f / (x * x);
+  return tl_powf(x, p);
+}
+// tl_pow_bwdf: PyTorch's pow_backward, 0 for p == 0, else g * (p * x^q), q = p - 1 rounded
+// from the host's exponent (twin: cpu.PowBwdf).
+__device__ __forceinline__ float tl_pow_bwdf(float x, float g, float p, float q) {
+  return p == 0.0f ? 0.0f : g * (p * tl_pow_scalarf(x, q));
+}
+
 // ---- forward ----
 UNARY(exp_fwd, tl_expf(x))
 UNARY(log_fwd, tl_logf(x))
@@ -76,6 +96,7 @@ UNARY(tanh_fwd, tl_tanhf(x))
 UNARY(softplus_fwd, tl_softplusf(x))
 UNARY(gelu_fwd, tl_geluf(x))
 UNARY1(safe_log_fwd, eps, tl_logf(tl_softplusf(x) + eps))
+UNARY1(pow_fwd, p, tl_pow_scalarf(x, p))
 
 // ---- backward: (x, g) -> dx ----
 BINARY(exp_bwd, b * tl_expf(a))
@@ -84,3 +105,4 @@ BINARY(tanh_bwd, tl_tanh_bwdf(a, b))
 BINARY(softplus_bwd, b * tl_sigmoidf(a))
 BINARY(gelu_bwd, tl_gelu_bwdf(a, b))
 BINARY1(safe_log_bwd, eps, tl_safe_log_bwdf(a, b, eps))
+BINARY2(pow_bwd, p, q, tl_pow_bwdf(a, b, p, q))
