@@ -123,6 +123,7 @@ func mirrorCases() []mirrorCase {
 	cases = append(cases, ndCases()...)
 	cases = append(cases, optimCases()...)
 	cases = append(cases, stateCases()...)
+	cases = append(cases, selectCases()...)
 	cases = append(cases, moreCases()...)
 	return append(cases, matmulCases()...)
 }
