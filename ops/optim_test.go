@@ -1,10 +1,12 @@
 package ops
 
 import (
-	"github.com/torchlean-go/torchlean/cpu"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/torchlean-go/torchlean/cpu"
 )
 
 // refAdam is one element of one step of PyTorch's Adam/AdamW (torch.optim._single_tensor_adam)
@@ -349,4 +351,19 @@ func TestOptimErrors(t *testing.T) {
 	if err := SGDStep(p, g, nil, SGDParams{LR: 0.5}, false); err == nil || !strings.Contains(err.Error(), "released") {
 		t.Errorf("step on a released parameter: %v", err)
 	}
+}
+
+// One RMSprop step with PyTorch's defaults on the CPU: from zero state, square_avg becomes
+// 0.01*g² and the update is lr*g/(sqrt(0.01*g²) + eps), about 0.1*sign(g).
+func ExampleRMSpropStep() {
+	d := CPU()
+	param, _ := FromFloat32(d, []float32{1, 2})
+	grad, _ := FromFloat32(d, []float32{0.5, -4})
+	squareAvg, _ := Zeros(d, 2)
+	defer ReleaseThen(nil, param, grad, squareAvg)
+	err := RMSpropStep(param, grad, squareAvg, nil, nil, RMSpropParams{LR: 1e-2, Alpha: 0.99, Eps: 1e-8})
+	p, _ := param.Float32s()
+	sq, _ := squareAvg.Float32s()
+	fmt.Printf("%.4f %.4f %v\n", p, sq, err)
+	// Output: [0.9000 2.1000] [0.0025 0.1600] <nil>
 }
