@@ -7,9 +7,9 @@
 //	h = h + o(s.masked_fill(~causal, -inf).softmax(-1) @ v(a))
 //	h = h + fc2(gelu(fc1(ln2(h)), approximate='tanh'))
 //	loss = cross_entropy(head(lnf(h)).view(-1, V), y.view(-1), ignore_index=-100)
-//	# AdamW, 20 warm-up steps and cosine decay, clip_grad_norm_(params, 1) before each step
+//	# AdamW; LinearLR(0.05, 20 steps) then CosineAnnealingLR (SequentialLR); clip_grad_norm_(params, 1)
 //
-// written with the autograd session. It prints the loss, then the token accuracy on fresh
+// written with the nn module layer. It prints the loss, then the token accuracy on fresh
 // sequences.
 //
 //	go run ./examples/reverse                   # default device
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/autograd/nn"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -68,57 +69,49 @@ func main() {
 	}
 	fmt.Println()
 	start := time.Now()
-	sess, acc, err := train(d, *steps, *batch, *lr, *seed, os.Stdout)
+	m, acc, err := train(d, *steps, *batch, *lr, *seed, os.Stdout)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sess.Close()
+	defer m.s.Close()
 	fmt.Printf("held-out token accuracy: %.1f%% (%s)\n", 100*acc, time.Since(start).Round(time.Millisecond))
 	if *save != "" {
-		sd, err := sess.StateDict()
-		if err == nil {
-			err = autograd.SaveTensorsFile(*save, sd, map[string]string{"model": "reverse"})
-			autograd.ReleaseTensors(sd)
-		}
-		if err != nil {
+		if err := nn.SaveWeights(*save, m); err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println("parameters:", *save)
 	}
 }
 
-// model holds the parameters of the transformer layer.
+// model is the transformer layer, a module of the nn package: its parameters' keys are the
+// PyTorch program's (tok.weight, ln1.bias, fc2.weight, ...).
 type model struct {
-	p    map[string]*autograd.Param
-	mask []float32 // (seqLen, seqLen), 1 where position i may attend to j <= i
+	nn.Base
+	s                          *autograd.Session
+	tok, pos                   *nn.Embedding
+	ln1, ln2, lnf              *nn.LayerNorm
+	q, k, v, o, fc1, fc2, head *nn.Linear
+	mask                       []float32 // (seqLen, seqLen), 1 where position i may attend to j <= i
 }
 
 func newModel(s *autograd.Session) *model {
-	m := &model{p: map[string]*autograd.Param{}}
-	linear := func(name string, out, in int) { // nn.Linear's default init
-		b := 1 / math.Sqrt(float64(in))
-		m.p[name+".weight"] = s.ParamUniform(name+".weight", []int{out, in}, -b, b)
-		m.p[name+".bias"] = s.ParamUniform(name+".bias", []int{out}, -b, b)
+	m := &model{s: s,
+		tok: nn.NewEmbedding(s, vocab, width), pos: nn.NewEmbedding(s, seqLen, width),
+		ln1: nn.NewLayerNorm(s, width),
+		q:   nn.NewLinear(s, width, width, true), k: nn.NewLinear(s, width, width, true),
+		v: nn.NewLinear(s, width, width, true), o: nn.NewLinear(s, width, width, true),
+		ln2: nn.NewLayerNorm(s, width),
+		fc1: nn.NewLinear(s, width, hidden, true), fc2: nn.NewLinear(s, hidden, width, true),
+		lnf:  nn.NewLayerNorm(s, width),
+		head: nn.NewLinear(s, width, vocab, true),
 	}
-	norm := func(name string) {
-		ones := make([]float32, width)
-		for i := range ones {
-			ones[i] = 1
-		}
-		m.p[name+".weight"] = s.Param(name+".weight", []int{width}, ones)
-		m.p[name+".bias"] = s.Param(name+".bias", []int{width}, nil)
+	for _, c := range []struct {
+		name string
+		m    nn.Module
+	}{{"tok", m.tok}, {"pos", m.pos}, {"ln1", m.ln1}, {"q", m.q}, {"k", m.k}, {"v", m.v}, {"o", m.o},
+		{"ln2", m.ln2}, {"fc1", m.fc1}, {"fc2", m.fc2}, {"lnf", m.lnf}, {"head", m.head}} {
+		m.RegisterModule(c.name, c.m)
 	}
-	m.p["tok.weight"] = s.ParamNormal("tok.weight", []int{vocab, width}, 0, 1) // nn.Embedding's init
-	m.p["pos.weight"] = s.ParamNormal("pos.weight", []int{seqLen, width}, 0, 1)
-	norm("ln1")
-	for _, name := range []string{"q", "k", "v", "o"} {
-		linear(name, width, width)
-	}
-	norm("ln2")
-	linear("fc1", hidden, width)
-	linear("fc2", width, hidden)
-	norm("lnf")
-	linear("head", vocab, width)
 	m.mask = make([]float32, seqLen*seqLen)
 	for i := range seqLen {
 		for j := 0; j <= i; j++ {
@@ -130,26 +123,19 @@ func newModel(s *autograd.Session) *model {
 
 // logits records the forward pass of a batch of token sequences (batch*seqLen tokens) and
 // returns the logits, (batch, seqLen, vocab).
-func (m *model) logits(s *autograd.Session, tokens []int, batch int) autograd.Var {
-	use := func(name string) autograd.Var { return s.Use(m.p[name]) }
-	linear := func(x autograd.Var, name string) autograd.Var {
-		return s.Linear(x, use(name+".weight"), use(name+".bias"))
-	}
-	norm := func(x autograd.Var, name string) autograd.Var { // nn.LayerNorm's epsilon
-		return s.LayerNormEps(x, use(name+".weight"), use(name+".bias"), 1e-5)
-	}
+func (m *model) logits(tokens []int, batch int) autograd.Var {
+	s := m.s
 	positions := make([]int, len(tokens))
 	for i := range positions {
 		positions[i] = i % seqLen
 	}
-	h := s.Add(s.Gather(use("tok.weight"), tokens), s.Gather(use("pos.weight"), positions))
-	h = s.Reshape(h, batch, seqLen, width)
-	a := norm(h, "ln1")
-	scores := s.Scale(s.BmmWithTranspose(linear(a, "q"), linear(a, "k"), false, true), 1/math.Sqrt(width))
+	h := s.Add(m.tok.Forward(tokens, batch, seqLen), m.pos.Forward(positions, batch, seqLen))
+	a := m.ln1.Forward(h)
+	scores := s.Scale(s.BmmWithTranspose(m.q.Forward(a), m.k.Forward(a), false, true), 1/math.Sqrt(width))
 	causal := s.BroadcastTo(s.Input(m.mask, seqLen, seqLen), batch, seqLen, seqLen)
-	h = s.Add(h, linear(s.Bmm(s.MaskedSoftmax(scores, causal), linear(a, "v")), "o"))
-	h = s.Add(h, linear(s.Gelu(linear(norm(h, "ln2"), "fc1")), "fc2"))
-	return linear(norm(h, "lnf"), "head")
+	h = s.Add(h, m.o.Forward(s.Bmm(s.MaskedSoftmax(scores, causal), m.v.Forward(a))))
+	h = s.Add(h, m.fc2.Forward(s.Gelu(m.fc1.Forward(m.ln2.Forward(h)))))
+	return m.head.Forward(m.lnf.Forward(h))
 }
 
 // sequences draws batch sequences: the inputs x0 .. x3 SEP r0 r1 r2 (r = x reversed) and the
@@ -176,43 +162,61 @@ func sequences(rng *rand.Rand, batch int) (tokens, targets []int) {
 	return tokens, targets
 }
 
-// train trains a model for steps steps on device d (AdamW, 20 warm-up steps, cosine decay,
-// gradients clipped to norm 1), logging to w when it is not nil, and returns its session (the
-// caller closes it) and the model's token accuracy on 256 fresh sequences.
-func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer) (*autograd.Session, float64, error) {
+// train trains a model for steps steps on device d (AdamW, a linear warm-up over the first 20
+// steps into a cosine decay, gradients clipped to norm 1), logging to w when it is not nil, and
+// returns the model (its session is the caller's to close) and its token accuracy on 256 fresh
+// sequences.
+func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer) (*model, float64, error) {
 	s := autograd.NewSession(autograd.Options{Device: d, Seed: seed})
 	m := newModel(s)
 	o := autograd.DefaultAdamW()
 	o.LR = lr
-	opt := autograd.NewAdamW(s.Params(), o)
+	params := nn.Parameters(m)
+	opt := autograd.NewAdamW(params, o)
+	sched, err := schedule(opt, steps)
+	if err != nil {
+		return m, 0, err
+	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for step := range steps {
-		opt.SetLR(lr * min(1, float64(step+1)/20) * 0.5 * (1 + math.Cos(math.Pi*float64(step)/float64(steps))))
 		s.Reset()
 		tokens, targets := sequences(rng, batch)
-		loss := s.CrossEntropyIgnore(m.logits(s, tokens, batch), targets, ignore)
+		loss := s.CrossEntropyIgnore(m.logits(tokens, batch), targets, ignore)
 		s.Backward(loss)
-		if _, err := autograd.ClipGradNorm(s.Params(), 1); err != nil {
-			return s, 0, err
+		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+			return m, 0, err
 		}
 		opt.Step()
 		opt.ZeroGrad()
+		sched.Step()
 		if w != nil && (step%50 == 0 || step == steps-1) {
 			fmt.Fprintf(w, "step %4d  loss %.4f\n", step, s.Item(loss))
 		}
 	}
-	acc := m.accuracy(s, rng)
-	return s, acc, s.Err()
+	acc := m.accuracy(rng)
+	return m, acc, s.Err()
+}
+
+// schedule returns the learning-rate schedule of a run of steps steps: a linear warm-up from
+// 1/20 of the peak over 20 steps (fewer in a short run), then a cosine decay to 0 over the rest.
+func schedule(opt *autograd.Adam, steps int) (nn.Scheduler, error) {
+	warm := min(20, steps/2)
+	cos, err := nn.NewCosineAnnealingLR(opt, max(steps-warm, 1), 0)
+	if err != nil || warm < 1 {
+		return cos, err
+	}
+	return nn.NewLinearWarmup(opt, warm, 0.05, cos)
 }
 
 // accuracy returns the share of the predicted tokens of 256 fresh sequences that the model gets
 // right.
-func (m *model) accuracy(s *autograd.Session, rng *rand.Rand) float64 {
+func (m *model) accuracy(rng *rand.Rand) float64 {
 	const n = 256
 	tokens, targets := sequences(rng, n)
+	s := m.s
 	s.Reset()
 	var pred []int
-	s.NoGrad(func() { pred = s.Argmax(m.logits(s, tokens, n)) })
+	s.NoGrad(func() { pred = s.Argmax(m.logits(tokens, n)) })
 	right, total := 0, 0
 	for r, t := range targets {
 		if t == ignore || pred == nil {
