@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/autograd/nn"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -176,7 +178,7 @@ func TestEmbeddedSubset(t *testing.T) {
 }
 
 // Two epochs on a fifth of the embedded subset already classify most test images, and the
-// trained parameters survive a checkpoint round trip.
+// trained model survives a weights round trip.
 func TestTrainSmoke(t *testing.T) {
 	tr, te, _, err := loadData("embedded", embeddedSubset())
 	if err != nil {
@@ -185,61 +187,46 @@ func TestTrainSmoke(t *testing.T) {
 	d := ops.CPU()
 	base := d.Stats().LiveBytes
 	sess := autograd.NewSession(autograd.Options{Device: d, Seed: 1})
-	m, err := newMLP(sess, []int{784, 64, 10}, 1)
+	model := nn.NewMLP(sess, []int{784, 64, 10}, nn.MLPOptions{})
+	opt := autograd.NewSGD(nn.Parameters(model), autograd.SGDOptions{LR: 0.1})
+	small := &Dataset{Rows: tr.Rows, Cols: tr.Cols, Images: tr.Images[:2000*tr.Pixels()], Labels: tr.Labels[:2000]}
+	trLoader, err := loader(small, 50, true, 1, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: 0.1})
-	trSet, err := onDevice(d, tr)
+	teLoader, err := loader(te, 1000, false, 0, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	teSet, err := onDevice(d, te)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		for lo := 0; lo < 2000; lo += 50 {
-			idx := make([]int, 50)
-			for k := range idx {
-				idx[k] = lo + k
-			}
-			m.step(sess, opt, trSet, idx)
+	for epoch := range 2 {
+		for b := range trLoader.Epoch(epoch) {
+			step(sess, model, opt, b)
 		}
 	}
-	acc := m.accuracy(sess, teSet)
-	if err := sess.Err(); err != nil {
+	acc := accuracy(sess, model, teLoader)
+	if err := errors.Join(sess.Err(), trLoader.Err(), teLoader.Err()); err != nil {
 		t.Fatal(err)
 	}
 	if acc < 0.6 {
 		t.Errorf("test accuracy %.3f after 2 epochs on 2,000 images", acc)
 	}
 
-	// A checkpoint restores the same model in a new session.
+	// The weights file restores the same model in a new session.
 	path := filepath.Join(t.TempDir(), "mlp.safetensors")
-	if err := autograd.SaveTensorsFile(path, m.tensors(), map[string]string{"test_accuracy": "x"}); err != nil {
+	if err := nn.SaveWeights(path, model); err != nil {
 		t.Fatal(err)
 	}
-	ts, meta, err := autograd.LoadTensorsFile(path, d)
-	if err != nil || meta["test_accuracy"] != "x" || len(ts) != 4 {
-		t.Fatalf("%v %v %v", ts, meta, err)
+	sess2 := autograd.NewSession(autograd.Options{Device: d, Seed: 2})
+	loaded := nn.NewMLP(sess2, []int{784, 64, 10}, nn.MLPOptions{})
+	if err := nn.LoadWeights(path, loaded, true); err != nil {
+		t.Fatal(err)
 	}
-	sess2 := autograd.NewSession(autograd.Options{Device: d})
-	loaded := &mlp{}
-	for _, name := range []string{"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"} {
-		values, err := ts[name].Buf.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		loaded.params = append(loaded.params, sess2.Param(name, ts[name].Shape, values))
-	}
-	autograd.ReleaseTensors(ts)
-	if acc2 := loaded.accuracy(sess2, teSet); sess2.Err() != nil || acc2 != acc {
+	if acc2 := accuracy(sess2, loaded, teLoader); sess2.Err() != nil || acc2 != acc {
 		t.Errorf("reloaded parameters: accuracy %v (%v), want %v", acc2, sess2.Err(), acc)
 	}
 	opt.Close()
-	trSet.Release()
-	teSet.Release()
+	trLoader.Close()
+	teLoader.Close()
 	for _, s := range []*autograd.Session{sess, sess2} {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,12 @@
 // Command fashionmnist trains a multilayer perceptron (784-256-10, ReLU) to classify
-// Fashion-MNIST clothing images with the autograd tape and plain minibatch SGD, on the CPU or a
-// CUDA device. It prints the test accuracy after each epoch and at the end, and plots the
-// training loss to a PNG file.
+// Fashion-MNIST clothing images with the nn module layer and plain minibatch SGD whose learning
+// rate decays linearly to 0, on the CPU or a CUDA device. It prints the test accuracy after each
+// epoch and at the end, and plots the training loss to a PNG file.
 //
 //	go run ./examples/fashionmnist                    # default device, embedded subset or full set
 //	go run ./examples/fashionmnist -device cpu -epochs 5
 //	go run ./examples/fashionmnist -data DIR          # IDX files (train-*, t10k-*; .gz or plain)
+//	go run ./examples/fashionmnist -checkpoint run.safetensors -stop-after 5   # then again to resume
 //
 // Without -data it uses the full data set when Debian's dataset-fashion-mnist package is
 // installed (60,000 training and 10,000 test images), else a class-balanced subset embedded in
@@ -17,9 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
+	"io/fs"
 	"log"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -33,6 +34,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/autograd/nn"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -47,12 +49,14 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed (initialization and shuffling)")
 	plotPath := flag.String("plot", "loss.png", "PNG file for the loss curve (empty: none)")
 	save := flag.String("save", "", "safetensors file for the trained parameters (empty: none)")
+	checkpoint := flag.String("checkpoint", "", "safetensors file saved after every epoch and resumed from when it exists (empty: none)")
+	stopAfter := flag.Int("stop-after", 0, "stop after this epoch (0: run every epoch), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the training epochs (go tool pprof; empty: none)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("fashionmnist: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
 	}
-	for _, out := range []string{*plotPath, *save, *cpuProfile} { // fail before training, not after
+	for _, out := range []string{*plotPath, *save, *checkpoint, *cpuProfile} { // fail before training, not after
 		if dir := filepath.Dir(out); out != "" {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				log.Fatalf("fashionmnist: cannot write %s: %s is not a directory", out, dir)
@@ -92,22 +96,32 @@ func main() {
 	sizes[0] = train.Pixels()
 	sizes = append(sizes, len(Classes))
 	sess := autograd.NewSession(autograd.Options{Device: d, Seed: *seed})
-	m, err := newMLP(sess, sizes, *seed)
+	model := nn.NewMLP(sess, sizes, nn.MLPOptions{}) // PyTorch's layers and default initialization
+	opt := autograd.NewSGD(nn.Parameters(model), autograd.SGDOptions{LR: *lr, Momentum: *momentum})
+	trainLoader, err := loader(train, *batch, true, *seed, d)
 	if err != nil {
 		log.Fatal(err)
 	}
-	opt := autograd.NewSGD(sess.Params(), autograd.SGDOptions{LR: *lr, Momentum: *momentum})
-	// The images go to the device once; a minibatch is then a gather there (see onDevice).
-	trainSet, err := onDevice(d, train)
+	testLoader, err := loader(test, 1000, false, 0, d)
 	if err != nil {
 		log.Fatal(err)
 	}
-	testSet, err := onDevice(d, test)
+	steps := trainLoader.Len()
+	sched, err := nn.NewLinearLR(opt, 1, 0, *epochs*steps) // linear decay to 0 over the run
 	if err != nil {
 		log.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(*seed, 0))
-	steps := (train.Len() + *batch - 1) / *batch
+	ck := nn.Checkpoint{Model: model, Optimizer: opt, Scheduler: sched, Session: sess}
+	first := 1 // the first epoch to run
+	if *checkpoint != "" {
+		switch err := ck.Load(*checkpoint); {
+		case err == nil:
+			first = ck.Step + 1
+			fmt.Printf("resumed from %s after epoch %d\n", *checkpoint, ck.Step)
+		case !errors.Is(err, fs.ErrNotExist):
+			log.Fatal(err)
+		}
+	}
 	var losses []float64 // one per step
 	var acc float64      // test accuracy after the last epoch
 	stopProfile, err := startProfile(*cpuProfile)
@@ -115,24 +129,31 @@ func main() {
 		log.Fatal(err)
 	}
 	start := time.Now()
-	for epoch := 1; epoch <= *epochs; epoch++ {
-		perm := rng.Perm(train.Len())
+	last := *epochs
+	if *stopAfter > 0 {
+		last = min(last, *stopAfter)
+	}
+	for epoch := first; epoch <= last; epoch++ {
 		bar := newProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
-		for s := range steps {
-			idx := perm[s**batch : min((s+1)**batch, len(perm))]
-			frac := float64((epoch-1)*steps+s) / float64(*epochs*steps)
-			opt.SetLR(*lr * (1 - frac)) // linear decay to 0
-			loss := m.step(sess, opt, trainSet, idx)
-			losses = append(losses, loss)
-			sum += loss
-			bar.update(s+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(s+1)) })
+		for b := range trainLoader.Epoch(epoch - 1) {
+			l := step(sess, model, opt, b)
+			sched.Step()
+			losses = append(losses, l)
+			sum += l
+			bar.update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
 		}
-		acc = m.accuracy(sess, testSet)
-		if err := sess.Err(); err != nil {
+		acc = accuracy(sess, model, testLoader)
+		if err := errors.Join(sess.Err(), trainLoader.Err(), testLoader.Err()); err != nil {
 			log.Fatal(err)
 		}
 		bar.done(fmt.Sprintf("loss %.4f  test accuracy %.1f%%  (%s)", sum/float64(steps), 100*acc, time.Since(start).Round(100*time.Millisecond)))
+		if *checkpoint != "" {
+			ck.Step = epoch
+			if err := ck.Save(*checkpoint); err != nil {
+				log.Fatal(err)
+			}
+		}
 	}
 	if bad := len(losses) - len(finite(losses)); bad > 0 {
 		fmt.Printf("warning: %d of %d steps had a non-finite loss: the training diverged (try a lower -lr or -momentum)\n", bad, len(losses))
@@ -143,11 +164,9 @@ func main() {
 	}
 	fmt.Printf("test accuracy: %.1f%%\n", 100*acc)
 	fmt.Printf("training time: %s (%s of %s)\n", elapsed.Round(time.Millisecond),
-		plural(*epochs, "epoch"), plural(steps, "step"))
+		plural(max(last-first+1, 0), "epoch"), plural(steps, "step"))
 	if *save != "" { // before the plot: a failed plot keeps the trained parameters
-		meta := map[string]string{"model": "mlp " + fmt.Sprint(sizes), "epochs": strconv.Itoa(*epochs),
-			"test_accuracy": fmt.Sprintf("%.4f", acc)}
-		if err := autograd.SaveTensorsFile(*save, m.tensors(), meta); err != nil {
+		if err := nn.SaveWeights(*save, model); err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println("parameters:", *save)
@@ -163,126 +182,54 @@ func main() {
 		}
 	}
 	opt.Close()
-	trainSet.Release()
-	testSet.Release()
+	trainLoader.Close()
+	testLoader.Close()
 	if err := sess.Close(); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("allocator:", d.Stats())
 }
 
-// mlp is a multilayer perceptron: dense layers with ReLU between them, logits out.
-type mlp struct {
-	params []*autograd.Param // weight (out, in) and bias (out) of each layer in turn
-	labels []int             // the labels of the current minibatch (reused from step to step)
-}
-
-// newMLP creates the parameters of an MLP with the given widths (input to output) in sess: the
-// weights He-normal (standard deviation sqrt(2/fan_in)) from the counter-based generator, drawn
-// on the CPU so that every device starts from the same bits, and the biases 0. Parameters are
-// named like PyTorch's nn.Sequential of Linear layers ("layer1.weight", "layer1.bias", ...).
-func newMLP(sess *autograd.Session, sizes []int, seed uint64) (*mlp, error) {
-	m := &mlp{}
-	for l := 1; l < len(sizes); l++ {
-		in, out := sizes[l-1], sizes[l]
-		w, err := ops.RandNormal(ops.CPU(), out*in, 0, math.Sqrt(2/float64(in)), ops.KeyOf(seed, uint64(l)))
-		if err != nil {
-			return nil, err
-		}
-		values, err := w.Float32s()
-		w.Release()
-		if err != nil {
-			return nil, err
-		}
-		m.params = append(m.params,
-			sess.Param(fmt.Sprintf("layer%d.weight", l), []int{out, in}, values),
-			sess.Param(fmt.Sprintf("layer%d.bias", l), []int{out}, nil))
-	}
-	return m, sess.Err()
-}
-
-// tensors returns the parameters by name, for checkpoints.
-func (m *mlp) tensors() map[string]autograd.NamedTensor {
-	ts := map[string]autograd.NamedTensor{}
-	for _, p := range m.params {
-		ts[p.Name()] = autograd.NamedTensor{Shape: p.Shape(), Buf: p.Value()}
-	}
-	return ts
-}
-
-// deviceSet is a data set whose images are also on a device, uploaded once as one (Len,
-// Pixels) buffer: a minibatch is then a gather of its rows there, one copy on the device, instead
-// of assembling it on the host and uploading it every step.
-type deviceSet struct {
-	*Dataset
-	images *ops.Buffer
-}
-
-// onDevice uploads the images of ds to d.
-func onDevice(d *ops.Device, ds *Dataset) (*deviceSet, error) {
-	b, err := ops.FromFloat32(d, ds.Images)
+// loader returns a loader of ds's images (flat rows of pixels) and labels in batches of size
+// batch on the device d, shuffled by seed and the epoch when shuffle is set; the next batch is
+// assembled and uploaded while the current step runs.
+func loader(ds *Dataset, batch int, shuffle bool, seed uint64, d *ops.Device) (*nn.Loader, error) {
+	src, err := nn.NewTensorSource(nn.Layout{Features: []int{ds.Pixels()}, Labels: []int{}}, ds.Images, nil, ds.Labels)
 	if err != nil {
 		return nil, err
 	}
-	return &deviceSet{Dataset: ds, images: b}, nil
+	return nn.NewLoader(src, nn.LoaderOptions{BatchSize: batch, Shuffle: shuffle, Seed: seed, Device: d, Prefetch: 1})
 }
 
-// Release releases the device copy of the images.
-func (ds *deviceSet) Release() { ds.images.Release() }
-
-// input records all the images of ds as a constant (Len, Pixels) of the session's current step.
-func (ds *deviceSet) input(sess *autograd.Session) autograd.Var {
-	return sess.Const(ds.images, []int{ds.Len(), ds.Pixels()})
-}
-
-// forward records the logits of the rows of the images x (n, pixels) on the session's current
-// step.
-func (m *mlp) forward(sess *autograd.Session, x autograd.Var) autograd.Var {
-	h := x
-	for l := 0; l < len(m.params); l += 2 {
-		if l > 0 {
-			h = sess.Relu(h)
-		}
-		h = sess.Linear(h, sess.Use(m.params[l]), sess.Use(m.params[l+1]))
-	}
-	return h
-}
-
-// step runs one optimizer step on the images idx of ds and returns the minibatch loss (errors
-// stay in the session).
-func (m *mlp) step(sess *autograd.Session, opt *autograd.SGD, ds *deviceSet, idx []int) float64 {
+// step runs one optimizer step on the batch b and returns its loss (errors stay in the session).
+func step(sess *autograd.Session, model nn.Layer, opt *autograd.SGD, b *nn.Batch) float64 {
 	sess.Reset()
-	m.labels = m.labels[:0]
-	for _, i := range idx {
-		m.labels = append(m.labels, ds.Labels[i])
-	}
-	loss := sess.CrossEntropy(m.forward(sess, sess.Gather(ds.input(sess), idx)), m.labels)
+	loss := sess.CrossEntropy(model.Forward(sess.Const(b.X, b.XShape)), b.Labels)
 	sess.Backward(loss)
 	opt.Step()
 	opt.ZeroGrad()
 	return float64(sess.Item(loss))
 }
 
-// accuracy returns the fraction of ds classified correctly (the largest logit is the label).
-func (m *mlp) accuracy(sess *autograd.Session, ds *deviceSet) float64 {
-	const chunk = 1000
-	correct := 0
-	for lo := 0; lo < ds.Len(); lo += chunk {
-		n := min(chunk, ds.Len()-lo)
+// accuracy returns the fraction of the loader's examples that model classifies correctly (the
+// largest logit is the label), in evaluation mode and without gradients.
+func accuracy(sess *autograd.Session, model nn.Layer, test *nn.Loader) float64 {
+	nn.Eval(model)
+	defer nn.Train(model)
+	correct, total := 0, 0
+	for b := range test.Epoch(0) {
 		sess.Reset()
 		var pred []int
-		sess.NoGrad(func() { pred = sess.Argmax(m.forward(sess, sess.Slice(ds.input(sess), lo, n))) })
-		if pred == nil {
-			return 0
-		}
+		sess.NoGrad(func() { pred = sess.Argmax(model.Forward(sess.Const(b.X, b.XShape))) })
 		for k, p := range pred {
-			if p == ds.Labels[lo+k] {
+			if p == b.Labels[k] {
 				correct++
 			}
 		}
+		total += b.Size()
 	}
 	sess.Reset()
-	return float64(correct) / float64(ds.Len())
+	return float64(correct) / float64(max(total, 1))
 }
 
 // progress is a one-line text progress bar. On a terminal it redraws itself in place; elsewhere
