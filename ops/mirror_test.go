@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -646,8 +647,26 @@ func runCase(t *testing.T, d *Device, c mirrorCase, n int, host [][]float32) [][
 // goldenPath is the committed record of GPU output hashes.
 const goldenPath = "testdata/mirror-golden.txt"
 
-func readGolden(t *testing.T) map[string]string {
-	f, err := os.Open(goldenPath)
+// pendingPath holds the CPU hashes of exact mirror cases that no GPU run has hashed yet (kernels
+// added while no GPU was available): they are NOT GPU-verified. TestMirrorGolden checks them
+// against the CPU (so the CPU twin cannot drift meanwhile) and reports how many wait; the next
+// GPU run (GPU_CHECK_GOLDEN=1) writes their GPU hashes into the golden file, and the rows then
+// leave this file (TestMirrorPendingStale fails while a key is in both).
+const pendingPath = "testdata/mirror-pending.txt"
+
+func readGolden(t *testing.T) map[string]string { return readHashes(t, goldenPath) }
+
+// readPending returns the pending hashes (none when the file does not exist).
+func readPending(t *testing.T) map[string]string {
+	if _, err := os.Stat(pendingPath); err != nil {
+		return map[string]string{}
+	}
+	return readHashes(t, pendingPath)
+}
+
+// readHashes reads a file of "key hash" lines ('#' starts a comment line).
+func readHashes(t *testing.T, path string) map[string]string {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("%v (write it from a GPU run: see README.md)", err)
 	}
@@ -674,7 +693,10 @@ func TestMirrorGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	golden := readGolden(t)
+	golden, pending := readGolden(t), readPending(t)
+	waiting := map[string]bool{}
+	write := os.Getenv("TORCHLEAN_WRITE_PENDING") == "1"
+	var newPending []string
 	for _, c := range mirrorCases() {
 		for _, n := range c.sizes {
 			host := mirrorInputs(c, n)
@@ -684,13 +706,49 @@ func TestMirrorGolden(t *testing.T) {
 			}
 			for k, out := range cpuCase(t, c, n, host) {
 				key := mirrorKey(c, n, k)
-				want, ok := golden[key]
-				if !ok {
-					t.Errorf("%s: no GPU hash recorded (regenerate %s on a GPU)", key, goldenPath)
-				} else if got := hashOf(out); got != want {
-					t.Errorf("%s: CPU hash %s, GPU recorded %s", key, got, want)
+				got := hashOf(out)
+				if want, ok := golden[key]; ok {
+					if got != want {
+						t.Errorf("%s: CPU hash %s, GPU recorded %s", key, got, want)
+					}
+				} else if want, ok := pending[key]; ok {
+					waiting[strings.SplitN(key, "/", 2)[0]] = true
+					if got != want {
+						t.Errorf("%s: CPU hash %s, %s has %s (pending a GPU run)", key, got, pendingPath, want)
+					}
+				} else if write {
+					newPending = append(newPending, key+" "+got)
+				} else {
+					t.Errorf("%s: no GPU hash recorded (regenerate %s on a GPU, or, with no GPU at hand, "+
+						"TORCHLEAN_WRITE_PENDING=1 go test -run TestMirrorGolden records the CPU's in %s)", key, goldenPath, pendingPath)
 				}
 			}
+		}
+	}
+	if write && len(newPending) > 0 {
+		for k, h := range pending {
+			newPending = append(newPending, k+" "+h)
+		}
+		slices.Sort(newPending)
+		text := "# CPU hashes of exact mirror cases that no GPU run has hashed yet: NOT GPU-verified (see pendingPath in\n" +
+			"# ops/mirror_test.go). The next GPU run with GPU_CHECK_GOLDEN=1 hashes them into mirror-golden.txt; then delete them here.\n" +
+			strings.Join(newPending, "\n") + "\n"
+		if err := os.WriteFile(pendingPath, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %d pending hashes to %s", len(newPending), pendingPath)
+	}
+	if len(waiting) > 0 {
+		t.Logf("not GPU-verified yet (%s): %s", pendingPath, strings.Join(slices.Sorted(maps.Keys(waiting)), ", "))
+	}
+}
+
+// TestMirrorPendingStale: a key the GPU has hashed leaves the pending file.
+func TestMirrorPendingStale(t *testing.T) {
+	golden := readGolden(t)
+	for key := range readPending(t) {
+		if _, ok := golden[key]; ok {
+			t.Errorf("%s is in %s and in %s: delete it from the pending file", key, goldenPath, pendingPath)
 		}
 	}
 }
