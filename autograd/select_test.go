@@ -125,7 +125,9 @@ func TestSortIndices(t *testing.T) {
 
 func TestSelectErrors(t *testing.T) {
 	tp := autograd.NewTape(ops.CPU())
-	x := tp.Leaf(upload(t, ops.CPU(), 1, 2, 3, 4, 5, 6), []int{2, 3}, true)
+	buf := upload(t, ops.CPU(), 1, 2, 3, 4, 5, 6) // borrowed by the leaves: released last
+	defer buf.Release()
+	x := tp.Leaf(buf, []int{2, 3}, true)
 	defer tp.Reset()
 	for _, c := range []struct {
 		f    func()
@@ -140,7 +142,7 @@ func TestSelectErrors(t *testing.T) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 		tp.Reset()
-		x = tp.Leaf(upload(t, ops.CPU(), 1, 2, 3, 4, 5, 6), []int{2, 3}, true)
+		x = tp.Leaf(buf, []int{2, 3}, true)
 	}
 }
 
