@@ -76,6 +76,9 @@
 // LoadStateDict). ClipGradNorm and ClipGradValue clip the accumulated gradients between the
 // backward pass and Step.
 //
+// Package nn (autograd/nn) builds PyTorch-shaped modules, initializers, schedulers, a data
+// loader and one-file checkpoints on this package's public API: most training code starts there.
+//
 // A Tape is not safe for concurrent use. Its arithmetic is the ops kernels', so a computation
 // gives the same bits on the CPU and on a GPU.
 package autograd
