@@ -115,7 +115,7 @@ type Stats struct {
 	PeakBytes   int64  // high-water mark of LiveBytes
 	AllocCount  int64  // non-empty buffers created
 	FreeCount   int64  // non-empty buffers released (explicitly or by the garbage collector)
-	CachedBytes int64  // memory parked in the caching allocator for reuse
+	CachedBytes int64  // memory parked in the caching allocator for reuse, and cached tables (spectral convolution)
 	DeviceFree  uint64 // free device memory reported by the driver (0 on the CPU)
 	DeviceTotal uint64 // total device memory (0 on the CPU)
 }
@@ -137,6 +137,7 @@ func (d *Device) Stats() Stats {
 	if c, ok := d.be.(interface{ cachedBytes() int64 }); ok {
 		s.CachedBytes = c.cachedBytes()
 	}
+	s.CachedBytes += spectralCachedBytes(d)
 	s.DeviceFree, s.DeviceTotal = d.be.memInfo()
 	return s
 }
@@ -156,13 +157,15 @@ func (s Stats) String() string {
 
 // Collect returns memory the device holds for reuse: with force, every cached CUDA block goes
 // back to the driver (after the device finished its work), and the CPU's cached slices go to the
-// garbage collector. Without force it does nothing. It never changes a buffer. (The CPU cache is
+// garbage collector, and the cached tables of the spectral convolution (SpectralConv1dBatched)
+// are released. Without force it does nothing. It never changes a buffer. (The CPU cache is
 // bounded anyway, by 1/32 of the process's memory limit, kept between 64 MiB and 1 GiB; the CUDA
 // cache grows until an allocation fails, which empties it and retries.)
 func (d *Device) Collect(force bool) error {
 	if err := d.check(); err != nil || !force {
 		return err
 	}
+	dropSpectralTables(d)
 	return d.be.collect()
 }
 
