@@ -46,6 +46,7 @@ type Device struct {
 	name  string
 	be    backend
 	stats counters
+	fft   fftPlanCache // the cached FFT plans (fft.go)
 }
 
 // Kind reports the backend (KindCPU for a nil device, whose ops all fail).
@@ -118,6 +119,10 @@ type Stats struct {
 	CachedBytes int64  // memory parked in the caching allocator for reuse, and cached tables (spectral convolution)
 	DeviceFree  uint64 // free device memory reported by the driver (0 on the CPU)
 	DeviceTotal uint64 // total device memory (0 on the CPU)
+	// FFTPlans is the number of cached FFT plans and FFTPlanBytes the device memory of their
+	// tables (twiddles and the like), which is not part of LiveBytes; Collect(true) frees them.
+	FFTPlans     int
+	FFTPlanBytes int64
 }
 
 // Stats returns the device's allocator telemetry. Each counter is exact once the device is
@@ -139,6 +144,7 @@ func (d *Device) Stats() Stats {
 	}
 	s.CachedBytes += spectralCachedBytes(d)
 	s.DeviceFree, s.DeviceTotal = d.be.memInfo()
+	s.FFTPlans, s.FFTPlanBytes = d.fft.stats()
 	return s
 }
 
@@ -149,6 +155,9 @@ func MiB(bytes int64) string { return fmt.Sprintf("%.2f MiB", float64(bytes)/(1<
 func (s Stats) String() string {
 	line := fmt.Sprintf("live=%s peak=%s allocs=%d frees=%d cached=%s", MiB(s.LiveBytes), MiB(s.PeakBytes),
 		s.AllocCount, s.FreeCount, MiB(s.CachedBytes))
+	if s.FFTPlans > 0 {
+		line += fmt.Sprintf(" fft_plans=%d (%s)", s.FFTPlans, MiB(s.FFTPlanBytes))
+	}
 	if s.DeviceTotal > 0 {
 		line += fmt.Sprintf(" device_free=%s/%s", MiB(int64(s.DeviceFree)), MiB(int64(s.DeviceTotal)))
 	}
@@ -158,14 +167,16 @@ func (s Stats) String() string {
 // Collect returns memory the device holds for reuse: with force, every cached CUDA block goes
 // back to the driver (after the device finished its work), and the CPU's cached slices go to the
 // garbage collector, and the cached tables of the spectral convolution (SpectralConv1dBatched)
-// are released. Without force it does nothing. It never changes a buffer. (The CPU cache is
-// bounded anyway, by 1/32 of the process's memory limit, kept between 64 MiB and 1 GiB; the CUDA
-// cache grows until an allocation fails, which empties it and retries.)
+// and the FFT plans (their tables freed once no op uses them) are released. Without force it
+// does nothing. It never changes a buffer. (The CPU cache is bounded anyway, by 1/32 of the
+// process's memory limit, kept between 64 MiB and 1 GiB; the CUDA cache grows until an
+// allocation fails, which empties it and retries.)
 func (d *Device) Collect(force bool) error {
 	if err := d.check(); err != nil || !force {
 		return err
 	}
 	dropSpectralTables(d)
+	d.fft.drop() // the FFT plans' tables, freed once no op uses them
 	return d.be.collect()
 }
 

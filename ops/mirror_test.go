@@ -126,6 +126,7 @@ func mirrorCases() []mirrorCase {
 	cases = append(cases, stateCases()...)
 	cases = append(cases, selectCases()...)
 	cases = append(cases, moreCases()...)
+	cases = append(cases, fftCases()...)
 	return append(cases, matmulCases()...)
 }
 
