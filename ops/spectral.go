@@ -64,16 +64,18 @@ var spectralCache struct {
 	tick  uint64
 }
 
-// spectralTablesFor returns the tables of (grid, modes) on d, in use (their memory stays until
-// done is called, even when another goroutine evicts them meanwhile).
+// spectralTablesFor returns the tables of (grid, modes) on d for one op: views of the cached
+// ones, in use until done is called (their memory stays, even when another goroutine evicts
+// them meanwhile), or tables built for the call alone when they are above the cache's bound
+// (done releases them).
 func spectralTablesFor(d *Device, grid, modes int) (tb *spectralTables, done func(), err error) {
 	key := spectralKey{d, grid, modes}
 	c := &spectralCache
 	c.Lock()
 	if tb := c.m[key]; tb != nil {
-		done, err := tb.useLocked()
+		v, done, err := tb.useLocked()
 		c.Unlock()
-		return tb, done, err
+		return v, done, err
 	}
 	c.Unlock()
 	fwd, inv := spectralHostTables(grid, modes)
@@ -95,8 +97,7 @@ func spectralTablesFor(d *Device, grid, modes int) (tb *spectralTables, done fun
 	if old := c.m[key]; old != nil { // another goroutine built them meanwhile
 		fb.Release()
 		ib.Release()
-		done, err := old.useLocked()
-		return old, done, err
+		return old.useLocked()
 	}
 	for c.bytes[d]+tb.bytes > spectralCacheLimit {
 		var lru spectralKey
@@ -114,22 +115,24 @@ func spectralTablesFor(d *Device, grid, modes int) (tb *spectralTables, done fun
 	c.m[key] = tb
 	c.bytes[d] += tb.bytes
 	d.stats.live.Add(-tb.bytes) // cached, not live: see spectralCacheLimit
-	done, err = tb.useLocked()
-	return tb, done, err
+	return tb.useLocked()
 }
 
-// useLocked marks the tables used by one op (under the cache's lock) and returns its end.
-func (tb *spectralTables) useLocked() (func(), error) {
+// useLocked marks the cached tables used by one op (under the cache's lock) and returns views
+// of them for its launches (an evicted table is released, and a launch refuses a released
+// buffer, but its memory stays until the use ends) and the use's end.
+func (tb *spectralTables) useLocked() (*spectralTables, func(), error) {
 	spectralCache.tick++
 	tb.lastUse = spectralCache.tick
 	if err := tb.fwd.use(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := tb.inv.use(); err != nil {
 		tb.fwd.done()
-		return nil, err
+		return nil, nil, err
 	}
-	return func() { tb.fwd.done(); tb.inv.done() }, nil
+	v := &spectralTables{fwd: tb.fwd.view(0, tb.fwd.n), inv: tb.inv.view(0, tb.inv.n), bytes: tb.bytes}
+	return v, func() { tb.fwd.done(); tb.inv.done() }, nil
 }
 
 // dropSpectralLocked removes the cached tables of key and releases them (their memory goes back
@@ -329,6 +332,17 @@ func (r *spectralRun) keep(b *Buffer) *Buffer {
 // close releases the temporaries.
 func (r *spectralRun) close() { releaseAll(r.tmp) }
 
+// drop releases the temporary b early (its last reader ran), keeping the peak memory low; the
+// caller's own buffers (the run's x, dY) are not temporaries and stay.
+func (r *spectralRun) drop(b *Buffer) {
+	for i, t := range r.tmp {
+		if t == b && t != nil {
+			t.Release()
+			r.tmp[i] = nil
+		}
+	}
+}
+
 // swap returns x (a, b, width) as (b, a, width): x itself when a or b is 1 (the same layout).
 func (r *spectralRun) swap(x *Buffer, a, b, width int) *Buffer {
 	if r.err != nil || a == 1 || b == 1 {
@@ -366,7 +380,10 @@ func (r *spectralRun) halves(x *Buffer, h int) (*Buffer, *Buffer) {
 
 // rfftModes is X = F·x' (see RfftModes).
 func (r *spectralRun) rfftModes(tb *spectralTables, x *Buffer, batch, grid, width, modes int) *Buffer {
-	return r.bmm(tb.fwd, r.swap(x, batch, grid, width), 1, 2*modes, grid, batch*width, false, false)
+	xt := r.swap(x, batch, grid, width)
+	xm := r.bmm(tb.fwd, xt, 1, 2*modes, grid, batch*width, false, false)
+	r.drop(xt)
+	return xm
 }
 
 // fromModes is the channel mixing of the kept spectrum X and the inverse: y (batch, grid, width).
@@ -377,7 +394,11 @@ func (r *spectralRun) fromModes(tb *spectralTables, xm, wRe, wIm *Buffer, batch,
 	zr := r.sub(r.bmm(xr, wRe, modes, batch, width, width, false, false), r.bmm(xi, wIm, modes, batch, width, width, false, false))
 	zi := r.add(r.bmm(xr, wIm, modes, batch, width, width, false, false), r.bmm(xi, wRe, modes, batch, width, width, false, false))
 	yt := r.bmm(tb.inv, r.concat(zr, zi, h), 1, grid, 2*modes, bw, false, false)
-	return r.swap(yt, grid, batch, width)
+	y := r.swap(yt, grid, batch, width)
+	if y != yt {
+		r.drop(yt)
+	}
+	return y
 }
 
 // backward computes the VJPs from the kept spectrum xm (needed for the weights only) and dY.
@@ -385,13 +406,18 @@ func (r *spectralRun) backward(tb *spectralTables, xm, wRe, wIm, dY *Buffer, bat
 	wantX, wantW bool) (dx, dwRe, dwIm *Buffer) {
 	bw := batch * width
 	h := modes * bw
-	dz := r.bmm(tb.inv, r.swap(dY, batch, grid, width), 1, 2*modes, grid, bw, true, false) // Gᵀ·dY'
+	dyt := r.swap(dY, batch, grid, width)
+	dz := r.bmm(tb.inv, dyt, 1, 2*modes, grid, bw, true, false) // Gᵀ·dY'
+	r.drop(dyt)
 	dzr, dzi := r.halves(dz, h)
 	if wantX {
 		dxr := r.add(r.bmm(dzr, wRe, modes, batch, width, width, false, true), r.bmm(dzi, wIm, modes, batch, width, width, false, true))
 		dxi := r.sub(r.bmm(dzi, wRe, modes, batch, width, width, false, true), r.bmm(dzr, wIm, modes, batch, width, width, false, true))
 		dxt := r.bmm(tb.fwd, r.concat(dxr, dxi, h), 1, grid, 2*modes, bw, true, false) // Fᵀ·dX
 		dx = r.keep(r.swap(dxt, grid, batch, width))
+		if dx != dxt {
+			r.drop(dxt)
+		}
 	}
 	if wantW {
 		xr, xi := r.halves(xm, h)

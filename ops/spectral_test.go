@@ -543,6 +543,73 @@ func TestSpectralTableCache(t *testing.T) {
 	}
 }
 
+// TestSpectralTableCacheConcurrent runs spectral ops of several sizes from several goroutines
+// with a cache that holds one size's tables at a time, so that tables are evicted while other
+// goroutines use them: every result keeps the bits of a serial run, and nothing leaks.
+func TestSpectralTableCacheConcurrent(t *testing.T) {
+	d := CPU()
+	dropSpectralTables(d)
+	defer func(limit int64) { spectralCacheLimit = limit; dropSpectralTables(d) }(spectralCacheLimit)
+	sizes := []spectralRef{{2, 16, 3, 5}, {3, 12, 2, 7}, {1, 20, 4, 3}}
+	spectralCacheLimit = 16 * 20 * 7 // one size at a time
+	type io struct {
+		in   []*Buffer
+		want []float32
+	}
+	cases := make([]io, len(sizes))
+	for i, s := range sizes {
+		r := rand.New(rand.NewPCG(5, uint64(i)))
+		nw := s.modes * s.width * s.width
+		for _, v := range [][]float32{randomFloat32s(r, s.batch*s.grid*s.width), randomFloat32s(r, nw), randomFloat32s(r, nw)} {
+			cases[i].in = append(cases[i].in, mustBuf(t, d, v))
+		}
+		y, err := SpectralConv1dBatched(cases[i].in[0], cases[i].in[1], cases[i].in[2], s.batch, s.grid, s.width, s.modes)
+		cases[i].want = download(t, y, err)
+	}
+	base := d.Stats().LiveBytes
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for it := range 30 {
+				i := (g + it) % len(sizes)
+				s, c := sizes[i], cases[i]
+				y, err := SpectralConv1dBatched(c.in[0], c.in[1], c.in[2], s.batch, s.grid, s.width, s.modes)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := y.Float32s()
+				y.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j := range got {
+					if math.Float32bits(got[j]) != math.Float32bits(c.want[j]) {
+						errs <- fmt.Errorf("goroutine %d, %v: y[%d] = %v, want %v", g, s, j, got[j], c.want[j])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if live := d.Stats().LiveBytes; live != base {
+		t.Errorf("live bytes %d, %d before", live, base)
+	}
+	for _, c := range cases {
+		releaseAll(c.in)
+	}
+	if got := spectralCachedBytes(d); got > spectralCacheLimit {
+		t.Errorf("%d bytes cached, bound %d", got, spectralCacheLimit)
+	}
+}
+
 // TestSpectralConvMirror checks that a GPU computes the CPU's bits (it skips without one): every
 // step is a mirrored kernel, so the spectral ops need no rows of their own.
 func TestSpectralConvMirror(t *testing.T) {
