@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -8,14 +10,44 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
 // TestTrainSmall trains a small FNO on a little Burgers data for a few epochs: the loss must
 // fall, the test error must beat predicting zero (relative error 1), a checkpoint must give a
-// fresh model the same predictions, and every buffer must be released at the end.
+// fresh model the same predictions, and every buffer must be released at the end. In
+// deterministic mode a GPU run must end with the CPU's bits.
 func TestTrainSmall(t *testing.T) {
-	d := ops.CPU()
+	old := ops.Deterministic()
+	ops.SetDeterministic(true) // fixed-order reductions (the biases' gradients) on a GPU too
+	defer ops.SetDeterministic(old)
+	var want map[string][]float32
+	t.Run("cpu", func(t *testing.T) { want = trainSmall(t, ops.CPU()) })
+	t.Run("cuda", func(t *testing.T) {
+		d, err := ops.Open("cuda")
+		testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+		if want == nil {
+			t.Fatal("no CPU run to compare with")
+		}
+		got := trainSmall(t, d)
+		for _, name := range slices.Sorted(maps.Keys(want)) {
+			w, g := want[name], got[name]
+			if len(g) != len(w) {
+				t.Fatalf("%s: %d values on %s, %d on the CPU", name, len(g), d, len(w))
+			}
+			for i := range w {
+				if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
+					t.Fatalf("%s[%d] = %v on %s, %v on the CPU", name, i, g[i], d, w[i])
+				}
+			}
+		}
+	})
+}
+
+// trainSmall runs TestTrainSmall's training on d and returns the trained parameters by key and
+// the test predictions (key "predictions").
+func trainSmall(t *testing.T, d *ops.Device) map[string][]float32 {
 	base := d.Stats().LiveBytes
 	train, test := generate(dataParams{Nu: 0.1, Grid: 32, Train: 40, Test: 10, Seed: 1})
 	scale := train.scale()
@@ -70,7 +102,7 @@ func TestTrainSmall(t *testing.T) {
 	if err := sess.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("loss %.4f in the first epoch, %.4f in the last; test error %.4f before, %.4f after", first, last, before, after)
+	t.Logf("%s: loss %.4f in the first epoch, %.4f in the last; test error %.4f before, %.4f after", d, first, last, before, after)
 	if !(last < first/2) {
 		t.Errorf("loss %.4f in the last epoch, %.4f in the first: it must at least halve", last, first)
 	}
@@ -90,6 +122,12 @@ func TestTrainSmall(t *testing.T) {
 	}
 	if e0 := math.Sqrt(num / den); !(e0 < 1) {
 		t.Errorf("first test sample: relative error %.4f from the host", e0)
+	}
+	out := map[string][]float32{"predictions": slices.Concat(preds...)}
+	for _, np := range nn.NamedParameters(model) {
+		if out[np.Key], err = np.Param.Host(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// A checkpoint restores the model in a fresh session: the same predictions, bit for bit.
@@ -122,8 +160,9 @@ func TestTrainSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := d.Stats().LiveBytes; got != base {
-		t.Errorf("live bytes %d after Close, %d before", got, base)
+		t.Errorf("%s: live bytes %d after Close, %d before", d, got, base)
 	}
+	return out
 }
 
 // TestRelativeL2 checks the loss against a host computation.
