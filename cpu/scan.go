@@ -105,8 +105,8 @@ func SelectiveScanDiagBwd(dAp, dBp, dX, dH0, a, b, x, h0, out, dY []float32, seq
 				total := dy[j] + g[j]
 				pa[j] += float32(total * prev[j])
 				pb[j] += float32(total * xr[j])
-				dx[j] = total * b[j]
-				g[j] = total * a[j]
+				dx[j] = float32(total * b[j])
+				g[j] = float32(total * a[j])
 			}
 		}
 	})
@@ -143,10 +143,10 @@ func SelectiveScanDiagVarBwd(dA, dB, dX, dH0, a, b, x, h0, out, dY []float32, se
 			da, db, dx := dA[row:r], dB[row:r], dX[row:r]
 			for j := j0; j < j1; j++ {
 				total := dy[j] + g[j]
-				da[j] = total * prev[j]
-				db[j] = total * xr[j]
-				dx[j] = total * br[j]
-				g[j] = total * ar[j]
+				da[j] = float32(total * prev[j])
+				db[j] = float32(total * xr[j])
+				dx[j] = float32(total * br[j])
+				g[j] = float32(total * ar[j])
 			}
 		}
 	})

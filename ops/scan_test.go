@@ -207,8 +207,8 @@ func scanNaive(varying bool, a, b, x, h0, dy []float32, batch, seqLen, state int
 				pa[c] += ua
 				pb[c] += ub
 			}
-			dX[i] = total * b[ci(t)]
-			g = total * a[ci(t)]
+			dX[i] = float32(total * b[ci(t)])
+			g = float32(total * a[ci(t)])
 		}
 		dH0[c] = g
 	}
@@ -405,7 +405,7 @@ func BenchmarkSelectiveScan(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("bwd/%s/%dx%dx%d", tag, batch, seqLen, state), func(b *testing.B) {
-			b.SetBytes(4 * n * (ins + 2)) // also dY in, dX out (and dA, dB out when varying)
+			b.SetBytes(4 * n * 2 * ins) // also out and dY in; dX (and dA, dB when varying) out
 			for b.Loop() {
 				gA, gB, gX, gH, err := bwd(A, B, X, H0, out, DY, batch, seqLen, state)
 				if err == nil {
