@@ -127,6 +127,7 @@ func mirrorCases() []mirrorCase {
 	cases = append(cases, selectCases()...)
 	cases = append(cases, moreCases()...)
 	cases = append(cases, fftCases()...)
+	cases = append(cases, attentionCases()...)
 	cases = append(cases, scanCases()...)
 	return append(cases, matmulCases()...)
 }

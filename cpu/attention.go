@@ -1,0 +1,312 @@
+package cpu
+
+import "math"
+
+// Tiled (flash) attention: the twins of ptx/attention.cu. Q is (bh, nq, d), K and V are
+// (bh, nk, d), row-major, bh the folded batch·heads; the output O is (bh, nq, d) and the row
+// log-sum-exp LSE is (bh, nq). No kernel holds an nq x nk matrix: the forward walks the keys in
+// blocks of AttnKeyBlock(d) columns with an online softmax, the backward recomputes the
+// probabilities block by block from LSE.
+//
+// Scores. For query row i and key j (all arithmetic float32, one rounding per operation, no fma):
+//
+//	dot(a, b)  = ((0 + a[0]*b[0]) + a[1]*b[1]) + ... + a[d-1]*b[d-1]   // ascending, from +0
+//	status(i, j) = excluded  if flags&AttnCausal != 0 && j > i
+//	             = excluded  if flags&AttnHard != 0 && mask[b·mstride + i·nk + j] == 0
+//	             = filled    if flags&AttnFill != 0 && mask[b·mstride + i·nk + j] == 0
+//	             = normal    otherwise
+//	s(i, j)    = AttnFillScore (-1000, unscaled)  if filled
+//	           = dot(Q[i], K[j]) * scale          if normal
+//
+// Excluded entries take no part in anything (no max, no sum, no gradient); filled entries are the
+// seeds' -1000.0 convention: they enter the softmax with score -1000 and reach dV, but give no
+// score gradient (dQ, dK). mstride is 0 (one (nq, nk) mask shared by every batch) or nq·nk.
+const (
+	AttnFill   = 1 // the mask's zeros fill the score with AttnFillScore
+	AttnHard   = 2 // the mask's zeros exclude the entry
+	AttnCausal = 4 // keys j > i are excluded
+)
+
+// AttnFillScore is the score of a filled (blocked, seeds' convention) entry.
+const AttnFillScore float32 = -1000.0
+
+// AttnMaxD is the largest head dimension of the attention kernels.
+const AttnMaxD = 256
+
+// The key blocks of the forward's online softmax (the only tile that shapes the arithmetic):
+// AttnBC64 columns for d <= 64, AttnBC128 for d <= 128, AttnBC256 for d <= 256.
+const (
+	AttnBC64  = 64
+	AttnBC128 = 32
+	AttnBC256 = 16
+)
+
+// AttnKeyBlock returns the forward's key block for head dimension d (ptx/attention.cu: att_bc).
+func AttnKeyBlock(d int) int {
+	switch {
+	case d <= 64:
+		return AttnBC64
+	case d <= 128:
+		return AttnBC128
+	}
+	return AttnBC256
+}
+
+// attnRows is the CPU's tile of query (or key) rows per unit: a launch choice, no bit depends on it.
+const attnRows = 16
+
+// AttnUnits returns the units of the CPU twins over n rows of bh sequences (tiles of attnRows rows).
+func AttnUnits(bh, n int) int { return bh * ((n + attnRows - 1) / attnRows) }
+
+// attnStatus values.
+const (
+	attnNormal   = 0
+	attnFilled   = 1
+	attnExcluded = 2
+)
+
+// attnStatus returns status(i, j) of the package comment; mrow is the mask row of i (nil without
+// a mask).
+func attnStatus(mrow []float32, i, j, flags int) int {
+	if flags&AttnCausal != 0 && j > i {
+		return attnExcluded
+	}
+	if flags&(AttnFill|AttnHard) != 0 && mrow[j] == 0 {
+		if flags&AttnHard != 0 {
+			return attnExcluded
+		}
+		return attnFilled
+	}
+	return attnNormal
+}
+
+// attnDot is dot(a, b) of the package comment over len(a) elements.
+func attnDot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var acc float32
+	for c, x := range a {
+		acc += float32(x * b[c])
+	}
+	return acc
+}
+
+// attnDots sets out[jj] = dot(a, rows jj of the rows of stride d in kt) for jj < len(out), the
+// chains interleaved (each one's order is dot's).
+func attnDots(out, a, kt []float32, d int) {
+	jj := 0
+	for ; jj+4 <= len(out); jj += 4 {
+		k0, k1, k2, k3 := kt[jj*d:jj*d+d], kt[(jj+1)*d:(jj+1)*d+d], kt[(jj+2)*d:(jj+2)*d+d], kt[(jj+3)*d:(jj+3)*d+d]
+		var s0, s1, s2, s3 float32
+		for c, x := range a[:d] {
+			s0 += float32(x * k0[c])
+			s1 += float32(x * k1[c])
+			s2 += float32(x * k2[c])
+			s3 += float32(x * k3[c])
+		}
+		out[jj], out[jj+1], out[jj+2], out[jj+3] = s0, s1, s2, s3
+	}
+	for ; jj < len(out); jj++ {
+		out[jj] = attnDot(a[:d], kt[jj*d:])
+	}
+}
+
+// attnMaskRow returns the mask row of (b, i), or nil when flags use no mask.
+func attnMaskRow(mask []float32, b, i, nq, nk, mstride, flags int) []float32 {
+	if flags&(AttnFill|AttnHard) == 0 {
+		return nil
+	}
+	base := b*mstride + i*nk
+	return mask[base : base+nk]
+}
+
+// FlashAttentionFwd computes the units [lo, hi) (AttnUnits(bh, nq): tiles of query rows) of the
+// forward: O and LSE from Q, K, V and the mask (read only when flags has AttnFill or AttnHard).
+// Each query row i keeps m = -Inf, l = 0, o[0..d) = 0 and walks the key blocks [j0, j0+bc),
+// bc = AttnKeyBlock(d), in ascending order; a block where every entry of row i is excluded is
+// skipped; otherwise, with A the block's entries that are not excluded (ascending j):
+//
+//	mb = Maxf(...Maxf(Maxf(-Inf, s(i, a0)), s(i, a1))..., s(i, ak))     // j in A
+//	mn = Maxf(m, mb);  alpha = Expf(m - mn)
+//	p_j = Expf(s(i, j) - mn)                                             // j in A
+//	l = (l * alpha) + p_a0 + p_a1 + ...                                 // left to right
+//	o[c] = (o[c] * alpha) + p_a0 * V[a0][c] + p_a1 * V[a1][c] + ...      // left to right
+//	m = mn
+//
+// At the end O[i][c] = o[c] / l and LSE[i] = m + Logf(l); a row with no entry outside the
+// excluded ones (fully blocked) gets O[i] = 0 and LSE[i] = -Inf.
+func FlashAttentionFwd(o, lse, q, k, v, mask []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
+	bc := AttnKeyBlock(d)
+	tiles := (nq + attnRows - 1) / attnRows
+	s := make([]float32, bc)
+	st := make([]int8, bc)
+	acc := make([]float32, d)
+	for u := lo; u < hi; u++ {
+		b, i0 := u/tiles, (u%tiles)*attnRows
+		for i := i0; i < min(i0+attnRows, nq); i++ {
+			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
+			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
+			m, l, active := float32(math.Inf(-1)), float32(0), false
+			clear(acc)
+			jend := nk
+			if flags&AttnCausal != 0 {
+				jend = min(nk, i+1)
+			}
+			for j0 := 0; j0 < jend; j0 += bc {
+				cols := min(bc, nk-j0)
+				attnDots(s[:cols], qi, k[(b*nk+j0)*d:], d)
+				mb, some := float32(math.Inf(-1)), false
+				for jj := range cols {
+					st[jj] = int8(attnStatus(mrow, i, j0+jj, flags))
+					switch st[jj] {
+					case attnNormal:
+						s[jj] *= scale
+					case attnFilled:
+						s[jj] = AttnFillScore
+					default:
+						continue
+					}
+					mb, some = Maxf(mb, s[jj]), true
+				}
+				if !some {
+					continue
+				}
+				mn := Maxf(m, mb)
+				alpha := Expf(m - mn)
+				l *= alpha
+				for c := range acc {
+					acc[c] *= alpha
+				}
+				for jj := range cols {
+					if st[jj] == attnExcluded {
+						continue
+					}
+					p := Expf(s[jj] - mn)
+					l += p
+					vj := v[(b*nk+j0+jj)*d : (b*nk+j0+jj+1)*d]
+					for c, x := range vj {
+						acc[c] += float32(p * x)
+					}
+				}
+				m, active = mn, true
+			}
+			oi := o[(b*nq+i)*d : (b*nq+i+1)*d]
+			if !active {
+				clear(oi)
+				lse[b*nq+i] = float32(math.Inf(-1))
+				continue
+			}
+			for c, x := range acc {
+				oi[c] = x / l
+			}
+			lse[b*nq+i] = m + Logf(l)
+		}
+	}
+}
+
+// FlashAttentionRowDot computes rows [lo, hi) of the backward's row term D[r] = dot(dO[r], O[r])
+// (ascending over the d columns, from +0; dot of FlashAttentionFwd's comment).
+func FlashAttentionRowDot(dst, dout, o []float32, d, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		dst[r] = attnDot(dout[r*d:(r+1)*d], o[r*d:])
+	}
+}
+
+// attnGrad returns, for the entry (i, j) of status st, its probability p = Expf(s(i, j) - lse)
+// (0 when excluded) and its score gradient ds = p * (dot(dO[i], V[j]) - D[i]) (0 unless normal).
+func attnGrad(st int, qi, kj, vj, doi []float32, lse, dd, scale float32) (p, ds float32) {
+	switch st {
+	case attnExcluded:
+		return 0, 0
+	case attnFilled:
+		return Expf(AttnFillScore - lse), 0
+	}
+	p = Expf(attnDot(qi, kj)*scale - lse)
+	return p, p * (attnDot(doi, vj) - dd)
+}
+
+// FlashAttentionBwdKV computes the units [lo, hi) (AttnUnits(bh, nk): tiles of keys) of dK and
+// dV from Q, K, V, the mask, dO, LSE and D (FlashAttentionRowDot). For key j, over the query rows
+// i in ascending order, skipping the entries (i, j) that are excluded:
+//
+//	p = Expf(s(i, j) - LSE[i])
+//	dv[c] = dv[c] + p * dO[i][c]                         // from +0, every entry not excluded
+//	ds = p * (dot(dO[i], V[j]) - D[i])                   // normal entries only
+//	dk[c] = dk[c] + ds * Q[i][c]                         // from +0, normal entries only
+//
+// and at the end dV[j] = dv, dK[j][c] = dk[c] * scale.
+func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
+	tiles := (nk + attnRows - 1) / attnRows
+	for u := lo; u < hi; u++ {
+		b, j0 := u/tiles, (u%tiles)*attnRows
+		j1 := min(j0+attnRows, nk)
+		dkt := dk[(b*nk+j0)*d : (b*nk+j1)*d]
+		dvt := dv[(b*nk+j0)*d : (b*nk+j1)*d]
+		clear(dkt)
+		clear(dvt)
+		istart := 0
+		if flags&AttnCausal != 0 {
+			istart = j0
+		}
+		for i := istart; i < nq; i++ {
+			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
+			doi := dout[(b*nq+i)*d : (b*nq+i+1)*d]
+			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
+			for j := j0; j < j1; j++ {
+				st := attnStatus(mrow, i, j, flags)
+				if st == attnExcluded {
+					continue
+				}
+				kj, vj := k[(b*nk+j)*d:(b*nk+j+1)*d], v[(b*nk+j)*d:(b*nk+j+1)*d]
+				p, ds := attnGrad(st, qi, kj, vj, doi, lse[b*nq+i], dd[b*nq+i], scale)
+				dvj := dvt[(j-j0)*d : (j-j0+1)*d]
+				for c, x := range doi {
+					dvj[c] += float32(p * x)
+				}
+				if st != attnNormal {
+					continue
+				}
+				dkj := dkt[(j-j0)*d : (j-j0+1)*d]
+				for c, x := range qi {
+					dkj[c] += float32(ds * x)
+				}
+			}
+		}
+		for c := range dkt {
+			dkt[c] *= scale
+		}
+	}
+}
+
+// FlashAttentionBwdQ computes the units [lo, hi) (AttnUnits(bh, nq): tiles of query rows) of dQ.
+// For query row i, over the keys j in ascending order, normal entries only (ds as in
+// FlashAttentionBwdKV): dq[c] = dq[c] + ds * K[j][c] from +0; at the end dQ[i][c] = dq[c] * scale.
+func FlashAttentionBwdQ(dq, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
+	tiles := (nq + attnRows - 1) / attnRows
+	for u := lo; u < hi; u++ {
+		b, i0 := u/tiles, (u%tiles)*attnRows
+		for i := i0; i < min(i0+attnRows, nq); i++ {
+			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
+			doi := dout[(b*nq+i)*d : (b*nq+i+1)*d]
+			dqi := dq[(b*nq+i)*d : (b*nq+i+1)*d]
+			clear(dqi)
+			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
+			jend := nk
+			if flags&AttnCausal != 0 {
+				jend = min(nk, i+1)
+			}
+			for j := range jend {
+				if attnStatus(mrow, i, j, flags) != attnNormal {
+					continue
+				}
+				kj, vj := k[(b*nk+j)*d:(b*nk+j+1)*d], v[(b*nk+j)*d:(b*nk+j+1)*d]
+				_, ds := attnGrad(attnNormal, qi, kj, vj, doi, lse[b*nq+i], dd[b*nq+i], scale)
+				for c, x := range kj {
+					dqi[c] += float32(ds * x)
+				}
+			}
+			for c := range dqi {
+				dqi[c] *= scale
+			}
+		}
+	}
+}
