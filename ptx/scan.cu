@@ -9,6 +9,10 @@
 // the arithmetic; with --fmad=false each product and each sum below is one rounded operation.
 #include "common.cuh"
 
+// SCAN_LOADS is how many time steps' loads a forward thread issues ahead of its chain of steps
+// (launch shape only: the arithmetic of every step is the same).
+#define SCAN_LOADS 8
+
 // selective_scan_diag_fwd: h[b,t,j] = A[j]*h[b,t-1,j] + B[j]*X[b,t,j], h[b,-1,j] = h0[b,j];
 // out[b,t,j] = h[b,t,j].
 extern "C" __global__ void selective_scan_diag_fwd(float* __restrict__ out, const float* __restrict__ A,
@@ -21,8 +25,21 @@ extern "C" __global__ void selective_scan_diag_fwd(float* __restrict__ out, cons
     const float* x = X + b * seqLen * state + j;
     float* o = out + b * seqLen * state + j;
     float h = h0[c];
-#pragma unroll 8
-    for (u64 t = 0; t < seqLen; t++) {
+    u64 t = 0;
+    // Blocks of SCAN_LOADS steps: the block's loads are issued before its chain of steps.
+    for (; t + SCAN_LOADS <= seqLen; t += SCAN_LOADS) {
+      float xs[SCAN_LOADS];
+#pragma unroll
+      for (int k = 0; k < SCAN_LOADS; k++) xs[k] = x[(t + k) * state];
+#pragma unroll
+      for (int k = 0; k < SCAN_LOADS; k++) {
+        const float p = a * h;
+        const float q = bj * xs[k];
+        h = p + q;
+        o[(t + k) * state] = h;
+      }
+    }
+    for (; t < seqLen; t++) {
       const float p = a * h;
       const float q = bj * x[t * state];
       h = p + q;
@@ -40,8 +57,23 @@ extern "C" __global__ void selective_scan_diag_var_fwd(float* __restrict__ out, 
     const u64 b = c / state, j = c - b * state;
     const u64 base = b * seqLen * state + j;
     float h = h0[c];
-#pragma unroll 8
-    for (u64 t = 0; t < seqLen; t++) {
+    u64 t = 0;
+    for (; t + SCAN_LOADS <= seqLen; t += SCAN_LOADS) {
+      float as[SCAN_LOADS], qs[SCAN_LOADS];
+#pragma unroll
+      for (int k = 0; k < SCAN_LOADS; k++) {
+        const u64 i = base + (t + k) * state;
+        as[k] = A[i];
+        qs[k] = B[i] * X[i];  // independent of the chain: computed ahead, the same rounded product
+      }
+#pragma unroll
+      for (int k = 0; k < SCAN_LOADS; k++) {
+        const float p = as[k] * h;
+        h = p + qs[k];
+        out[base + (t + k) * state] = h;
+      }
+    }
+    for (; t < seqLen; t++) {
       const u64 i = base + t * state;
       const float p = A[i] * h;
       const float q = B[i] * X[i];
