@@ -159,7 +159,7 @@ func FlashAttentionFwd(o, lse, q, k, v, mask []float32, bh, nq, nk, d, mstride, 
 					st[jj] = int8(attnStatus(mrow, i, j0+jj, flags))
 					switch st[jj] {
 					case attnNormal:
-						s[jj] *= scale
+						s[jj] = float32(s[jj] * scale)
 					case attnFilled:
 						s[jj] = AttnFillScore
 					default:
@@ -172,9 +172,9 @@ func FlashAttentionFwd(o, lse, q, k, v, mask []float32, bh, nq, nk, d, mstride, 
 				}
 				mn := Maxf(m, mb)
 				alpha := Expf(m - mn)
-				l *= alpha
+				l = float32(l * alpha)
 				for c := range acc {
-					acc[c] *= alpha
+					acc[c] = float32(acc[c] * alpha)
 				}
 				for jj := range cols {
 					if st[jj] == attnExcluded {
@@ -220,8 +220,8 @@ func attnGrad(st int, qi, kj, vj, doi []float32, lse, dd, scale float32) (p, ds 
 	case attnFilled:
 		return Expf(AttnFillScore - lse), 0
 	}
-	p = Expf(attnDot(qi, kj)*scale - lse)
-	return p, p * (attnDot(doi, vj) - dd)
+	p = Expf(float32(attnDot(qi, kj)*scale) - lse)
+	return p, float32(p * (attnDot(doi, vj) - dd))
 }
 
 // FlashAttentionBwdKV computes the units [lo, hi) (AttnUnits(bh, nk): tiles of keys) of dK and
@@ -272,7 +272,7 @@ func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq,
 			}
 		}
 		for c := range dkt {
-			dkt[c] *= scale
+			dkt[c] = float32(dkt[c] * scale)
 		}
 	}
 }
@@ -305,7 +305,7 @@ func FlashAttentionBwdQ(dq, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, 
 				}
 			}
 			for c := range dqi {
-				dqi[c] *= scale
+				dqi[c] = float32(dqi[c] * scale)
 			}
 		}
 	}
