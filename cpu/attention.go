@@ -211,17 +211,18 @@ func FlashAttentionRowDot(dst, dout, o []float32, d, lo, hi int) {
 	}
 }
 
-// attnGrad returns, for the entry (i, j) of status st, its probability p = Expf(s(i, j) - lse)
-// (0 when excluded) and its score gradient ds = p * (dot(dO[i], V[j]) - D[i]) (0 unless normal).
-func attnGrad(st int, qi, kj, vj, doi []float32, lse, dd, scale float32) (p, ds float32) {
+// attnGrad returns, for the entry (i, j) of status st with sd = dot(Q[i], K[j]) and
+// pd = dot(dO[i], V[j]), its probability p = Expf(s(i, j) - lse) (0 when excluded) and its score
+// gradient ds = p * (pd - D[i]) (0 unless normal).
+func attnGrad(st int, sd, pd, lse, dd, scale float32) (p, ds float32) {
 	switch st {
 	case attnExcluded:
 		return 0, 0
 	case attnFilled:
 		return Expf(AttnFillScore - lse), 0
 	}
-	p = Expf(float32(attnDot(qi, kj)*scale) - lse)
-	return p, float32(p * (attnDot(doi, vj) - dd))
+	p = Expf(float32(sd*scale) - lse)
+	return p, float32(p * (pd - dd))
 }
 
 // FlashAttentionBwdKV computes the units [lo, hi) (AttnUnits(bh, nk): tiles of keys) of dK and
@@ -247,17 +248,19 @@ func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq,
 		if flags&AttnCausal != 0 {
 			istart = j0
 		}
+		sd, pd := make([]float32, j1-j0), make([]float32, j1-j0)
 		for i := istart; i < nq; i++ {
 			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
 			doi := dout[(b*nq+i)*d : (b*nq+i+1)*d]
 			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
+			attnDots(sd, qi, k[(b*nk+j0)*d:], d)
+			attnDots(pd, doi, v[(b*nk+j0)*d:], d)
 			for j := j0; j < j1; j++ {
 				st := attnStatus(mrow, i, j, flags)
 				if st == attnExcluded {
 					continue
 				}
-				kj, vj := k[(b*nk+j)*d:(b*nk+j+1)*d], v[(b*nk+j)*d:(b*nk+j+1)*d]
-				p, ds := attnGrad(st, qi, kj, vj, doi, lse[b*nq+i], dd[b*nq+i], scale)
+				p, ds := attnGrad(st, sd[j-j0], pd[j-j0], lse[b*nq+i], dd[b*nq+i], scale)
 				dvj := dvt[(j-j0)*d : (j-j0+1)*d]
 				for c, x := range doi {
 					dvj[c] += float32(p * x)
@@ -282,6 +285,7 @@ func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq,
 // FlashAttentionBwdKV): dq[c] = dq[c] + ds * K[j][c] from +0; at the end dQ[i][c] = dq[c] * scale.
 func FlashAttentionBwdQ(dq, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
 	tiles := (nq + attnRows - 1) / attnRows
+	sd, pd := make([]float32, 64), make([]float32, 64)
 	for u := lo; u < hi; u++ {
 		b, i0 := u/tiles, (u%tiles)*attnRows
 		for i := i0; i < min(i0+attnRows, nq); i++ {
@@ -294,14 +298,18 @@ func FlashAttentionBwdQ(dq, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, 
 			if flags&AttnCausal != 0 {
 				jend = min(nk, i+1)
 			}
-			for j := range jend {
-				if attnStatus(mrow, i, j, flags) != attnNormal {
-					continue
-				}
-				kj, vj := k[(b*nk+j)*d:(b*nk+j+1)*d], v[(b*nk+j)*d:(b*nk+j+1)*d]
-				_, ds := attnGrad(attnNormal, qi, kj, vj, doi, lse[b*nq+i], dd[b*nq+i], scale)
-				for c, x := range kj {
-					dqi[c] += float32(ds * x)
+			for j0 := 0; j0 < jend; j0 += len(sd) {
+				cols := min(len(sd), jend-j0)
+				attnDots(sd[:cols], qi, k[(b*nk+j0)*d:], d)
+				attnDots(pd[:cols], doi, v[(b*nk+j0)*d:], d)
+				for j := j0; j < j0+cols; j++ {
+					if attnStatus(mrow, i, j, flags) != attnNormal {
+						continue
+					}
+					_, ds := attnGrad(attnNormal, sd[j-j0], pd[j-j0], lse[b*nq+i], dd[b*nq+i], scale)
+					for c, x := range k[(b*nk+j)*d : (b*nk+j+1)*d] {
+						dqi[c] += float32(ds * x)
+					}
 				}
 			}
 			for c := range dqi {
