@@ -7,7 +7,7 @@ import "fmt"
 // {1, 2, 31, 64, 65, 127} (off and on the key blocks of 64, 32 and 16) and head dimension of
 // {1, 16, 63, 64, 128, 256} (the three tile classes), unmasked; with the seeds' -1000 fill (a
 // per-sequence mask with fully blocked rows), a hard mask (shared, with fully blocked rows),
-// causal, causal with a hard mask, and nq != nk; and 1000 positions (every mask kind at d = 64,
+// causal, causal with a hard mask, d = 32 (a GPU fast path, as 64 and 128), and nq != nk; and 1000 positions (every mask kind at d = 64,
 // d = 16 and 256 unmasked), 4096 causal positions (forward only). Inputs are in (-2, 2).
 func attentionCases() []mirrorCase {
 	var cases []mirrorCase
@@ -29,6 +29,11 @@ func attentionCases() []mirrorCase {
 				add(2, n, n, d, kind, true)
 			}
 		}
+	}
+	// The GPU's fast path for d = 32 (64 and 128 above).
+	for _, n := range []int{31, 65} {
+		add(2, n, n, 32, "none", true)
+		add(2, n, n, 32, "causal+hard", true)
 	}
 	add(3, 33, 130, 100, "hard", true)
 	add(2, 130, 33, 256, "causal+fill", true)

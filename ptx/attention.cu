@@ -42,10 +42,15 @@ __device__ __forceinline__ int att_status(const float* mrow, u64 i, u64 j, u32 f
   return ATT_NORMAL;
 }
 
-// att_dot is cpu's attnDot: ascending from +0, each product rounded, then the sum.
+// att_dot is cpu's attnDot: ascending from +0, each product rounded, then the sum. DK > 0 is the
+// fast path of a head dimension known at compile time (d == DK): the loop unrolled, the same
+// operations in the same order (no reassociation without fast-math), so the same bits.
+template <int DK>
 __device__ __forceinline__ float att_dot(const float* a, const float* b, int d) {
+  const int n = DK > 0 ? DK : d;
   float acc = 0.0f;
-  for (int c = 0; c < d; c++) acc = acc + a[c] * b[c];
+#pragma unroll(DK > 0 ? 16 : 1)
+  for (int c = 0; c < n; c++) acc = acc + a[c] * b[c];
   return acc;
 }
 
@@ -57,7 +62,7 @@ __device__ __forceinline__ const float* att_mask_row(const float* mask, u64 b, u
 // Forward, tiles of BR query rows against key blocks of BC keys, head dims up to D. Shared: the
 // Q tile (BR x d), the K then V block (BC x (d+1), padded against bank conflicts), the scores
 // then probabilities (BR x BC), their statuses, and the row state m, l, alpha.
-template <int BC, int BR, int D>
+template <int BC, int BR, int D, int DK>
 __device__ __forceinline__ void att_fwd(float* o, float* lse, const float* q, const float* k, const float* v,
                                         const float* mask, u64 bh, u64 nq, u64 nk, u64 du, u64 mstride, u32 flags,
                                         float scale, float* smem, unsigned char* st) {
@@ -95,7 +100,7 @@ __device__ __forceinline__ void att_fwd(float* o, float* lse, const float* q, co
           const u64 i = i0 + r, j = j0 + jj;
           const int s = att_status(att_mask_row(mask, b, i, nk, mstride, flags), i, j, flags);
           float sc = ATT_FILL_SCORE;
-          if (s == ATT_NORMAL) sc = att_dot(qs + r * d, kv + jj * (D + 1), d) * scale;
+          if (s == ATT_NORMAL) sc = att_dot<DK>(qs + r * d, kv + jj * (D + 1), d) * scale;
           ss[e] = sc;
           st[e] = (unsigned char)s;
         }
@@ -166,27 +171,32 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
                         u64 bh, u64 nq, u64 nk, u64 d, u64 mstride, u64 flags, float scale) {
   __shared__ float smem[ATT_FWD_SMEM];
   __shared__ unsigned char st[ATT_FWD_BR_64 * ATT_BC_64];
-  if (d <= 64) {
-    att_fwd<ATT_BC_64, ATT_FWD_BR_64, 64>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, (u32)flags, scale, smem, st);
+  const u32 f = (u32)flags;
+  if (d == 32) {
+    att_fwd<ATT_BC_64, ATT_FWD_BR_64, 64, 32>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 64) {
+    att_fwd<ATT_BC_64, ATT_FWD_BR_64, 64, 64>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d <= 64) {
+    att_fwd<ATT_BC_64, ATT_FWD_BR_64, 64, 0>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 128) {
+    att_fwd<ATT_BC_128, ATT_FWD_BR_128, 128, 128>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else if (d <= 128) {
-    att_fwd<ATT_BC_128, ATT_FWD_BR_128, 128>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, (u32)flags, scale, smem,
-                                             st);
+    att_fwd<ATT_BC_128, ATT_FWD_BR_128, 128, 0>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else {
-    att_fwd<ATT_BC_256, ATT_FWD_BR_256, 256>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, (u32)flags, scale, smem,
-                                             st);
+    att_fwd<ATT_BC_256, ATT_FWD_BR_256, 256, 0>(o, lse, q, k, v, mask, bh, nq, nk, d, mstride, f, scale, smem, st);
   }
 }
 
 // flash_attention_rowdot: D[r] = dot(dO[r], O[r]) for rows r (cpu.FlashAttentionRowDot).
 extern "C" __global__ void flash_attention_rowdot(float* __restrict__ dd, const float* __restrict__ dout,
                                                   const float* __restrict__ o, u64 rows, u64 d) {
-  TL_FOR(r, rows) dd[r] = att_dot(dout + r * d, o + r * d, (int)d);
+  TL_FOR(r, rows) dd[r] = att_dot<0>(dout + r * d, o + r * d, (int)d);
 }
 
 // The backward's pair terms of a T x T tile: for query rows r < rows (tile rows i0 + r, with Q and
 // dO in qs and dos, stride d) and keys jj < cols (j0 + jj, K and V in ks and vs, stride D + 1),
 // ps = p, dss = ds and st = status (cpu's attnGrad).
-template <int T, int D>
+template <int T, int D, int DK>
 __device__ __forceinline__ void att_pairs(float* ps, float* dss, unsigned char* st, const float* qs, const float* dos,
                                           const float* ks, const float* vs, const float* lrow, const float* drow,
                                           const float* mask, u64 b, u64 i0, u64 j0, int rows, int cols, u64 nk,
@@ -200,8 +210,8 @@ __device__ __forceinline__ void att_pairs(float* ps, float* dss, unsigned char* 
       if (s == ATT_FILLED) {
         p = tl_expf(ATT_FILL_SCORE - lrow[r]);
       } else if (s == ATT_NORMAL) {
-        p = tl_expf(att_dot(qs + r * d, ks + jj * (D + 1), d) * scale - lrow[r]);
-        ds = p * (att_dot(dos + r * d, vs + jj * (D + 1), d) - drow[r]);
+        p = tl_expf(att_dot<DK>(qs + r * d, ks + jj * (D + 1), d) * scale - lrow[r]);
+        ds = p * (att_dot<DK>(dos + r * d, vs + jj * (D + 1), d) - drow[r]);
       }
       ps[e] = p;
       dss[e] = ds;
@@ -235,7 +245,7 @@ __device__ __forceinline__ void att_load_keys(float* ks, float* vs, const float*
 }
 
 // dK and dV: one owner per key tile, query rows ascending (cpu.FlashAttentionBwdKV).
-template <int T, int D>
+template <int T, int D, int DK>
 __device__ __forceinline__ void att_bwd_kv(float* dk, float* dv, const float* q, const float* k, const float* v,
                                            const float* mask, const float* dout, const float* lse, const float* dd,
                                            u64 bh, u64 nq, u64 nk, u64 du, u64 mstride, u32 flags, float scale,
@@ -265,7 +275,7 @@ __device__ __forceinline__ void att_bwd_kv(float* dk, float* dv, const float* q,
       __syncthreads();
       att_load_rows(qs, dos, lrow, drow, q, dout, lse, dd, b, nq, i0, rows, d);
       __syncthreads();
-      att_pairs<T, D>(ps, dss, st, qs, dos, ks, vs, lrow, drow, mask, b, i0, j0, rows, cols, nk, mstride, flags, d,
+      att_pairs<T, D, DK>(ps, dss, st, qs, dos, ks, vs, lrow, drow, mask, b, i0, j0, rows, cols, nk, mstride, flags, d,
                       scale);
       __syncthreads();
 #pragma unroll
@@ -296,7 +306,7 @@ __device__ __forceinline__ void att_bwd_kv(float* dk, float* dv, const float* q,
 }
 
 // dQ: one owner per query tile, keys ascending (cpu.FlashAttentionBwdQ).
-template <int T, int D>
+template <int T, int D, int DK>
 __device__ __forceinline__ void att_bwd_q(float* dq, const float* q, const float* k, const float* v,
                                           const float* mask, const float* dout, const float* lse, const float* dd,
                                           u64 bh, u64 nq, u64 nk, u64 du, u64 mstride, u32 flags, float scale,
@@ -326,7 +336,7 @@ __device__ __forceinline__ void att_bwd_q(float* dq, const float* q, const float
       __syncthreads();
       att_load_keys<D>(ks, vs, k, v, b, nk, j0, cols, d);
       __syncthreads();
-      att_pairs<T, D>(ps, dss, st, qs, dos, ks, vs, lrow, drow, mask, b, i0, j0, rows, cols, nk, mstride, flags, d,
+      att_pairs<T, D, DK>(ps, dss, st, qs, dos, ks, vs, lrow, drow, mask, b, i0, j0, rows, cols, nk, mstride, flags, d,
                       scale);
       __syncthreads();
 #pragma unroll
@@ -358,15 +368,19 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
                            float scale) {
   __shared__ float smem[ATT_BWD_SMEM];
   __shared__ unsigned char st[ATT_BWD_T_64 * ATT_BWD_T_64];
-  if (d <= 64) {
-    att_bwd_kv<ATT_BWD_T_64, 64>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale,
-                                 smem, st);
+  const u32 f = (u32)flags;
+  if (d == 32) {
+    att_bwd_kv<ATT_BWD_T_64, 64, 32>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 64) {
+    att_bwd_kv<ATT_BWD_T_64, 64, 64>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d <= 64) {
+    att_bwd_kv<ATT_BWD_T_64, 64, 0>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 128) {
+    att_bwd_kv<ATT_BWD_T_128, 128, 128>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else if (d <= 128) {
-    att_bwd_kv<ATT_BWD_T_128, 128>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale,
-                                   smem, st);
+    att_bwd_kv<ATT_BWD_T_128, 128, 0>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else {
-    att_bwd_kv<ATT_BWD_T_256, 256>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale,
-                                   smem, st);
+    att_bwd_kv<ATT_BWD_T_256, 256, 0>(dk, dv, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   }
 }
 
@@ -379,13 +393,18 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
                           float scale) {
   __shared__ float smem[ATT_BWD_SMEM];
   __shared__ unsigned char st[ATT_BWD_T_64 * ATT_BWD_T_64];
-  if (d <= 64) {
-    att_bwd_q<ATT_BWD_T_64, 64>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale, smem, st);
+  const u32 f = (u32)flags;
+  if (d == 32) {
+    att_bwd_q<ATT_BWD_T_64, 64, 32>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 64) {
+    att_bwd_q<ATT_BWD_T_64, 64, 64>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d <= 64) {
+    att_bwd_q<ATT_BWD_T_64, 64, 0>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
+  } else if (d == 128) {
+    att_bwd_q<ATT_BWD_T_128, 128, 128>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else if (d <= 128) {
-    att_bwd_q<ATT_BWD_T_128, 128>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale, smem,
-                                  st);
+    att_bwd_q<ATT_BWD_T_128, 128, 0>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   } else {
-    att_bwd_q<ATT_BWD_T_256, 256>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, (u32)flags, scale, smem,
-                                  st);
+    att_bwd_q<ATT_BWD_T_256, 256, 0>(dq, q, k, v, mask, dout, lse, dd, bh, nq, nk, d, mstride, f, scale, smem, st);
   }
 }
