@@ -7,10 +7,12 @@ import (
 )
 
 // Our own FFT: the plans and the twins of ptx/fft.cu. Everything that shapes the arithmetic is a
-// function of the transform length alone (NewRfftPlan); the twiddle factors, the Bluestein chirp
-// and its transform are computed once on the host in float64, every angle reduced exactly with
-// integer arithmetic, and rounded to float32; every float32 operation below is one correctly
-// rounded +, - or * (no fma), in the order written, on both devices.
+// function of the transform length alone (NewRfftPlan); the twiddle factors, the odd radices'
+// constants, the Bluestein chirp and its transform are computed once on the host in float64 by
+// UnitRoot (every angle reduced exactly with integer arithmetic, then a series whose float64
+// operations are all explicitly rounded, so that every GOARCH builds the same bits) and rounded
+// to float32; every float32 operation below is one correctly rounded +, - or * (no fma), in the
+// order written, on both devices.
 //
 // Complex values are pairs of float32 (re, im) stored interleaved. The complex product used
 // everywhere (cmul) is
@@ -147,19 +149,12 @@ type tableBuilder struct {
 	rc map[int]int // odd radix -> offset of its constants
 }
 
-// unit appends exp(-2*pi*i*num/den) for the given (num, den) angles (0 <= num < den, the angle
-// reduced exactly beforehand) and returns its offset.
-func (b *tableBuilder) unit(num, den int) {
-	a := float64(2*math.Pi*float64(num)) / float64(den)
-	b.t = append(b.t, float32(math.Cos(a)), float32(-math.Sin(a)))
-}
-
-// roots appends W_n^k for k < count and returns the offset.
+// roots appends W_n^k = exp(-2*pi*i*k/n) for k < count and returns the offset: the float32
+// roundings of UnitRoot(n - k, n), cos(2*pi*k/n) and -sin(2*pi*k/n), exact at multiples of pi/4
+// (zeros are +0) and conjugate-symmetric to the bit (W^(n-k) = conj(W^k)); see appendRoots.
 func (b *tableBuilder) roots(n, count int) int {
 	off := len(b.t)
-	for k := range count {
-		b.unit(k, n)
-	}
+	b.t = appendRoots(b.t, n, count)
 	return off
 }
 
@@ -170,20 +165,17 @@ func (b *tableBuilder) plan(n int) *FFTPlan {
 		m := 1 << bits.Len(uint(2*n-2))
 		p := &FFTPlan{N: n, Blue: &Bluestein{M: m, Inner: b.plan(m)}}
 		p.Blue.Chirp = len(b.t)
-		chirp := make([]complex128, n)
-		for t := range n {
-			q := int((uint64(t) * uint64(t)) % uint64(2*n)) // exp(-i*pi*q/n) = W_{2n}^q
-			a := float64(math.Pi*float64(q)) / float64(n)
-			chirp[t] = complex(math.Cos(a), -math.Sin(a))
-			b.t = append(b.t, float32(real(chirp[t])), float32(imag(chirp[t])))
-		}
-		// B = FFT_M(conj chirp at j and M-j) / M, in float64.
+		// The chirp c[t] = exp(-i*pi*q/n) = W_{2n}^q, q = t*t mod 2n: with (cc, cs) = UnitRoot(q, 2n)
+		// = conj(c[t]), c[t] is stored as float32(cc), float32(0 - cs) (UnitRoot(2n - q, 2n) to the
+		// bit); B = FFT_M(conj(c) at j and M-j) / M in float64.
 		w := make([]complex128, m)
-		for j := range n {
-			c := complex(real(chirp[j]), -imag(chirp[j]))
-			w[j] = c
-			if j > 0 {
-				w[m-j] = c
+		for t := range n {
+			q := (uint64(t) * uint64(t)) % uint64(2*n)
+			cc, cs := UnitRoot(q, uint64(2*n))
+			b.t = append(b.t, float32(cc), float32(0-cs))
+			w[t] = complex(cc, cs)
+			if t > 0 {
+				w[m-t] = w[t]
 			}
 		}
 		fft64(w)
@@ -210,8 +202,9 @@ func (b *tableBuilder) plan(n int) *FFTPlan {
 }
 
 // radixConsts appends (once per plan) the constants of the odd radix r: for j, k = 1 .. h
-// (h = (r-1)/2), C(j, k) = cos(2*pi*(j*k mod r)/r) and S(j, k) = sin(2*pi*(j*k mod r)/r) at
-// 2*((j-1)*h + k-1) and the slot after it. It returns their offset.
+// (h = (r-1)/2), C(j, k) = cos(2*pi*(j*k mod r)/r) and S(j, k) = sin(2*pi*(j*k mod r)/r)
+// (UnitRoot(j*k mod r, r) rounded to float32) at 2*((j-1)*h + k-1) and the slot after it. It
+// returns their offset.
 func (b *tableBuilder) radixConsts(r int) int {
 	if off, ok := b.rc[r]; ok {
 		return off
@@ -220,8 +213,8 @@ func (b *tableBuilder) radixConsts(r int) int {
 	h := (r - 1) / 2
 	for j := 1; j <= h; j++ {
 		for k := 1; k <= h; k++ {
-			a := float64(2*math.Pi*float64(j*k%r)) / float64(r)
-			b.t = append(b.t, float32(math.Cos(a)), float32(math.Sin(a)))
+			c, s := UnitRoot(uint64(j*k%r), uint64(r))
+			b.t = append(b.t, float32(c), float32(s))
 		}
 	}
 	b.rc[r] = off
@@ -229,9 +222,11 @@ func (b *tableBuilder) radixConsts(r int) int {
 }
 
 // fft64 is an in-place radix-2 FFT in float64 (len(x) a power of two), sign -1, unnormalized,
-// twiddles from exactly reduced angles: the host's reference for Bluestein's B.
+// twiddles W_n^(k*step) = UnitRoot(n - k*step, n) (appendRoots): the host's reference for
+// Bluestein's B.
 func fft64(x []complex128) {
 	n := len(x)
+	tw := appendRoots([]float64(nil), n, n/2)
 	for i, j := 1, 0; i < n; i++ {
 		bit := n >> 1
 		for ; j&bit != 0; bit >>= 1 {
@@ -246,8 +241,7 @@ func fft64(x []complex128) {
 		half := size / 2
 		step := n / size
 		for k := range half {
-			a := float64(2*math.Pi*float64(k*step)) / float64(n)
-			wr, wi := math.Cos(a), -math.Sin(a)
+			wr, wi := tw[2*k*step], tw[2*k*step+1]
 			for s := 0; s < n; s += size {
 				u, y := x[s+k], x[s+k+half]
 				// w*y with every product rounded (no fma on any architecture).

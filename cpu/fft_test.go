@@ -99,3 +99,79 @@ func TestFFTFactorsAndRecip(t *testing.T) {
 		}
 	}
 }
+
+// TestRfftPlanTables: every constant of a plan's table is the float32 rounding of UnitRoot's
+// value (twiddles W_N^k = UnitRoot(N-k, N), the odd radices' C and S = UnitRoot(j*k mod r, r),
+// the chirp c[t] = UnitRoot(2N - t*t mod 2N, 2N), RfftPost's W_n^k), the twiddles are
+// conjugate-symmetric to the bit, and exact (with +0) at multiples of pi/2.
+func TestRfftPlanTables(t *testing.T) {
+	w32 := func(r, n int) (float32, float32) {
+		c, s := UnitRoot(uint64(r), uint64(n))
+		return float32(c), float32(s)
+	}
+	bitsEq := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+	var checkPlan func(p *FFTPlan, tab []float32)
+	checkPlan = func(p *FFTPlan, tab []float32) {
+		n := p.N
+		if p.Blue != nil {
+			for k := range n {
+				q := k * k % (2 * n)
+				c, s := w32(2*n-q, 2*n)
+				if g := tab[p.Blue.Chirp+2*k:]; !bitsEq(g[0], c) || !bitsEq(g[1], s) {
+					t.Errorf("N=%d chirp[%d] = (%v, %v), want (%v, %v)", n, k, g[0], g[1], c, s)
+				}
+			}
+			checkPlan(p.Blue.Inner, tab)
+			return
+		}
+		if len(p.Stages) == 0 {
+			return
+		}
+		tw := tab[p.Tw:]
+		for k := range n {
+			c, s := w32((n-k)%n, n)
+			if !bitsEq(tw[2*k], c) || !bitsEq(tw[2*k+1], s) {
+				t.Fatalf("N=%d W^%d = (%v, %v), want (%v, %v)", n, k, tw[2*k], tw[2*k+1], c, s)
+			}
+			if k > 0 && (!bitsEq(tw[2*(n-k)], tw[2*k]) || !bitsEq(tw[2*(n-k)+1], 0-tw[2*k+1])) {
+				t.Fatalf("N=%d: W^%d = (%v, %v) is not the conjugate of W^%d", n, n-k, tw[2*(n-k)], tw[2*(n-k)+1], k)
+			}
+			if 4*k%n == 0 {
+				want := [4][2]float32{{1, 0}, {0, -1}, {-1, 0}, {0, 1}}[4*k/n]
+				if !bitsEq(tw[2*k], want[0]) || !bitsEq(tw[2*k+1], want[1]) {
+					t.Errorf("N=%d W^%d = (%v, %v), want exactly %v", n, k, tw[2*k], tw[2*k+1], want)
+				}
+			}
+		}
+		for _, st := range p.Stages {
+			r, h := st.Radix, (st.Radix-1)/2
+			if r%2 == 0 {
+				continue
+			}
+			for j := 1; j <= h; j++ {
+				for k := 1; k <= h; k++ {
+					c, s := w32(j*k%r, r)
+					o := st.Rc + 2*((j-1)*h+k-1)
+					if !bitsEq(tab[o], c) || !bitsEq(tab[o+1], s) {
+						t.Errorf("radix %d C, S(%d, %d) = (%v, %v), want (%v, %v)", r, j, k, tab[o], tab[o+1], c, s)
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []int{1, 2, 3, 8, 12, 30, 97, 194, 1000, 1024, 2002, 6000, 8192} {
+		p, err := NewRfftPlan(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(p.C, p.Table)
+		if n%2 == 0 {
+			for k := range n / 2 {
+				c, s := w32((n-k)%n, n)
+				if g := p.Table[p.Post+2*k:]; !bitsEq(g[0], c) || !bitsEq(g[1], s) {
+					t.Errorf("n=%d post W^%d = (%v, %v), want (%v, %v)", n, k, g[0], g[1], c, s)
+				}
+			}
+		}
+	}
+}
