@@ -2,8 +2,9 @@ package ops
 
 import (
 	"fmt"
-	"math"
 	"sync"
+
+	"github.com/torchlean-go/torchlean/cpu"
 )
 
 // The spectral convolution of a Fourier Neural Operator layer (FNO-1D), the seeds'
@@ -198,30 +199,12 @@ func spectralHostTables(grid, modes int) (fwd, inv []float32) {
 	return fwd, inv
 }
 
-// cosSin2Pi returns cos and sin of 2π r/n (0 <= r < n) in float64: the angle is split exactly
-// into a quadrant q and a remainder (4r = q*n + rem), and the remainder's angle, folded into
-// [0, π/4] by the complement, is the only one passed to math.Sincos, so that the values at
-// multiples of π/2 are exact and the table is symmetric (r and n - r differ only in sign).
+// cosSin2Pi returns cos and sin of 2π r/n (0 <= r < n) in float64: cpu.UnitRoot, the same bits
+// on every GOARCH (the angle reduced exactly to an octant with integers, then a double-double
+// series with every float64 product explicitly rounded; correctly rounded in all cases measured),
+// exact at multiples of π/2, symmetric (r and n - r differ only in the sign of sin) and never -0.
 func cosSin2Pi(r, n int) (c, s float64) {
-	q4 := 4 * uint64(r)
-	quad, rem := q4/uint64(n), q4%uint64(n)
-	switch {
-	case 2*rem == uint64(n): // π/4: sin and cos are one value (math.Sincos differs in the last bit)
-		c, s = math.Sqrt2/2, math.Sqrt2/2
-	case 2*rem < uint64(n):
-		s, c = math.Sincos(math.Pi / 2 * (float64(rem) / float64(n)))
-	default:
-		c, s = math.Sincos(math.Pi / 2 * (float64(uint64(n)-rem) / float64(n)))
-	}
-	switch quad {
-	case 1:
-		c, s = -s, c
-	case 2:
-		c, s = -c, -s
-	case 3:
-		c, s = s, -c
-	}
-	return c + 0, s + 0 // no -0
+	return cpu.UnitRoot(uint64(r), uint64(n))
 }
 
 // spectralSizes checks the sizes of a spectral convolution (batch >= 0, grid > 0, width > 0,
