@@ -129,6 +129,7 @@ func mirrorCases() []mirrorCase {
 	cases = append(cases, fftCases()...)
 	cases = append(cases, attentionCases()...)
 	cases = append(cases, scanCases()...)
+	cases = append(cases, convCases()...)
 	return append(cases, matmulCases()...)
 }
 

@@ -1,0 +1,816 @@
+package cpu
+
+import "runtime"
+
+// N-D convolution: the twins of ptx/conv.cu. Layout, batched and channel-first, row-major:
+// x (batch, cin, in...), y and dY (batch, cout, out...), w (cout, cin/groups, k...), bias (cout).
+// The geometry is geom, ConvGeomLen uint32 in six groups of ConvMaxRank, the spatial axes
+// right-aligned (unused leading axes: size 1, kernel 1, stride 1, padding 0, dilation 1):
+//
+//	geom[0:8] input sizes    geom[8:16] output sizes   geom[16:24] kernel sizes
+//	geom[24:32] strides      geom[32:40] paddings      geom[40:48] dilations
+//
+// inProd, outProd and kProd are the products of the input, output and kernel sizes; groups
+// divides cin and cout (group g owns input channels [g*cin/groups, (g+1)*cin/groups) and output
+// channels [g*cout/groups, ...)). Every output has one owner and a K sum in a fixed order, each
+// step a single-rounding Fmaf (the GPU's __fmaf_rn), starting from +0; a bias is added last.
+//
+// On amd64 with the SGEMM micro-kernels of matmul_amd64.s, ConvFwd, ConvBwdInput and
+// ConvBwdWeight run as implicit GEMMs: the patches are packed in the fixed K order into the
+// micro-kernels' cache-sized panels straight from the input (no im2col buffer; padded cells
+// packed as +0), and the micro-kernels take each output's fma steps in ascending K (see Bmm), so
+// the bits are those of the plain loops (convFwdDirect, convBwdInputDirect, convBwdWeightDirect),
+// which run elsewhere and with -tags noasm.
+
+// ConvMaxRank is the largest spatial rank of a convolution; ConvGeomLen the length of its
+// geometry array (CONV_MAX_RANK and CONV_GEOM_LEN in ptx/conv.cu).
+const (
+	ConvMaxRank = 8
+	ConvGeomLen = 6 * ConvMaxRank
+)
+
+// convGeom is a decoded geometry array.
+type convGeom struct {
+	in, out, k, s, p, d    [ConvMaxRank]int
+	inProd, outProd, kProd int
+}
+
+func newConvGeom(geom []uint32) *convGeom {
+	g := &convGeom{inProd: 1, outProd: 1, kProd: 1}
+	for a := range ConvMaxRank {
+		g.in[a], g.out[a], g.k[a] = int(geom[a]), int(geom[8+a]), int(geom[16+a])
+		g.s[a], g.p[a], g.d[a] = int(geom[24+a]), int(geom[32+a]), int(geom[40+a])
+		g.inProd *= g.in[a]
+		g.outProd *= g.out[a]
+		g.kProd *= g.k[a]
+	}
+	return g
+}
+
+// coords writes the row-major coordinates of flat index i in sizes dims.
+func coords(c *[ConvMaxRank]int, i int, dims *[ConvMaxRank]int) {
+	for a := ConvMaxRank - 1; a >= 0; a-- {
+		c[a] = i % dims[a]
+		i /= dims[a]
+	}
+}
+
+// ConvFwd writes y = conv(x, w) (+ bias when hasBias) for the whole batch. Every output
+// y[n][co][o] (o a row-major output position with coordinates o_a) is exactly:
+//
+//	acc := float32(+0)
+//	for c := 0; c < cin/groups; c++ {         // the group's input channels, ascending
+//		for kk := 0; kk < kProd; kk++ {       // kernel offsets, row-major (coordinates kk_a)
+//			i_a := o_a*stride_a - pad_a + kk_a*dil_a
+//			xv := float32(+0)                 // padding
+//			if every 0 <= i_a < in_a { xv = x[n][g*cin/groups + c][i] }
+//			acc = Fmaf(xv, w[co][c][kk], acc)
+//		}
+//	}
+//	if hasBias { acc = acc + bias[co] }       // one rounding
+//	y[n][co][o] = acc
+//
+// with g = co / (cout/groups). bias is not read when hasBias is false. The work is split over
+// the cores by whole outputs, so the split never changes a bit.
+func ConvFwd(y, x, w, bias []float32, geom []uint32, batch, cin, cout, groups, inProd, outProd, kProd int, hasBias bool) {
+	g := newConvGeom(geom)
+	total := batch * cout * outProd
+	if total == 0 {
+		return
+	}
+	if k := gemmActive; k != nil && cin/groups > 0 {
+		convFwdGemm(k, y, x, w, g, batch, cin, cout, groups)
+		if hasBias {
+			addChannelBias(y, bias, batch, cout, outProd)
+		}
+		return
+	}
+	Parallel(total, max(1, 1<<14/max(1, cin/groups*kProd)), func(lo, hi int) {
+		convFwdDirect(y, x, w, bias, g, batch, cin, cout, groups, hasBias, lo, hi)
+	})
+}
+
+// convFwdDirect is ConvFwd's contract as plain loops for the outputs [lo, hi).
+func convFwdDirect(y, x, w, bias []float32, g *convGeom, batch, cin, cout, groups int, hasBias bool, lo, hi int) {
+	cing, coutg := cin/groups, cout/groups
+	var oc, base [ConvMaxRank]int
+	for u := lo; u < hi; u++ {
+		nc := u / g.outProd
+		co, n := nc%cout, nc/cout
+		grp := co / coutg
+		coords(&oc, u-nc*g.outProd, &g.out)
+		for a := range ConvMaxRank {
+			base[a] = oc[a]*g.s[a] - g.p[a]
+		}
+		acc := float32(0)
+		for c := 0; c < cing; c++ {
+			xc := x[(n*cin+grp*cing+c)*g.inProd:][:g.inProd]
+			wc := w[(co*cing+c)*g.kProd:][:g.kProd]
+			acc = g.patchDot(acc, xc, wc, &base)
+		}
+		if hasBias {
+			acc += bias[co]
+		}
+		y[u] = acc
+	}
+}
+
+// patchDot continues acc over the kernel offsets of one channel in row-major order: acc =
+// Fmaf(xv, wc[kk], acc), xv = xc at base_a + kk_a*dil_a, +0 outside the input.
+func (g *convGeom) patchDot(acc float32, xc, wc []float32, base *[ConvMaxRank]int) float32 {
+	var kc [ConvMaxRank - 1]int
+	k7, d7, in7 := g.k[7], g.d[7], g.in[7]
+	wi := 0
+	for t := 0; t < g.kProd/k7; t++ {
+		off, ok := 0, true
+		for a := range ConvMaxRank - 1 {
+			i := base[a] + kc[a]*g.d[a]
+			ok = ok && i >= 0 && i < g.in[a]
+			off = off*g.in[a] + i
+		}
+		off *= in7
+		i7 := base[7]
+		for j := 0; j < k7; j++ {
+			v := float32(0)
+			if ok && i7 >= 0 && i7 < in7 {
+				v = xc[off+i7]
+			}
+			acc = Fmaf(v, wc[wi], acc)
+			wi++
+			i7 += d7
+		}
+		for a := ConvMaxRank - 2; a >= 0; a-- {
+			if kc[a]++; kc[a] < g.k[a] {
+				break
+			}
+			kc[a] = 0
+		}
+	}
+	return acc
+}
+
+// addChannelBias adds bias[c] to every element of channel c: v = v + bias[c], one rounding.
+func addChannelBias(y, bias []float32, batch, ch, per int) {
+	Parallel(batch*ch, max(1, 1<<14/max(1, per)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b := bias[r%ch]
+			row := y[r*per : (r+1)*per]
+			for i := range row {
+				row[i] += b
+			}
+		}
+	})
+}
+
+// ConvBwdInput writes dX, the gradient of ConvFwd with respect to x for the output gradient
+// dy (batch, cout, out...), with the same geometry; with hasBias it adds bias[ci] last, which
+// makes it the forward of a transposed convolution (x as dy, its output as dx). Every
+// dx[n][ci][i] (coordinates i_a) is exactly:
+//
+//	acc := float32(+0)
+//	for co := g*cout/groups; co < (g+1)*cout/groups; co++ {   // ascending
+//		for kk := 0; kk < kProd; kk++ {                         // row-major
+//			t_a := i_a + pad_a - kk_a*dil_a
+//			if some t_a is not a multiple of stride_a { continue } // no term
+//			dv := float32(+0)                                     // outside dY
+//			if every 0 <= t_a/stride_a < out_a { dv = dy[n][co][t/stride] }
+//			acc = Fmaf(dv, w[co][ci - g*cin/groups][kk], acc)
+//		}
+//	}
+//	if hasBias { acc = acc + bias[ci] }
+//	dx[n][ci][i] = acc
+//
+// with g = ci / (cin/groups).
+func ConvBwdInput(dx, dy, w, bias []float32, geom []uint32, batch, cin, cout, groups, inProd, outProd, kProd int, hasBias bool) {
+	g := newConvGeom(geom)
+	total := batch * cin * inProd
+	if total == 0 {
+		return
+	}
+	if k := gemmActive; k != nil && cout/groups > 0 && g.outProd > 0 {
+		convBwdInputGemm(k, dx, dy, w, g, batch, cin, cout, groups)
+		if hasBias {
+			addChannelBias(dx, bias, batch, cin, inProd)
+		}
+		return
+	}
+	Parallel(total, max(1, 1<<14/max(1, cout/groups*kProd)), func(lo, hi int) {
+		convBwdInputDirect(dx, dy, w, bias, g, batch, cin, cout, groups, hasBias, lo, hi)
+	})
+}
+
+// convBwdInputDirect is ConvBwdInput's contract as plain loops for the elements [lo, hi).
+func convBwdInputDirect(dx, dy, w, bias []float32, g *convGeom, batch, cin, cout, groups int, hasBias bool, lo, hi int) {
+	cing, coutg := cin/groups, cout/groups
+	var ic, top, kc [ConvMaxRank]int
+	for u := lo; u < hi; u++ {
+		nc := u / g.inProd
+		ci, n := nc%cin, nc/cin
+		grp := ci / cing
+		coords(&ic, u-nc*g.inProd, &g.in)
+		for a := range ConvMaxRank {
+			top[a] = ic[a] + g.p[a]
+		}
+		acc := float32(0)
+		for co := grp * coutg; co < (grp+1)*coutg; co++ {
+			dyc := dy[(n*cout+co)*g.outProd:][:g.outProd]
+			wc := w[(co*cing+ci-grp*cing)*g.kProd:][:g.kProd]
+			kc = [ConvMaxRank]int{}
+			for kk := 0; kk < g.kProd; kk++ {
+				take, ok, off := true, true, 0
+				for a := range ConvMaxRank {
+					t := top[a] - kc[a]*g.d[a]
+					q := t / g.s[a]
+					take = take && q*g.s[a] == t
+					ok = ok && t >= 0 && q < g.out[a]
+					off = off*g.out[a] + q
+				}
+				if take {
+					v := float32(0)
+					if ok {
+						v = dyc[off]
+					}
+					acc = Fmaf(v, wc[kk], acc)
+				}
+				for a := ConvMaxRank - 1; a >= 0; a-- {
+					if kc[a]++; kc[a] < g.k[a] {
+						break
+					}
+					kc[a] = 0
+				}
+			}
+		}
+		if hasBias {
+			acc += bias[ci]
+		}
+		dx[u] = acc
+	}
+}
+
+// ConvBwdWeight writes dW (cout, cin/groups, k...), the gradient of ConvFwd with respect to w
+// for the output gradient dy. Every dw[co][c][kk] is exactly:
+//
+//	acc := float32(+0)
+//	for n := 0; n < batch; n++ {                 // ascending
+//		for o := 0; o < outProd; o++ {           // output positions, row-major
+//			xv := ...                            // ConvFwd's operand of (n, o, c, kk), +0 on padding
+//			acc = Fmaf(dy[n][co][o], xv, acc)
+//		}
+//	}
+//	dw[co][c][kk] = acc
+func ConvBwdWeight(dw, x, dy []float32, geom []uint32, batch, cin, cout, groups, inProd, outProd, kProd int) {
+	g := newConvGeom(geom)
+	total := cout * (cin / groups) * kProd
+	if total == 0 {
+		return
+	}
+	if batch == 0 || outProd == 0 {
+		clear(dw[:total])
+		return
+	}
+	if k := gemmActive; k != nil {
+		convBwdWeightGemm(k, dw, x, dy, g, batch, cin, cout, groups)
+		return
+	}
+	Parallel(total, max(1, 1<<14/max(1, batch*outProd)), func(lo, hi int) {
+		convBwdWeightDirect(dw, x, dy, g, batch, cin, cout, groups, lo, hi)
+	})
+}
+
+// convBwdWeightDirect is ConvBwdWeight's contract as plain loops for the elements [lo, hi).
+func convBwdWeightDirect(dw, x, dy []float32, g *convGeom, batch, cin, cout, groups int, lo, hi int) {
+	cing, coutg := cin/groups, cout/groups
+	var kc, koff [ConvMaxRank]int
+	o7n, s7, in7 := g.out[7], g.s[7], g.in[7]
+	for u := lo; u < hi; u++ {
+		cc := u / g.kProd
+		c, co := cc%cing, cc/cing
+		grp := co / coutg
+		coords(&kc, u-cc*g.kProd, &g.k)
+		for a := range ConvMaxRank {
+			koff[a] = kc[a]*g.d[a] - g.p[a]
+		}
+		acc := float32(0)
+		for n := 0; n < batch; n++ {
+			xc := x[(n*cin+grp*cing+c)*g.inProd:][:g.inProd]
+			dyc := dy[(n*cout+co)*g.outProd:][:g.outProd]
+			var oc [ConvMaxRank - 1]int
+			oi := 0
+			for t := 0; t < g.outProd/o7n; t++ {
+				off, ok := 0, true
+				for a := range ConvMaxRank - 1 {
+					i := oc[a]*g.s[a] + koff[a]
+					ok = ok && i >= 0 && i < g.in[a]
+					off = off*g.in[a] + i
+				}
+				off *= in7
+				i7 := koff[7]
+				for j := 0; j < o7n; j++ {
+					v := float32(0)
+					if ok && i7 >= 0 && i7 < in7 {
+						v = xc[off+i7]
+					}
+					acc = Fmaf(dyc[oi], v, acc)
+					oi++
+					i7 += s7
+				}
+				for a := ConvMaxRank - 2; a >= 0; a-- {
+					if oc[a]++; oc[a] < g.out[a] {
+						break
+					}
+					oc[a] = 0
+				}
+			}
+		}
+		dw[u] = acc
+	}
+}
+
+// ConvBwdBias writes db[co] for co in [lo, hi), the gradient of the bias: exactly
+//
+//	acc := float32(+0)
+//	for n := 0; n < batch; n++ { for o := 0; o < outProd; o++ { acc = acc + dy[n][co][o] } }
+//	db[co] = acc
+func ConvBwdBias(db, dy []float32, batch, cout, outProd, lo, hi int) {
+	for co := lo; co < hi; co++ {
+		acc := float32(0)
+		for n := 0; n < batch; n++ {
+			for _, v := range dy[(n*cout+co)*outProd:][:outProd] {
+				acc += v
+			}
+		}
+		db[co] = acc
+	}
+}
+
+// ---- implicit GEMM on the SGEMM micro-kernels ----
+
+// packFn packs a block of an operand: for A, rows [i0, i0+rows) and steps [k0, k0+kc) as
+// panels of mr rows (packA's layout); for B, steps [k0, k0+kc) and columns [j0, j0+cols) as
+// panels of nr columns (packB's layout). Rows or columns past the block are packed as zeros.
+type packFn func(dst []float32, i0, rows, k0, kc, r int)
+
+// convGemm computes rows [r0, r1) and columns [c0, c1) of C = A · B, A (m, n) and B (n, p)
+// given by their packers, C at c with row stride ldc: gemmBlocked's loops (K blocks of gemmKC
+// reloading the accumulators, so the K order is ascending and nothing is rounded twice).
+func convGemm(k *gemmKernel, s *gemmScratch, c []float32, ldc, n, r0, r1, c0, c1 int, pa, pb packFn) {
+	mr, nr := k.mr, k.nr
+	kcMax := min(gemmKC, n)
+	rows, cols := r1-r0, c1-c0
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if n == 0 {
+		for r := r0; r < r1; r++ {
+			clear(c[r*ldc+c0 : r*ldc+c1])
+		}
+		return
+	}
+	mc := roundUp(ceilDiv(rows, ceilDiv(rows, gemmMC)), mr)
+	nc := roundUp(ceilDiv(cols, ceilDiv(cols, gemmNC)), nr)
+	s.a = growF32(s.a, mc*kcMax)
+	s.b = growF32(s.b, nc*kcMax)
+	s.tile = growF32(s.tile, mr*nr)
+	tile := s.tile
+	for jc := c0; jc < c1; jc += nc {
+		ncb := min(nc, c1-jc)
+		for pc := 0; pc < n; pc += kcMax {
+			kc := min(kcMax, n-pc)
+			load := pc > 0
+			pb(s.b, jc, ncb, pc, kc, nr)
+			for ic := r0; ic < r1; ic += mc {
+				mcb := min(mc, r1-ic)
+				pa(s.a, ic, mcb, pc, kc, mr)
+				for jr := 0; jr < ncb; jr += nr {
+					bp := s.b[jr*kc : (jr+nr)*kc]
+					w := min(nr, ncb-jr)
+					for ir := 0; ir < mcb; ir += mr {
+						ap := s.a[ir*kc : (ir+mr)*kc]
+						h := min(mr, mcb-ir)
+						ci := (ic+ir)*ldc + jc + jr
+						if h == mr && w == nr {
+							_ = c[ci+(mr-1)*ldc+nr-1]
+							k.fn(kc, &ap[0], &bp[0], &c[ci], ldc, load)
+							continue
+						}
+						if load {
+							for r := 0; r < h; r++ {
+								copy(tile[r*nr:r*nr+w], c[ci+r*ldc:ci+r*ldc+w])
+							}
+						}
+						k.fn(kc, &ap[0], &bp[0], &tile[0], nr, load)
+						for r := 0; r < h; r++ {
+							copy(c[ci+r*ldc:ci+r*ldc+w], tile[r*nr:r*nr+w])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// convRun runs items work items on the cores, each with its own scratch (gemmParallel), or on
+// the caller when the work is small.
+func convRun(items int, work int, run func(it int, s *gemmScratch)) {
+	workers := runtime.GOMAXPROCS(0)
+	if work < gemmMinParallel || items == 1 {
+		workers = 1
+	}
+	if workers == 1 {
+		s := gemmPool.Get().(*gemmScratch)
+		for it := range items {
+			run(it, s)
+		}
+		gemmPool.Put(s)
+		return
+	}
+	gemmParallel(items, workers, run)
+}
+
+// colChunks splits p columns into chunks (multiples of nr) so that have*chunks items keep the
+// cores busy; it returns the chunk width.
+func colChunks(p, have, nr int) int {
+	workers := runtime.GOMAXPROCS(0)
+	if have >= 2*workers {
+		return p
+	}
+	parts := ceilDiv(2*workers, max(have, 1))
+	return max(nr, roundUp(ceilDiv(p, parts), nr))
+}
+
+// fillRun writes dst[r*ds] = src[i0 + r*ss] for r < n where 0 <= i0 + r*ss < lim, and +0
+// elsewhere (src may be nil when nothing is in range).
+func fillRun(dst []float32, ds int, src []float32, i0, ss, n, lim int) {
+	// the r with 0 <= i0 + r*ss < lim: [rlo, rhi)
+	rlo, rhi := 0, n
+	if i0 < 0 {
+		rlo = min(n, (-i0+ss-1)/ss)
+	}
+	if last := lim - i0; last <= 0 {
+		rhi = 0
+	} else {
+		rhi = min(n, (last+ss-1)/ss)
+	}
+	rhi = max(rhi, rlo)
+	if ds == 1 {
+		clear(dst[:rlo])
+		if ss == 1 {
+			if rhi > rlo {
+				copy(dst[rlo:rhi], src[i0+rlo:i0+rhi])
+			}
+		} else {
+			for r := rlo; r < rhi; r++ {
+				dst[r] = src[i0+r*ss]
+			}
+		}
+		clear(dst[rhi:n])
+		return
+	}
+	for r := 0; r < rlo; r++ {
+		dst[r*ds] = 0
+	}
+	for r := rlo; r < rhi; r++ {
+		dst[r*ds] = src[i0+r*ss]
+	}
+	for r := rhi; r < n; r++ {
+		dst[r*ds] = 0
+	}
+}
+
+// gatherSpec describes the patch operand of an implicit GEMM over one (sample, group): the
+// element of step (channel c, kernel offset t) and position o (coordinates o_a in pos) is
+// src[c*cstride + i] with i_a = o_a*ps_a + off_a(t), +0 where some i_a is outside [0, lim_a).
+// off_a(t) = koff[a][kidx[t][a]]: the kernel offsets are listed per axis, kidx maps each K step
+// within a channel to its per-axis entries (row-major over the listed offsets).
+type gatherSpec struct {
+	src     []float32
+	cstride int
+	lim     [ConvMaxRank]int // source sizes
+	pos     [ConvMaxRank]int // position grid
+	ps      [ConvMaxRank]int // position strides in the source
+	koff    [ConvMaxRank][]int
+	nk      int // kernel offsets per channel (the product of len(koff[a]))
+}
+
+// offsets returns step t's per-axis offsets (t = c*nk + kk).
+func (gs *gatherSpec) offsets(o *[ConvMaxRank]int, kk int) {
+	for a := ConvMaxRank - 1; a >= 0; a-- {
+		l := len(gs.koff[a])
+		o[a] = gs.koff[a][kk%l]
+		kk /= l
+	}
+}
+
+// packRowsK packs steps [k0, k0+kc) x positions [j0, j0+cols) into dst as panels of nr
+// positions (B(step, position)): dst[(j - j%nr)*kc + k*nr + j%nr].
+func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
+	var off, pc [ConvMaxRank]int
+	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
+	for k := 0; k < kc; k++ {
+		t := k0 + k
+		c := t / gs.nk
+		gs.offsets(&off, t-c*gs.nk)
+		src := gs.src[c*gs.cstride:]
+		coords(&pc, j0, &gs.pos)
+		j := 0
+		for j < cols {
+			base, ok := 0, true
+			for a := range ConvMaxRank - 1 {
+				i := pc[a]*gs.ps[a] + off[a]
+				ok = ok && i >= 0 && i < gs.lim[a]
+				base = base*gs.lim[a] + i
+			}
+			base *= l7
+			run := min(cols-j, p7-pc[7])
+			i7 := pc[7]*s7 + off[7]
+			for run > 0 {
+				q := j % nr
+				seg := min(run, nr-q)
+				d := dst[(j-q)*kc+k*nr+q:][:seg]
+				if ok {
+					fillRun(d, 1, src[base:], i7, s7, seg, l7)
+				} else {
+					clear(d)
+				}
+				j += seg
+				run -= seg
+				i7 += seg * s7
+			}
+			pc[7] = 0
+			for a := ConvMaxRank - 2; a >= 0; a-- {
+				if pc[a]++; pc[a] < gs.pos[a] {
+					break
+				}
+				pc[a] = 0
+			}
+		}
+		if r := cols % nr; r != 0 {
+			q := cols - r
+			clear(dst[q*kc+k*nr+r : q*kc+k*nr+nr])
+		}
+	}
+}
+
+// packPosBySteps packs positions [k0, k0+kc) (the GEMM's K) x steps [j0, j0+cols) (its
+// columns) as panels of nr steps: dst[(j - j%nr)*kc + k*nr + j%nr] = element (step j, position
+// k), positions numbered over nPos per sample and samples sstride apart in src.
+func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0, kc, nr int) {
+	var off, pc [ConvMaxRank]int
+	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
+	for j := 0; j < roundUp(cols, nr); j++ {
+		q := j % nr
+		col := dst[(j-q)*kc+q:]
+		if j >= cols {
+			for k := 0; k < kc; k++ {
+				col[k*nr] = 0
+			}
+			continue
+		}
+		t := j0 + j
+		c := t / gs.nk
+		gs.offsets(&off, t-c*gs.nk)
+		k := 0
+		for k < kc {
+			pk := k0 + k
+			n := pk / nPos
+			coords(&pc, pk-n*nPos, &gs.pos)
+			src := gs.src[n*sstride+c*gs.cstride:]
+			// the rest of this row of positions (along the last axis), within the sample
+			run := min(kc-k, p7-pc[7])
+			base, ok := 0, true
+			for a := range ConvMaxRank - 1 {
+				i := pc[a]*gs.ps[a] + off[a]
+				ok = ok && i >= 0 && i < gs.lim[a]
+				base = base*gs.lim[a] + i
+			}
+			base *= l7
+			d := col[k*nr:]
+			if ok {
+				fillRun(d, nr, src[base:], pc[7]*s7+off[7], s7, run, l7)
+			} else {
+				for r := 0; r < run; r++ {
+					d[r*nr] = 0
+				}
+			}
+			k += run
+		}
+	}
+}
+
+// convFwdGemm is ConvFwd as one implicit GEMM per (sample, group): y_g (cout/groups, outProd)
+// = w_g (cout/groups, cin/groups*kProd) · patches (cin/groups*kProd, outProd), K in ConvFwd's
+// order (channel, then kernel offset).
+func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout, groups int) {
+	cing, coutg := cin/groups, cout/groups
+	kk := cing * g.kProd
+	P := g.outProd
+	chunk := colChunks(P, batch*groups, k.nr)
+	nChunks := ceilDiv(P, chunk)
+	koff := [ConvMaxRank][]int{}
+	for a := range ConvMaxRank {
+		koff[a] = make([]int, g.k[a])
+		for t := range koff[a] {
+			koff[a][t] = t*g.d[a] - g.p[a]
+		}
+	}
+	convRun(batch*groups*nChunks, batch*cout*P*kk, func(it int, s *gemmScratch) {
+		ng, ch := it/nChunks, it%nChunks
+		n, grp := ng/groups, ng%groups
+		gs := gatherSpec{src: x[(n*cin+grp*cing)*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
+			koff: koff, nk: g.kProd}
+		wg := w[grp*coutg*kk : (grp+1)*coutg*kk]
+		pa := func(dst []float32, i0, rows, k0, kc, mr int) { packA(dst, wg, coutg, kk, i0, rows, k0, kc, mr, false) }
+		pb := func(dst []float32, j0, cols, k0, kc, nr int) { gs.packStepsByPos(dst, j0, cols, k0, kc, nr) }
+		c0 := ch * chunk
+		convGemm(k, s, y[(n*cout+grp*coutg)*P:], P, kk, 0, coutg, c0, min(P, c0+chunk), pa, pb)
+	})
+}
+
+// convBwdWeightGemm is ConvBwdWeight as one implicit GEMM per group: dw_g (cout/groups,
+// cin/groups*kProd) = dY_g (cout/groups, batch*outProd) · patches^T, K = (sample, position)
+// ascending.
+func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, cin, cout, groups int) {
+	cing, coutg := cin/groups, cout/groups
+	cols := cing * g.kProd
+	P := g.outProd
+	inner := batch * P
+	chunk := colChunks(cols, groups, k.nr)
+	nChunks := ceilDiv(cols, chunk)
+	koff := [ConvMaxRank][]int{}
+	for a := range ConvMaxRank {
+		koff[a] = make([]int, g.k[a])
+		for t := range koff[a] {
+			koff[a][t] = t*g.d[a] - g.p[a]
+		}
+	}
+	convRun(groups*nChunks, cout*cols*inner, func(it int, s *gemmScratch) {
+		grp, ch := it/nChunks, it%nChunks
+		gs := gatherSpec{src: x[grp*cing*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
+			koff: koff, nk: g.kProd}
+		// A(i, k) = dy[n][grp*coutg + i][o], k = n*P + o
+		pa := func(dst []float32, i0, rows, k0, kc, mr int) {
+			for q := 0; q < rows; q += mr {
+				h := min(mr, rows-q)
+				d := dst[q*kc : (q+mr)*kc]
+				for i := 0; i < mr; i++ {
+					if i >= h {
+						for kq := 0; kq < kc; kq++ {
+							d[kq*mr+i] = 0
+						}
+						continue
+					}
+					co := grp*coutg + i0 + q + i
+					for kq := 0; kq < kc; {
+						pk := k0 + kq
+						n := pk / P
+						o := pk - n*P
+						run := min(kc-kq, P-o)
+						src := dy[(n*cout+co)*P+o:][:run]
+						dd := d[kq*mr+i:]
+						for r, v := range src {
+							dd[r*mr] = v
+						}
+						kq += run
+					}
+				}
+			}
+		}
+		pb := func(dst []float32, j0, cols, k0, kc, nr int) {
+			gs.packPosBySteps(dst, cin*g.inProd, P, j0, cols, k0, kc, nr)
+		}
+		c0 := ch * chunk
+		convGemm(k, s, dw[grp*coutg*cols:], cols, inner, 0, coutg, c0, min(cols, c0+chunk), pa, pb)
+	})
+}
+
+// convBwdInputGemm is ConvBwdInput as implicit GEMMs: for each residue class r of the input
+// positions modulo the strides (i_a = r_a + stride_a*m_a), the kernel offsets that take part
+// are the same for the whole class (those with r_a + pad_a - kk_a*dil_a a multiple of
+// stride_a), and dY's element for (m, kk) is at m_a + e_a(kk), e_a = (r_a + pad_a -
+// kk_a*dil_a)/stride_a: a convolution of stride 1 in m. Per (sample, group, class):
+// dx_class (cin/groups, positions) = w^T (cin/groups, cout/groups*|offsets|) · dY patches, K in
+// ConvBwdInput's order (output channel, then the taking offsets ascending). With every stride
+// 1 there is one class and the result is stored in place; otherwise it is computed into a
+// scratch and scattered.
+func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, cin, cout, groups int) {
+	cing, coutg := cin/groups, cout/groups
+	nClass := 1
+	for a := range ConvMaxRank {
+		nClass *= g.s[a]
+	}
+	type class struct {
+		cnt   [ConvMaxRank]int
+		r     [ConvMaxRank]int
+		koff  [ConvMaxRank][]int // e_a per taking offset
+		kidx  []int              // flat kernel index of each taking offset (row-major)
+		nPos  int
+		inner int
+	}
+	classes := make([]class, 0, nClass)
+	var rc [ConvMaxRank]int
+	for ci := 0; ci < nClass; ci++ {
+		coords(&rc, ci, &g.s)
+		var cl class
+		cl.r = rc
+		cl.nPos = 1
+		var ks [ConvMaxRank][]int
+		for a := range ConvMaxRank {
+			cl.cnt[a] = max(0, ceilDiv(g.in[a]-rc[a], g.s[a]))
+			cl.nPos *= cl.cnt[a]
+			for t := 0; t < g.k[a]; t++ {
+				v := rc[a] + g.p[a] - t*g.d[a]
+				if q := v / g.s[a]; q*g.s[a] == v {
+					cl.koff[a] = append(cl.koff[a], q)
+					ks[a] = append(ks[a], t)
+				}
+			}
+		}
+		nk := 1
+		for a := range ConvMaxRank {
+			nk *= len(ks[a])
+		}
+		cl.kidx = make([]int, nk)
+		var kc [ConvMaxRank]int
+		for t := range nk {
+			rem, flat, mul := t, 0, 1
+			for a := ConvMaxRank - 1; a >= 0; a-- {
+				l := len(ks[a])
+				kc[a] = ks[a][rem%l]
+				rem /= l
+				flat += kc[a] * mul
+				mul *= g.k[a]
+			}
+			cl.kidx[t] = flat
+		}
+		cl.inner = coutg * nk
+		if cl.nPos > 0 {
+			classes = append(classes, cl)
+		}
+	}
+	strided := nClass > 1
+	work := batch * cin * g.inProd * coutg * g.kProd / nClass
+	items := batch * groups * len(classes)
+	convRun(items, work, func(it int, s *gemmScratch) {
+		ng, cli := it/len(classes), it%len(classes)
+		n, grp := ng/groups, ng%groups
+		cl := &classes[cli]
+		xs := dx[(n*cin+grp*cing)*g.inProd:]
+		if cl.inner == 0 { // no kernel offset takes part: every element is +0
+			scatterClass(xs, nil, g, cl.r, cl.cnt, cing, cl.nPos)
+			return
+		}
+		gs := gatherSpec{src: dy[(n*cout+grp*coutg)*g.outProd:], cstride: g.outProd, lim: g.out, pos: cl.cnt,
+			koff: cl.koff, nk: len(cl.kidx)}
+		for a := range ConvMaxRank {
+			gs.ps[a] = 1
+		}
+		nk := len(cl.kidx)
+		// A(i, t) = w[grp*coutg + co][i][kidx[kk]], t = co*nk + kk
+		pa := func(dst []float32, i0, rows, k0, kc, mr int) {
+			for q := 0; q < rows; q += mr {
+				h := min(mr, rows-q)
+				d := dst[q*kc : (q+mr)*kc]
+				for kq := 0; kq < kc; kq++ {
+					t := k0 + kq
+					co := t / nk
+					wk := cl.kidx[t-co*nk]
+					row := d[kq*mr : kq*mr+mr]
+					base := ((grp*coutg+co)*cing+i0+q)*g.kProd + wk
+					for i := 0; i < h; i++ {
+						row[i] = w[base+i*g.kProd]
+					}
+					clear(row[h:])
+				}
+			}
+		}
+		pb := func(dst []float32, j0, cols, k0, kc, nr int) { gs.packStepsByPos(dst, j0, cols, k0, kc, nr) }
+		if !strided {
+			convGemm(k, s, xs, g.inProd, cl.inner, 0, cing, 0, cl.nPos, pa, pb)
+			return
+		}
+		tmp := make([]float32, cing*cl.nPos)
+		convGemm(k, s, tmp, cl.nPos, cl.inner, 0, cing, 0, cl.nPos, pa, pb)
+		scatterClass(xs, tmp, g, cl.r, cl.cnt, cing, cl.nPos)
+	})
+}
+
+// scatterClass stores a residue class's results tmp (cing, nPos) at positions r + stride*m of
+// the channels of xs (+0 everywhere when tmp is nil).
+func scatterClass(xs, tmp []float32, g *convGeom, r, cnt [ConvMaxRank]int, cing, nPos int) {
+	var m [ConvMaxRank]int
+	for c := 0; c < cing; c++ {
+		dst := xs[c*g.inProd:][:g.inProd]
+		for p := 0; p < nPos; p++ {
+			coords(&m, p, &cnt)
+			off := 0
+			for a := range ConvMaxRank {
+				off = off*g.in[a] + r[a] + g.s[a]*m[a]
+			}
+			if tmp == nil {
+				dst[off] = 0
+			} else {
+				dst[off] = tmp[c*nPos+p]
+			}
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// convTestGeom builds a geometry array for the given spatial sizes (right-aligned) and returns
+// it with the output sizes' product.
+func convTestGeom(in, k, s, p, d []int) ([]uint32, *convGeom) {
+	geom := make([]uint32, ConvGeomLen)
+	for a := range ConvMaxRank {
+		geom[a], geom[8+a], geom[16+a], geom[24+a], geom[32+a], geom[40+a] = 1, 1, 1, 1, 0, 1
+	}
+	off := ConvMaxRank - len(in)
+	for a := range in {
+		span := d[a]*(k[a]-1) + 1
+		out := 0
+		if in[a]+2*p[a] >= span {
+			out = (in[a]+2*p[a]-span)/s[a] + 1
+		}
+		geom[off+a], geom[8+off+a], geom[16+off+a] = uint32(in[a]), uint32(out), uint32(k[a])
+		geom[24+off+a], geom[32+off+a], geom[40+off+a] = uint32(s[a]), uint32(p[a]), uint32(d[a])
+	}
+	return geom, newConvGeom(geom)
+}
+
+func convTestData(r *rand.Rand, n int, special bool) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+		if special && r.IntN(40) == 0 {
+			v[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0}[r.IntN(5)]
+		}
+	}
+	return v
+}
+
+func convSameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		g, w := got[i], want[i]
+		if g != g && w != w {
+			continue
+		}
+		if math.Float32bits(g) != math.Float32bits(w) {
+			t.Fatalf("%s: element %d: got %v (%#x), want %v (%#x)", what, i, g, math.Float32bits(g), w, math.Float32bits(w))
+		}
+	}
+}
+
+// TestConvGemmMatchesDirect checks that the implicit-GEMM paths give the plain loops' bits, for
+// every micro-kernel this CPU has, over random geometries (rank 1 to 3, strides, padding,
+// dilation, groups, NaN and infinities) with small cache blocks so that K blocks and panel
+// edges are crossed.
+func TestConvGemmMatchesDirect(t *testing.T) {
+	if len(gemmKernels) == 0 {
+		t.Skip("no SGEMM micro-kernel on this CPU or build")
+	}
+	defer func(kc, mc, nc, mp int) { gemmKC, gemmMC, gemmNC, gemmMinParallel = kc, mc, nc, mp }(gemmKC, gemmMC, gemmNC, gemmMinParallel)
+	gemmKC, gemmMC, gemmNC, gemmMinParallel = 7, 20, 40, 1
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, kern := range gemmKernels {
+		restore, _ := setGemmKernel(kern.name)
+		for trial := range 60 {
+			rank := 1 + trial%3
+			in, k, s, p, d := make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank)
+			for a := range rank {
+				in[a] = 1 + r.IntN(9)
+				k[a] = 1 + r.IntN(4)
+				s[a] = 1 + r.IntN(3)
+				p[a] = r.IntN(3)
+				d[a] = 1 + r.IntN(2)
+			}
+			groups := 1 + r.IntN(3)
+			cin, cout := groups*(1+r.IntN(3)), groups*(1+r.IntN(4))
+			batch := r.IntN(3)
+			geom, g := convTestGeom(in, k, s, p, d)
+			special := trial%4 == 3
+			x := convTestData(r, batch*cin*g.inProd, special)
+			w := convTestData(r, cout*cin/groups*g.kProd, special)
+			bias := convTestData(r, max(cout, cin), special)
+			dy := convTestData(r, batch*cout*g.outProd, special)
+			name := fmt.Sprintf("%s/in%v k%v s%v p%v d%v g%d cin%d cout%d n%d", kern.name, in, k, s, p, d, groups, cin, cout, batch)
+
+			y := make([]float32, batch*cout*g.outProd)
+			ConvFwd(y, x, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 0)
+			want := make([]float32, len(y))
+			convFwdDirect(want, x, w, bias, g, batch, cin, cout, groups, trial%2 == 0, 0, len(want))
+			convSameBits(t, name+" fwd", y, want)
+
+			if g.outProd > 0 {
+				dx := make([]float32, len(x))
+				ConvBwdInput(dx, dy, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 1)
+				wantX := make([]float32, len(x))
+				convBwdInputDirect(wantX, dy, w, bias, g, batch, cin, cout, groups, trial%2 == 1, 0, len(wantX))
+				convSameBits(t, name+" dx", dx, wantX)
+			}
+
+			dw := make([]float32, len(w))
+			ConvBwdWeight(dw, x, dy, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd)
+			wantW := make([]float32, len(w))
+			if batch > 0 && g.outProd > 0 {
+				convBwdWeightDirect(wantW, x, dy, g, batch, cin, cout, groups, 0, len(wantW))
+			}
+			convSameBits(t, name+" dw", dw, wantW)
+		}
+		restore()
+	}
+}
+
+// TestConvDirectAgainstFloat64 checks the plain loops against a float64 reference of the
+// mathematical convolution (within float32 rounding of the sums).
+func TestConvDirectAgainstFloat64(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	in, k, s, p, d := []int{7, 6}, []int{3, 2}, []int{2, 1}, []int{1, 2}, []int{1, 2}
+	geom, g := convTestGeom(in, k, s, p, d)
+	batch, cin, cout, groups := 2, 4, 6, 2
+	x := convTestData(r, batch*cin*g.inProd, false)
+	w := convTestData(r, cout*cin/groups*g.kProd, false)
+	dy := convTestData(r, batch*cout*g.outProd, false)
+	y := make([]float32, batch*cout*g.outProd)
+	ConvFwd(y, x, w, nil, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, false)
+	dx := make([]float32, len(x))
+	ConvBwdInput(dx, dy, w, nil, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, false)
+	dw := make([]float32, len(w))
+	ConvBwdWeight(dw, x, dy, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd)
+	oh, ow := g.out[6], g.out[7]
+	ry := make([]float64, len(y))
+	rdx := make([]float64, len(x))
+	rdw := make([]float64, len(w))
+	cing, coutg := cin/groups, cout/groups
+	for n := range batch {
+		for co := range cout {
+			grp := co / coutg
+			for i := range oh {
+				for j := range ow {
+					yi := ((n*cout+co)*oh+i)*ow + j
+					for c := range cing {
+						for a := range k[0] {
+							for b := range k[1] {
+								hi, wi := i*s[0]-p[0]+a*d[0], j*s[1]-p[1]+b*d[1]
+								if hi < 0 || hi >= in[0] || wi < 0 || wi >= in[1] {
+									continue
+								}
+								xi := ((n*cin+grp*cing+c)*in[0]+hi)*in[1] + wi
+								wk := ((co*cing+c)*k[0]+a)*k[1] + b
+								ry[yi] += float64(x[xi]) * float64(w[wk])
+								rdx[xi] += float64(dy[yi]) * float64(w[wk])
+								rdw[wk] += float64(dy[yi]) * float64(x[xi])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		got  []float32
+		want []float64
+	}{{"y", y, ry}, {"dx", dx, rdx}, {"dw", dw, rdw}} {
+		for i := range c.want {
+			if math.Abs(float64(c.got[i])-c.want[i]) > 1e-4*math.Max(1, math.Abs(c.want[i])) {
+				t.Fatalf("%s[%d] = %v, want %v", c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+}
