@@ -1,7 +1,10 @@
 package autograd_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"os"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -254,4 +257,103 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// torchConv is testdata/torch_conv.json, written by testdata/torch_conv.py with PyTorch 1.13 on
+// the CPU in float64 from float32 inputs.
+type torchConv struct {
+	Torch string
+	Cases []struct {
+		Name                                     string
+		Transposed                               bool
+		Batch, Cin, Cout, Groups                 int
+		Input, Kernel, Stride, Padding, Dilation []int
+		OutputPadding                            []int `json:"output_padding"`
+		X, W, B, Dy, Y, Dx, Dw, Db               []float64
+		YShape                                   []int `json:"y_shape"`
+	}
+}
+
+// TestConvAgainstTorch: values and gradients (input, weight, bias) of convolutions and
+// transposed convolutions of rank 1 to 3 with strides, padding, dilation and groups match
+// PyTorch's within float32 rounding.
+func TestConvAgainstTorch(t *testing.T) {
+	raw, err := os.ReadFile("testdata/torch_conv.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref torchConv
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) < 7 {
+		t.Fatalf("%d cases", len(ref.Cases))
+	}
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range ref.Cases {
+			tp := autograd.NewTape(d)
+			wshape := append([]int{c.Cout, c.Cin / c.Groups}, c.Kernel...)
+			if c.Transposed {
+				wshape = append([]int{c.Cin, c.Cout / c.Groups}, c.Kernel...)
+			}
+			bx, bw, bb, bdy := upload(t, d, c.X...), upload(t, d, c.W...), upload(t, d, c.B...), upload(t, d, c.Dy...)
+			x := tp.Leaf(bx, append([]int{c.Batch, c.Cin}, c.Input...), true)
+			w := tp.Leaf(bw, wshape, true)
+			b := tp.Leaf(bb, []int{c.Cout}, true)
+			o := autograd.ConvOptions{Stride: c.Stride, Padding: c.Padding, Dilation: c.Dilation, Groups: c.Groups}
+			var y autograd.Var
+			if c.Transposed {
+				o.OutputPadding = c.OutputPadding
+				y = tp.ConvTranspose(x, w, b, o)
+			} else {
+				y = tp.Conv(x, w, b, o)
+			}
+			if err := tp.BackwardWith(y, bdy); err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			if fmt.Sprint(tp.Shape(y)) != fmt.Sprint(c.YShape) {
+				t.Errorf("%s: shape %v, PyTorch %v", c.Name, tp.Shape(y), c.YShape)
+			}
+			for _, q := range []struct {
+				what      string
+				got, want []float64
+			}{{"y", values(t, tp.Value(y)), c.Y}, {"dx", values(t, tp.Grad(x)), c.Dx},
+				{"dw", values(t, tp.Grad(w)), c.Dw}, {"db", values(t, tp.Grad(b)), c.Db}} {
+				if len(q.got) != len(q.want) {
+					t.Fatalf("%s %s: %d values, PyTorch %d", c.Name, q.what, len(q.got), len(q.want))
+				}
+				for i := range q.want {
+					if math.Abs(q.got[i]-q.want[i]) > 2e-5*(1+math.Abs(q.want[i])) {
+						t.Errorf("%s %s[%d] = %v, PyTorch %v", c.Name, q.what, i, q.got[i], q.want[i])
+						break
+					}
+				}
+			}
+			tp.Reset()
+			for _, bf := range []*ops.Buffer{bx, bw, bb, bdy} {
+				bf.Release()
+			}
+		}
+	})
+}
+
+// A 1-D convolution of one sample (the seeds' layout (C, L)) with the kernel [1 1]: each output
+// sums two neighbours, and the gradient of the total counts how many windows hold each input.
+func ExampleTape_Conv() {
+	d := ops.CPU()
+	tp := autograd.NewTape(d)
+	defer tp.Reset()
+	xb, _ := ops.FromFloat32(d, []float32{1, 2, 3})
+	wb, _ := ops.FromFloat32(d, []float32{1, 1})
+	defer xb.Release()
+	defer wb.Release()
+	x := tp.Leaf(xb, []int{1, 3}, true)
+	w := tp.Leaf(wb, []int{1, 1, 2}, true)
+	y := tp.Conv1d(x, w, autograd.Var{}, autograd.ConvOptions{})
+	_ = tp.Backward(tp.Sum(y))
+	yv, _ := tp.Value(y).Float32s()
+	gx, _ := tp.Grad(x).Float32s()
+	gw, _ := tp.Grad(w).Float32s()
+	fmt.Println(tp.Shape(y), yv, gx, gw)
+	// Output: [1 2] [3 5] [1 2 1] [3 5]
 }
