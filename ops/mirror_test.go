@@ -130,6 +130,7 @@ func mirrorCases() []mirrorCase {
 	cases = append(cases, attentionCases()...)
 	cases = append(cases, scanCases()...)
 	cases = append(cases, convCases()...)
+	cases = append(cases, poolCases()...)
 	return append(cases, matmulCases()...)
 }
 

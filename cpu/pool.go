@@ -1,0 +1,384 @@
+package cpu
+
+// The pooling family: the twins of ptx/pool.cu. Layout: channel-first and row-major, x of
+// (nc, in[0], ..., in[d-1]) and y of (nc, out[0], ..., out[d-1]), nc the leading axes flattened
+// (channels of one sample, or batch*channels). A window is the box of K[a] cells starting at
+// o[a]*S[a] - P[a] on every axis; its cells are visited in row-major order of the window (window
+// offsets ascending, the last axis fastest), and a cell's window offset w is its row-major index
+// in the K box. A cell outside the input is padding: max and average pooling skip it (average
+// pooling counts it in the divisor with countIncludePad), smooth max pooling reads it as 0.
+//
+// The backward twins are gather-style: one unit per input element, which sums the contributions
+// of the windows that contain it in ascending window order (row-major over the output axes),
+// from acc = 0, one rounded addition per window. No unit writes another's element, so the
+// result is a function of the values only, in either mode of the device.
+//
+// Products are wrapped in float32(...) (no fma); Expf and Logf are the project's float32
+// algorithms (f32math.go), the ones ptx/f32math.cuh computes on the GPU.
+
+// PoolAxes is the number of spatial axes of a pool kernel's geometry array (POOL_AXES in
+// ptx/pool.cu): a pooling of rank d < PoolAxes is carried as PoolAxes axes, the first
+// PoolAxes-d of them of input and output size 1, window 1, stride 1 and padding 0, which change
+// no result.
+const PoolAxes = 8
+
+// PoolGeomLen is the length of a pool kernel's geometry array: the input sizes, output sizes,
+// windows, strides and paddings of the PoolAxes axes, PoolAxes entries each, in that order.
+const PoolGeomLen = 5 * PoolAxes
+
+// PoolGeom is the geometry of a pooling: nc channels, and per spatial axis the input and output
+// sizes, window, stride and padding (leading axes of size 1 with window 1 and no padding
+// dropped, at least one kept).
+type PoolGeom struct {
+	NC                int
+	In, Out, K, S, P  []int
+	inVol, outVol, kv int
+}
+
+// NewPoolGeom reads the geometry of nc channels from a pool kernel's geometry array (PoolGeomLen
+// entries).
+func NewPoolGeom(geom []uint32, nc int) *PoolGeom {
+	g := &PoolGeom{NC: nc, inVol: 1, outVol: 1, kv: 1}
+	const A = PoolAxes
+	for a := range A {
+		in, out, k, st, p := int(geom[a]), int(geom[A+a]), int(geom[2*A+a]), int(geom[3*A+a]), int(geom[4*A+a])
+		if len(g.In) == 0 && a < A-1 && in == 1 && out == 1 && k == 1 && p == 0 {
+			continue
+		}
+		g.In, g.Out, g.K, g.S, g.P = append(g.In, in), append(g.Out, out), append(g.K, k), append(g.S, st), append(g.P, p)
+		g.inVol, g.outVol, g.kv = g.inVol*in, g.outVol*out, g.kv*k
+	}
+	return g
+}
+
+// window decodes output element i: its window's first cell per axis into start, and the offset
+// of its channel in x.
+func (g *PoolGeom) window(i int, start *[PoolAxes]int) int {
+	r := i
+	for a := len(g.Out) - 1; a >= 0; a-- {
+		o := r % g.Out[a]
+		r /= g.Out[a]
+		start[a] = o*g.S[a] - g.P[a]
+	}
+	return r * g.inVol
+}
+
+// inRows calls f(off, w, n) for the rows of the in-bounds cells of the window starting at start,
+// in row-major order: the n cells at input offsets off, off+1, ... (in the channel) have window
+// offsets w, w+1, ....
+func (g *PoolGeom) inRows(start *[PoolAxes]int, f func(off, w, n int)) {
+	d := len(g.K)
+	var lo, hi, c [PoolAxes]int
+	for a := range d {
+		lo[a], hi[a] = max(start[a], 0), min(start[a]+g.K[a], g.In[a])
+		if lo[a] >= hi[a] {
+			return
+		}
+		c[a] = lo[a]
+	}
+	last := d - 1
+	for {
+		off, w := 0, 0
+		for a := range last {
+			off = off*g.In[a] + c[a]
+			w = w*g.K[a] + c[a] - start[a]
+		}
+		off = off*g.In[last] + lo[last]
+		w = w*g.K[last] + lo[last] - start[last]
+		f(off, w, hi[last]-lo[last])
+		a := last - 1
+		for ; a >= 0; a-- {
+			if c[a]++; c[a] < hi[a] {
+				break
+			}
+			c[a] = lo[a]
+		}
+		if a < 0 {
+			return
+		}
+	}
+}
+
+// allRows calls f(ok, off, x0) for every row of the window starting at start, padding included,
+// in row-major order: the row's cells are x0, x0+1, ..., x0+K[last]-1 on the last axis, at input
+// offsets off+x (in the channel); ok is false when the row lies outside the input on another
+// axis (off is then meaningless).
+func (g *PoolGeom) allRows(start *[PoolAxes]int, f func(ok bool, off, x0 int)) {
+	d := len(g.K)
+	last := d - 1
+	var c [PoolAxes]int
+	for {
+		off, ok := 0, true
+		for a := range last {
+			x := start[a] + c[a]
+			ok = ok && x >= 0 && x < g.In[a]
+			off = off*g.In[a] + x
+		}
+		f(ok, off*g.In[last], start[last])
+		a := last - 1
+		for ; a >= 0; a-- {
+			if c[a]++; c[a] < g.K[a] {
+				break
+			}
+			c[a] = 0
+		}
+		if a < 0 {
+			return
+		}
+	}
+}
+
+// covering calls f(o, w, count) for the windows that contain input element i, in ascending
+// (row-major) order of their output coordinates: o is the window's output index (channel
+// included), w the element's window offset in it and count the number of the window's in-bounds
+// cells.
+func (g *PoolGeom) covering(i int, f func(o, w, count int)) {
+	d := len(g.K)
+	var t, lo, hi, c [PoolAxes]int
+	r := i
+	for a := d - 1; a >= 0; a-- {
+		x := r % g.In[a]
+		r /= g.In[a]
+		t[a] = x + g.P[a]
+		lo[a] = t[a] - (g.K[a] - 1)
+		if lo[a] <= 0 {
+			lo[a] = 0
+		} else {
+			lo[a] = (lo[a] + g.S[a] - 1) / g.S[a]
+		}
+		hi[a] = min(t[a]/g.S[a], g.Out[a]-1)
+		if lo[a] > hi[a] {
+			return
+		}
+		c[a] = lo[a]
+	}
+	for {
+		o, w, count := r, 0, 1
+		for a := range d {
+			s0 := c[a]*g.S[a] - g.P[a]
+			o = o*g.Out[a] + c[a]
+			w = w*g.K[a] + t[a] - c[a]*g.S[a]
+			count *= min(s0+g.K[a], g.In[a]) - max(s0, 0)
+		}
+		f(o, w, count)
+		a := d - 1
+		for ; a >= 0; a-- {
+			if c[a]++; c[a] <= hi[a] {
+				break
+			}
+			c[a] = lo[a]
+		}
+		if a < 0 {
+			return
+		}
+	}
+}
+
+// MaxPoolFwd writes the outputs [lo, hi) of max pooling of x (geometry g): for each output, over
+// the in-bounds cells v of its window in row-major order,
+//
+//	best, first := 0, true
+//	for each in-bounds v {
+//		if first || v > best || (v != v && best == best) { best, first = v, false }
+//	}
+//	y[i] = best
+//
+// The first maximum wins ties, and the first NaN is the maximum (PyTorch's rule). Every
+// window of a non-empty output holds an in-bounds cell (padding <= k/2).
+func MaxPoolFwd(y, x []float32, geom []uint32, nc int, lo, hi int) {
+	maxPool(y, x, NewPoolGeom(geom, nc), false, lo, hi)
+}
+
+// MaxPoolArgmax writes, for the outputs [lo, hi), float32(w) with w the window offset of the
+// maximum MaxPoolFwd selects (exact: the window volume is below 2^24).
+func MaxPoolArgmax(idx, x []float32, geom []uint32, nc int, lo, hi int) {
+	maxPool(idx, x, NewPoolGeom(geom, nc), true, lo, hi)
+}
+
+func maxPool(y, x []float32, g *PoolGeom, arg bool, lo, hi int) {
+	var start [PoolAxes]int
+	for i := lo; i < hi; i++ {
+		xs := x[g.window(i, &start):]
+		best, first, at := float32(0), true, 0
+		g.inRows(&start, func(off, w, n int) {
+			row := xs[off : off+n]
+			for j, v := range row {
+				if first || v > best || (v != v && best == best) {
+					best, first, at = v, false, w+j
+				}
+			}
+		})
+		if arg {
+			y[i] = float32(at)
+		} else {
+			y[i] = best
+		}
+	}
+}
+
+// MaxPoolBwd writes the input gradients [lo, hi) of max pooling from the argmax offsets idx
+// (MaxPoolArgmax) and the output gradient gO: for input element i, over the windows o that
+// contain it in ascending order, with w its window offset in o,
+//
+//	acc := float32(0)
+//	for each covering o { if idx[o] == float32(w) { acc = acc + gO[o] } }
+//	dx[i] = acc
+func MaxPoolBwd(dx, idx, gO []float32, geom []uint32, nc int, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	for i := lo; i < hi; i++ {
+		acc := float32(0)
+		g.covering(i, func(o, w, _ int) {
+			if idx[o] == float32(w) {
+				acc = acc + gO[o]
+			}
+		})
+		dx[i] = acc
+	}
+}
+
+// AvgPoolFwd writes the outputs [lo, hi) of average pooling of x: over the in-bounds cells v of
+// the window in row-major order,
+//
+//	acc := float32(0)
+//	for each in-bounds v { acc = acc + v }
+//	y[i] = acc / float32(den)
+//
+// den is the window volume Π K with countIncludePad, else the number of in-bounds cells.
+func AvgPoolFwd(y, x []float32, geom []uint32, nc int, countIncludePad bool, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	var start [PoolAxes]int
+	for i := lo; i < hi; i++ {
+		xs := x[g.window(i, &start):]
+		acc, count := float32(0), 0
+		g.inRows(&start, func(off, _, n int) {
+			for _, v := range xs[off : off+n] {
+				acc = acc + v
+			}
+			count += n
+		})
+		if countIncludePad {
+			count = g.kv
+		}
+		y[i] = acc / float32(count)
+	}
+}
+
+// AvgPoolBwd writes the input gradients [lo, hi) of average pooling from the output gradient
+// gO: for input element i, over the covering windows o in ascending order,
+//
+//	acc := float32(0)
+//	for each covering o { acc = acc + gO[o]/float32(den[o]) }
+//	dx[i] = acc
+//
+// with den[o] as in AvgPoolFwd.
+func AvgPoolBwd(dx, gO []float32, geom []uint32, nc int, countIncludePad bool, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	for i := lo; i < hi; i++ {
+		acc := float32(0)
+		g.covering(i, func(o, _, count int) {
+			if countIncludePad {
+				count = g.kv
+			}
+			acc = acc + gO[o]/float32(count)
+		})
+		dx[i] = acc
+	}
+}
+
+// smoothStats returns the pivot and the sum of exponentials of output i's window (padding read
+// as 0), in row-major order of the window's cells v (padding included):
+//
+//	p := v[0]
+//	for each later v {   // beta > 0: the maximum; beta < 0: the minimum; the first NaN wins
+//		if (beta > 0 && v > p) || (beta < 0 && v < p) || (v != v && p == p) { p = v }
+//	}
+//	s := float32(0)
+//	for each v {
+//		d := v - p; if v == p { d = 0 }     // 0 also for infinite v equal to the pivot
+//		s = s + Expf(float32(beta*d))
+//	}
+func smoothStats(x []float32, g *PoolGeom, beta float32, i int) (p, s float32) {
+	var start [PoolAxes]int
+	xs := x[g.window(i, &start):]
+	last := len(g.K) - 1
+	k, n := g.K[last], g.In[last]
+	first := true
+	g.allRows(&start, func(ok bool, off, x0 int) {
+		for c := range k {
+			v := float32(0)
+			if xx := x0 + c; ok && xx >= 0 && xx < n {
+				v = xs[off+xx]
+			}
+			if first || (beta > 0 && v > p) || (beta < 0 && v < p) || (v != v && p == p) {
+				p, first = v, false
+			}
+		}
+	})
+	g.allRows(&start, func(ok bool, off, x0 int) {
+		for c := range k {
+			v := float32(0)
+			if xx := x0 + c; ok && xx >= 0 && xx < n {
+				v = xs[off+xx]
+			}
+			d := v - p
+			if v == p {
+				d = 0
+			}
+			s = s + Expf(float32(beta*d))
+		}
+	})
+	return p, s
+}
+
+// SmoothMaxPoolFwd writes the outputs [lo, hi) of smooth max pooling (log-sum-exp with beta,
+// finite and non-zero; beta < 0 is a smooth minimum): with p and s of the window as smoothStats
+// states,
+//
+//	y[i] = p + Logf(s)/beta
+func SmoothMaxPoolFwd(y, x []float32, geom []uint32, nc int, beta float32, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	for i := lo; i < hi; i++ {
+		p, s := smoothStats(x, g, beta, i)
+		y[i] = p + Logf(s)/beta
+	}
+}
+
+// SmoothMaxPoolStats writes, for the outputs [lo, hi), the pivot p and the sum s of
+// smoothStats: the window statistics SmoothMaxPoolBwd reads.
+func SmoothMaxPoolStats(pivot, sum, x []float32, geom []uint32, nc int, beta float32, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	for i := lo; i < hi; i++ {
+		pivot[i], sum[i] = smoothStats(x, g, beta, i)
+	}
+}
+
+// SmoothMaxPoolBwd writes the input gradients [lo, hi) of smooth max pooling: for input
+// element i with value v, over the covering windows o in ascending order, with pivot[o] and
+// sum[o] from SmoothMaxPoolStats,
+//
+//	acc := float32(0)
+//	for each covering o {
+//		d := v - pivot[o]; if v == pivot[o] { d = 0 }
+//		e := Expf(float32(beta*d))
+//		acc = acc + float32(gO[o]*(e/sum[o]))
+//	}
+//	dx[i] = acc
+//
+// Padding cells receive no gradient (they are not inputs).
+func SmoothMaxPoolBwd(dx, x, pivot, sum, gO []float32, geom []uint32, nc int, beta float32, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	for i := lo; i < hi; i++ {
+		v := x[i]
+		acc := float32(0)
+		g.covering(i, func(o, _, _ int) {
+			p := pivot[o]
+			d := v - p
+			if v == p {
+				d = 0
+			}
+			e := Expf(float32(beta * d))
+			acc = acc + float32(gO[o]*(e/sum[o]))
+		})
+		dx[i] = acc
+	}
+}
