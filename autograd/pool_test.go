@@ -1,8 +1,10 @@
 package autograd_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +171,79 @@ func TestPoolTapeForms(t *testing.T) {
 		bad := tp2.MaxPool2dPad(xa, 2, 2, 0, 0)
 		if bad.Valid() || tp2.Err() == nil || !strings.Contains(tp2.Err().Error(), "autograd: max_pool: axis 0 has kernel 2, stride 0") {
 			t.Errorf("stride 0: %v", tp2.Err())
+		}
+	})
+}
+
+// torchPool is testdata/torch_pool.json, written by testdata/torch_pool.py with PyTorch 1.13 on
+// the CPU in float64 from float32 inputs.
+type torchPool struct {
+	Torch string
+	Cases []struct {
+		Name, Kind                     string
+		Shape, Kernel, Stride, Padding []int
+		CountIncludePad                bool `json:"count_include_pad"`
+		Beta                           float64
+		X, Dy, Y, Dx                   []float64
+		YShape                         []int `json:"y_shape"`
+	}
+}
+
+// TestPoolAgainstTorch: values and input gradients of max and average pooling (rank 1 to 3,
+// strides, padding, count_include_pad on and off) match PyTorch's F.max_pool*d/avg_pool*d, and
+// smooth max pooling (β of both signs, zero padding) matches logsumexp over PyTorch's unfolded
+// windows, within float32 rounding.
+func TestPoolAgainstTorch(t *testing.T) {
+	raw, err := os.ReadFile("testdata/torch_pool.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref torchPool
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) < 10 {
+		t.Fatalf("%d cases", len(ref.Cases))
+	}
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range ref.Cases {
+			tp := autograd.NewTape(d)
+			bx, bdy := upload(t, d, c.X...), upload(t, d, c.Dy...)
+			x := tp.Leaf(bx, c.Shape, true)
+			p := autograd.PoolParams{Kernel: c.Kernel, Stride: c.Stride, Padding: c.Padding,
+				CountIncludePad: c.CountIncludePad, Beta: c.Beta}
+			var y autograd.Var
+			switch c.Kind {
+			case "max":
+				y = tp.MaxPool(x, p)
+			case "avg":
+				y = tp.AvgPool(x, p)
+			default:
+				y = tp.SmoothMaxPool(x, p)
+			}
+			if err := tp.BackwardWith(y, bdy); err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			if !slices.Equal(tp.Shape(y), c.YShape) {
+				t.Errorf("%s: shape %v, PyTorch %v", c.Name, tp.Shape(y), c.YShape)
+			}
+			for _, q := range []struct {
+				what      string
+				got, want []float64
+			}{{"y", values(t, tp.Value(y)), c.Y}, {"dx", values(t, tp.Grad(x)), c.Dx}} {
+				if len(q.got) != len(q.want) {
+					t.Fatalf("%s %s: %d values, PyTorch %d", c.Name, q.what, len(q.got), len(q.want))
+				}
+				for i := range q.want {
+					if math.Abs(q.got[i]-q.want[i]) > 2e-6*(1+math.Abs(q.want[i])) {
+						t.Errorf("%s %s[%d] = %v, PyTorch %v", c.Name, q.what, i, q.got[i], q.want[i])
+						break
+					}
+				}
+			}
+			tp.Reset()
+			bx.Release()
+			bdy.Release()
 		}
 	})
 }

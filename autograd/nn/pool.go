@@ -1,0 +1,70 @@
+package nn
+
+import "github.com/torchlean-go/torchlean/autograd"
+
+// Pooling layers (no parameters): Func layers over Tape.MaxPool, Tape.AvgPool and
+// Tape.SmoothMaxPool. Inputs are (N, C, spatial...) as in PyTorch, or one sample (C,
+// spatial...). A stride of 0 means the kernel size (PyTorch's stride=None).
+
+// MaxPool returns an N-D max pooling layer of geometry p (Tape.MaxPool; the rank is
+// len(p.Kernel)).
+func MaxPool(p autograd.PoolParams) Layer {
+	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.MaxPool(x, p) })
+}
+
+// AvgPool returns an N-D average pooling layer of geometry p (Tape.AvgPool): set
+// p.CountIncludePad for PyTorch's default divisor.
+func AvgPool(p autograd.PoolParams) Layer {
+	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.AvgPool(x, p) })
+}
+
+// SmoothMaxPool returns an N-D smooth max pooling layer of geometry p and β = p.Beta
+// (Tape.SmoothMaxPool).
+func SmoothMaxPool(p autograd.PoolParams) Layer {
+	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.SmoothMaxPool(x, p) })
+}
+
+// MaxPool1d, MaxPool2d and MaxPool3d return nn.MaxPool1d/2d/3d's layers: a cubic window of side
+// kernel, one stride (0: kernel) and one padding on every spatial axis.
+func MaxPool1d(kernel, stride, padding int) Layer {
+	return MaxPool(cubicPool(1, kernel, stride, padding))
+}
+
+// MaxPool2d is nn.MaxPool2d(kernel, stride, padding); see MaxPool1d.
+func MaxPool2d(kernel, stride, padding int) Layer {
+	return MaxPool(cubicPool(2, kernel, stride, padding))
+}
+
+// MaxPool3d is nn.MaxPool3d(kernel, stride, padding); see MaxPool1d.
+func MaxPool3d(kernel, stride, padding int) Layer {
+	return MaxPool(cubicPool(3, kernel, stride, padding))
+}
+
+// AvgPool1d, AvgPool2d and AvgPool3d return nn.AvgPool1d/2d/3d's layers with PyTorch's defaults
+// (count_include_pad): a cubic window of side kernel, one stride (0: kernel) and one padding on
+// every spatial axis.
+func AvgPool1d(kernel, stride, padding int) Layer {
+	return AvgPool(cubicPool(1, kernel, stride, padding))
+}
+
+// AvgPool2d is nn.AvgPool2d(kernel, stride, padding); see AvgPool1d.
+func AvgPool2d(kernel, stride, padding int) Layer {
+	return AvgPool(cubicPool(2, kernel, stride, padding))
+}
+
+// AvgPool3d is nn.AvgPool3d(kernel, stride, padding); see AvgPool1d.
+func AvgPool3d(kernel, stride, padding int) Layer {
+	return AvgPool(cubicPool(3, kernel, stride, padding))
+}
+
+// cubicPool is the geometry of rank d with one window side, stride and padding.
+func cubicPool(d, kernel, stride, padding int) autograd.PoolParams {
+	if stride == 0 {
+		stride = kernel
+	}
+	p := autograd.PoolParams{CountIncludePad: true}
+	for range d {
+		p.Kernel, p.Stride, p.Padding = append(p.Kernel, kernel), append(p.Stride, stride), append(p.Padding, padding)
+	}
+	return p
+}
