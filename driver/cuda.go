@@ -21,6 +21,7 @@ type CUDA struct {
 	path string
 	lib  uintptr
 	fn   cudaFuncs
+	gfn  graphFuncs // optional: stream capture and graphs (graph.go)
 	// lost holds the first sticky Result seen by any call, 0 while healthy.
 	lost atomic.Int32
 }
@@ -151,6 +152,13 @@ func load(paths []string) (*CUDA, error) {
 		}
 		return nil, err
 	}
+	c.gfn.resolveGraph(func(name string) uintptr {
+		p, err := lookupSymbol(lib, name)
+		if err != nil {
+			return 0
+		}
+		return p
+	})
 	libErrorFuncs.CompareAndSwap(nil, &errorFuncs{name: c.fn.getErrorName, str: c.fn.getErrorString})
 	if err := c.call("cuInit", c.fn.init, 0); err != nil {
 		return nil, err

@@ -43,6 +43,7 @@ type Fake struct {
 	frees      atomic.Int64
 	failLaunch atomic.Int32
 	syncResult atomic.Int32
+	gr         *fakeGraphs // stream capture and graphs (fake_graph.go)
 }
 
 // FakeOptions configure a Fake.
@@ -70,7 +71,7 @@ var (
 // NewFake returns a fake libcuda and a context on it (device 0, "fake"), which becomes the
 // one the callbacks serve.
 func NewFake(o FakeOptions) (*Fake, *Context) {
-	f := &Fake{o: o, next: fakeBase, live: map[uint64]uint64{}, funcs: map[uintptr]string{}, launched: map[string]int64{}}
+	f := &Fake{o: o, next: fakeBase, live: map[uint64]uint64{}, funcs: map[uintptr]string{}, launched: map[string]int64{}, gr: newFakeGraphs()}
 	fakeCurrent.Store(f)
 	c := &CUDA{path: "fake"}
 	syms := fakeSymbols()
@@ -81,6 +82,7 @@ func NewFake(o FakeOptions) (*Fake, *Context) {
 			*s.addr = syms[""]
 		}
 	}
+	fakeGraphFuncs(c, syms)
 	return f, &Context{c: c, dev: Device{c: c}, h: 1, setArgs: []uintptr{1}}
 }
 
@@ -202,6 +204,9 @@ func fakeSymbols() map[string]uintptr {
 			}),
 			"cuCtxSynchronize": cb(func() uintptr {
 				f().onThread("cuCtxSynchronize")
+				if r := f().illegalWhileCapturing("cuCtxSynchronize", 0, true); r != 0 {
+					return r
+				}
 				return uintptr(f().syncResult.Load())
 			}),
 			"cuStreamCreate": cb(func(ps, flags uintptr) uintptr {
@@ -218,6 +223,9 @@ func fakeSymbols() map[string]uintptr {
 				g := f()
 				g.onThread("cuStreamSynchronize")
 				g.onStream("cuStreamSynchronize", s)
+				if r := g.illegalWhileCapturing("cuStreamSynchronize", s, false); r != 0 {
+					return r
+				}
 				return uintptr(g.syncResult.Load())
 			}),
 			"cuStreamDestroy_v2": cb(func(s uintptr) uintptr { return 0 }),
@@ -245,6 +253,9 @@ func fakeSymbols() map[string]uintptr {
 			"cuMemFree_v2": cb(func(p uintptr) uintptr {
 				g := f()
 				g.onThread("cuMemFree")
+				if r := g.illegalWhileCapturing("cuMemFree", 0, true); r != 0 {
+					return r
+				}
 				g.mu.Lock()
 				defer g.mu.Unlock()
 				if _, ok := g.live[uint64(p)]; !ok {
@@ -263,10 +274,16 @@ func fakeSymbols() map[string]uintptr {
 			}),
 			"cuMemsetD32Async": cb(func(dst, v, n, s uintptr) uintptr {
 				f().onStream("cuMemsetD32Async", s)
+				if ok, r := f().captured("cuMemsetD32Async", "", s, uint64(dst)); ok {
+					return r
+				}
 				return f().uses("cuMemsetD32Async", uint64(dst))
 			}),
 			"cuMemcpyDtoDAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
 				f().onStream("cuMemcpyDtoDAsync", s)
+				if ok, r := f().captured("cuMemcpyDtoDAsync", "", s, uint64(dst), uint64(src)); ok {
+					return r
+				}
 				return f().uses("cuMemcpyDtoDAsync", uint64(dst), uint64(src))
 			}),
 			"cuMemcpyDtoH_v2": cb(func(dst, src, n uintptr) uintptr {
@@ -279,10 +296,16 @@ func fakeSymbols() map[string]uintptr {
 			}),
 			"cuMemcpyHtoDAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
 				f().onStream("cuMemcpyHtoDAsync", s)
+				if r := f().illegalWhileCapturing("cuMemcpyHtoDAsync", s, false); r != 0 {
+					return r
+				}
 				return f().uses("cuMemcpyHtoDAsync", uint64(dst))
 			}),
 			"cuMemcpyDtoHAsync_v2": cb(func(dst, src, n, s uintptr) uintptr {
 				f().onStream("cuMemcpyDtoHAsync", s)
+				if r := f().illegalWhileCapturing("cuMemcpyDtoHAsync", s, false); r != 0 {
+					return r
+				}
 				return f().uses("cuMemcpyDtoHAsync", uint64(src))
 			}),
 			"cuMemAllocHost_v2": cb(func(pp, n uintptr) uintptr {
@@ -303,10 +326,14 @@ func fakeSymbols() map[string]uintptr {
 			}),
 			"cuDevicePrimaryCtxRelease_v2": cb(func(dev uintptr) uintptr { return 0 }),
 			"cuEventCreate":                cb(func(pe, flags uintptr) uintptr { fakeWrite(pe, 1); return 0 }),
-			"cuEventRecord":                cb(func(e, s uintptr) uintptr { f().onStream("cuEventRecord", s); return 0 }),
-			"cuEventSynchronize":           cb(func(e uintptr) uintptr { return 0 }),
-			"cuEventQuery":                 cb(func(e uintptr) uintptr { return 0 }),
-			"cuEventDestroy_v2":            cb(func(e uintptr) uintptr { return 0 }),
+			"cuEventRecord": cb(func(e, s uintptr) uintptr {
+				f().onStream("cuEventRecord", s)
+				_, r := f().captured("cuEventRecord", "", s)
+				return r
+			}),
+			"cuEventSynchronize": cb(func(e uintptr) uintptr { return 0 }),
+			"cuEventQuery":       cb(func(e uintptr) uintptr { return 0 }),
+			"cuEventDestroy_v2":  cb(func(e uintptr) uintptr { return 0 }),
 			"cuModuleLoadDataEx": cb(func(pm, image, n, opts, vals uintptr) uintptr {
 				f().onThread("cuModuleLoadDataEx")
 				fakeWrite(pm, 1)
@@ -343,7 +370,6 @@ func fakeSymbols() map[string]uintptr {
 				}
 				g.mu.Lock()
 				k := g.funcs[fn]
-				g.launched[k]++
 				g.mu.Unlock()
 				ptrs, _ := g.o.Pointers(k)
 				var used []uint64
@@ -353,9 +379,16 @@ func fakeSymbols() map[string]uintptr {
 						used = append(used, *(*uint64)(fakeAddr(slot)))
 					}
 				}
+				if ok, r := g.captured("cuLaunchKernel("+k+")", k, s, used...); ok {
+					return r // recorded, not run: counted in launched when a replay runs it
+				}
+				g.mu.Lock()
+				g.launched[k]++
+				g.mu.Unlock()
 				return g.uses("cuLaunchKernel("+k+")", used...)
 			}),
 		}
+		addFakeGraphSymbols(fakeSyms, f)
 	})
 	return fakeSyms
 }
