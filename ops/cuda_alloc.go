@@ -34,6 +34,17 @@ const guardBits = 0x7fc0dead
 // once more.
 func (g *cudaBackend) alloc(n int) (storage, error) {
 	size := roundBytes(4 * uint64(n+2*g.guard))
+	if pool := g.capturing(); pool != nil { // inside a capture: the graph's pool (graph.go)
+		p, err := g.poolAlloc(pool, size)
+		if err != nil || g.guard == 0 {
+			return storage{ptr: p}, err
+		}
+		if err := g.enter(); err != nil { // commands of the region may still use the block
+			return storage{}, err
+		}
+		defer g.ctx.Unlock()
+		return g.guarded(p, n)
+	}
 	if p, ok := g.cached1(size); ok && g.guard == 0 {
 		return storage{ptr: p}, nil
 	} else if ok {
@@ -100,6 +111,9 @@ func (g *cudaBackend) checkGuards(s storage, n int) error {
 	if g.guard == 0 {
 		return nil
 	}
+	if err := g.refuseCapturing("a guard check", whySync); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}
@@ -118,12 +132,19 @@ func (g *cudaBackend) checkGuards(s storage, n int) error {
 	return nil
 }
 
-// free parks the block in the cache; it makes no driver call (the garbage collector's cleanups
-// call it from their own goroutine).
+// free parks the block in the cache, or in its graph's pool while the graph lives (graph.go);
+// it makes no driver call (the garbage collector's cleanups call it from their own goroutine).
 func (g *cudaBackend) free(s storage, n int) {
 	base := s.ptr - driver.DevicePtr(4*g.guard)
 	size := roundBytes(4 * uint64(n+2*g.guard))
 	g.mu.Lock()
+	if p := g.pools[base]; p != nil {
+		g.mu.Unlock()
+		if p.put(base, size) {
+			return
+		}
+		g.mu.Lock()
+	}
 	g.cache[size] = append(g.cache[size], base)
 	g.cached += int64(size)
 	g.mu.Unlock()

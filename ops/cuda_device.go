@@ -92,11 +92,16 @@ type cudaBackend struct {
 	facts  gpuFacts
 	queue  *launchQueue // nil: commands are issued by the calling goroutine (TORCHLEAN_LAUNCH=sync)
 
-	mu     sync.Mutex // guards cache, cached and raising kernelFn.shared
+	mu     sync.Mutex // guards cache, cached, pools and raising kernelFn.shared
 	cache  map[uint64][]driver.DevicePtr
 	cached int64
-	load   sync.Mutex                 // serializes the loading of kernels
-	fns    []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
+
+	// CUDA graphs (graph.go): the pool of the capture in progress (nil: none), and the blocks
+	// of every live graph's pool, which never go to the general cache while the graph lives.
+	capturePool atomic.Pointer[graphPool]
+	pools       map[driver.DevicePtr]*graphPool
+	load        sync.Mutex                 // serializes the loading of kernels
+	fns         []atomic.Pointer[kernelFn] // by ptx.Kernel.ID, filled on first use
 
 	guard int // floats of NaN guard band on each side of every allocation (tests only)
 
@@ -173,6 +178,9 @@ func (g *cudaBackend) enter() error {
 }
 
 func (g *cudaBackend) collect() error {
+	if err := g.refuseCapturing("Device.Collect", whySync); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}
@@ -182,6 +190,9 @@ func (g *cudaBackend) collect() error {
 
 // sync waits for the device's stream: every command issued before it has run.
 func (g *cudaBackend) sync() error {
+	if err := g.refuseCapturing("Device.Sync", whySync); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}
@@ -226,6 +237,9 @@ func (g *cudaBackend) stager() *driver.Staging {
 }
 
 func (g *cudaBackend) upload(dst storage, src []float32) error {
+	if err := g.refuseCapturing("an upload", whyUpload); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}
@@ -237,6 +251,9 @@ func (g *cudaBackend) upload(dst storage, src []float32) error {
 }
 
 func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
+	if err := g.refuseCapturing("an index upload", whyUpload); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}
@@ -250,6 +267,9 @@ func (g *cudaBackend) uploadIndex(dst storage, src []uint32) error {
 // download copies src to dst after the work on the stream (to pageable memory the copy returns
 // once it has completed).
 func (g *cudaBackend) download(dst []float32, src storage) error {
+	if err := g.refuseCapturing("a download", whySync); err != nil {
+		return err
+	}
 	if err := g.enter(); err != nil {
 		return err
 	}

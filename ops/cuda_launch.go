@@ -104,7 +104,13 @@ func (g *cudaBackend) issue(c *command, args *driver.Args) error {
 // it, so it is ordered with the kernels around it. name names the call in its error, which
 // fails the queue as a refused launch does (see launcher.go). call must not block on the GPU,
 // must only queue work on stream, and must not call back into this package.
+//
+// A library call cannot be captured into a CUDA graph unless it is known to be capturable
+// (libraryCallCapturable, graph.go): inside a capture libraryCall returns an error naming it.
 func (g *cudaBackend) libraryCall(name string, call func(x *driver.Context, s driver.Stream) error) error {
+	if err := g.refuseCapturing(name, "this library call is not known to be capturable into a CUDA graph"); err != nil {
+		return err
+	}
 	return g.packed(func(p *argPack) error {
 		p.cmd.kind, p.cmd.name, p.cmd.call = cmdCall, name, call
 		return g.submit(p)
