@@ -58,28 +58,6 @@ const attnRows = 16
 // AttnUnits returns the units of the CPU twins over n rows of bh sequences (tiles of attnRows rows).
 func AttnUnits(bh, n int) int { return bh * ((n + attnRows - 1) / attnRows) }
 
-// attnStatus values.
-const (
-	attnNormal   = 0
-	attnFilled   = 1
-	attnExcluded = 2
-)
-
-// attnStatus returns status(i, j) of the package comment; mrow is the mask row of i (nil without
-// a mask).
-func attnStatus(mrow []float32, i, j, flags int) int {
-	if flags&AttnCausal != 0 && j > i {
-		return attnExcluded
-	}
-	if flags&(AttnFill|AttnHard) != 0 && mrow[j] == 0 {
-		if flags&AttnHard != 0 {
-			return attnExcluded
-		}
-		return attnFilled
-	}
-	return attnNormal
-}
-
 // attnDot is dot(a, b) of the package comment over len(a) elements.
 func attnDot(a, b []float32) float32 {
 	b = b[:len(a)]
@@ -90,33 +68,152 @@ func attnDot(a, b []float32) float32 {
 	return acc
 }
 
-// attnDots sets out[jj] = dot(a, rows jj of the rows of stride d in kt) for jj < len(out), the
-// chains interleaved (each one's order is dot's).
-func attnDots(out, a, kt []float32, d int) {
-	jj := 0
-	for ; jj+4 <= len(out); jj += 4 {
-		k0, k1, k2, k3 := kt[jj*d:jj*d+d], kt[(jj+1)*d:(jj+1)*d+d], kt[(jj+2)*d:(jj+2)*d+d], kt[(jj+3)*d:(jj+3)*d+d]
-		var s0, s1, s2, s3 float32
-		for c, x := range a[:d] {
-			s0 += float32(x * k0[c])
-			s1 += float32(x * k1[c])
-			s2 += float32(x * k2[c])
-			s3 += float32(x * k3[c])
-		}
-		out[jj], out[jj+1], out[jj+2], out[jj+3] = s0, s1, s2, s3
+// attnChunk is the backward's number of rows (queries for dK and dV, keys for dQ) whose scores
+// one pass computes against a tile: a buffer size, no bit depends on it.
+const attnChunk = 64
+
+// The twins run on tiles of attnRows (16) query or key rows held transposed, one row per lane
+// (x[c*16 + e] is column c of the tile's row e), so that the vector kernels compute 16 dot
+// products or 16 accumulations at once, each lane its own chain in the order of the comments
+// (SIMD across rows, never across d): the same operations as one row at a time, the same bits.
+
+// attnPack writes dst[c*16 + e] = src[e*d + c] for e < rows and c < d, and 0 for rows <= e < 16.
+func attnPack(dst, src []float32, rows, d int) {
+	dst = dst[:d*attnRows]
+	if rows < attnRows {
+		clear(dst)
 	}
-	for ; jj < len(out); jj++ {
-		out[jj] = attnDot(a[:d], kt[jj*d:])
+	for e := range rows {
+		for c, x := range src[e*d : e*d+d] {
+			dst[c*attnRows+e] = x
+		}
 	}
 }
 
-// attnMaskRow returns the mask row of (b, i), or nil when flags use no mask.
-func attnMaskRow(mask []float32, b, i, nq, nk, mstride, flags int) []float32 {
-	if flags&(AttnFill|AttnHard) == 0 {
-		return nil
+// attnDots16 sets out[t*16 + e] = dot(xt lane e, y[t*d : t*d+d]) for t < n: per lane the chain
+// ((0 + x[0]*y[0]) + x[1]*y[1]) + ... in ascending c, every product and sum rounded (dot of the
+// package comment; x*y == y*x). xt is a packed (d, 16) tile.
+func attnDots16(out, xt, y []float32, n, d int) {
+	if n == 0 {
+		return
 	}
-	base := b*mstride + i*nk
-	return mask[base : base+nk]
+	out, xt, y = out[:n*attnRows], xt[:d*attnRows], y[:n*d]
+	if d == 0 {
+		clear(out)
+		return
+	}
+	if attnDots16Fast(out, xt, y, n, d) {
+		return
+	}
+	for t := range n {
+		var acc [attnRows]float32
+		for c, x := range y[t*d : t*d+d] {
+			xc := xt[c*attnRows : c*attnRows+attnRows]
+			for e := range acc {
+				acc[e] += float32(xc[e] * x)
+			}
+		}
+		copy(out[t*attnRows:], acc[:])
+	}
+}
+
+// attnAxpy16 updates the packed (d, 16) accumulators: first acc[c*16 + e] = acc * alpha[e] for
+// every c and e (unless alpha is nil), then for t < n ascending and the lanes e of masks[t],
+// acc[c*16 + e] = acc + p[t*16 + e] * y[t*d + c], the product and the sum rounded. Lanes outside
+// masks[t] are left untouched (not even a +0 added). Multiplying by alpha[e] = 1 leaves every
+// value as it is.
+func attnAxpy16(acc, alpha, p []float32, masks []uint16, y []float32, n, d int) {
+	if d == 0 {
+		return
+	}
+	acc, p, masks, y = acc[:d*attnRows], p[:n*attnRows], masks[:n], y[:n*d]
+	if alpha != nil {
+		alpha = alpha[:attnRows]
+	}
+	if attnAxpy16Fast(acc, alpha, p, masks, y, n, d) {
+		return
+	}
+	if alpha != nil {
+		for c := range d {
+			a := acc[c*attnRows : c*attnRows+attnRows]
+			for e := range a {
+				a[e] = float32(a[e] * alpha[e])
+			}
+		}
+	}
+	for t, mk := range masks {
+		if mk == 0 {
+			continue
+		}
+		pt := p[t*attnRows : t*attnRows+attnRows]
+		for c, x := range y[t*d : t*d+d] {
+			a := acc[c*attnRows : c*attnRows+attnRows]
+			for e := range a {
+				if mk>>e&1 != 0 {
+					a[e] += float32(pt[e] * x)
+				}
+			}
+		}
+	}
+}
+
+// attnScaleScores sets x[i] = x[i] * scale (rounded), the vector kernel where there is one.
+func attnScaleScores(x []float32, scale float32) {
+	for i := vecRun(vkScale, x, nil, x, nil, nil, scale, 0); i < len(x); i++ {
+		x[i] = float32(x[i] * scale)
+	}
+}
+
+// attnExp sets x[i] = Expf(x[i]) (the vector kernel, the same bits as Expf).
+func attnExp(x []float32) {
+	for i := vecRun(vkExp, x, nil, x, nil, nil, 0, 0); i < len(x); i++ {
+		x[i] = Expf(x[i])
+	}
+}
+
+// attnTileMasks sets kept[t] and normal[t] for t < n: bit e (e < lanes) is set in kept when the
+// entry (i, j) is not excluded and in normal when it is normal (status of the package comment),
+// with (i, j) = (i0 + e, j0 + t) when byQuery (the lanes are query rows) and (i0 + t, j0 + e)
+// otherwise (the lanes are keys). Bits from lanes up are clear.
+func attnTileMasks(kept, normal []uint16, mask []float32, b, nk, mstride, flags, i0, j0, n, lanes int, byQuery bool) {
+	full := uint16(int(1)<<lanes - 1)
+	for t := range n {
+		km := full
+		if flags&AttnCausal != 0 { // excluded when j > i
+			if byQuery { // kept when e >= j0 + t - i0
+				if sh := j0 + t - i0; sh >= attnRows {
+					km = 0
+				} else if sh > 0 {
+					km &= ^uint16(0) << sh
+				}
+			} else { // kept when e <= i0 + t - j0
+				if sh := i0 + t - j0 + 1; sh <= 0 {
+					km = 0
+				} else if sh < attnRows {
+					km &= uint16(1)<<sh - 1
+				}
+			}
+		}
+		nm := km
+		if flags&(AttnFill|AttnHard) != 0 {
+			for e := range lanes {
+				if km>>e&1 == 0 {
+					continue
+				}
+				i, j := i0+e, j0+t
+				if !byQuery {
+					i, j = i0+t, j0+e
+				}
+				if mask[b*mstride+i*nk+j] == 0 {
+					nm &^= 1 << e
+					if flags&AttnHard != 0 {
+						km &^= 1 << e
+					}
+				}
+			}
+		}
+		kept[t], normal[t] = km, nm
+	}
 }
 
 // FlashAttentionFwd computes the units [lo, hi) (AttnUnits(bh, nq): tiles of query rows) of the
@@ -137,68 +234,97 @@ func attnMaskRow(mask []float32, b, i, nq, nk, mstride, flags int) []float32 {
 func FlashAttentionFwd(o, lse, q, k, v, mask []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
 	bc := AttnKeyBlock(d)
 	tiles := (nq + attnRows - 1) / attnRows
-	s := make([]float32, bc)
-	st := make([]int8, bc)
-	acc := make([]float32, d)
+	qt := make([]float32, d*attnRows)
+	ot := make([]float32, d*attnRows)
+	s := make([]float32, bc*attnRows)
+	kept, normal := make([]uint16, bc), make([]uint16, bc)
+	negInf := float32(math.Inf(-1))
+	var m, l, mb, mn, alpha [attnRows]float32
 	for u := lo; u < hi; u++ {
 		b, i0 := u/tiles, (u%tiles)*attnRows
-		for i := i0; i < min(i0+attnRows, nq); i++ {
-			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
-			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
-			m, l, active := float32(math.Inf(-1)), float32(0), false
-			clear(acc)
-			jend := nk
-			if flags&AttnCausal != 0 {
-				jend = min(nk, i+1)
+		rows := min(attnRows, nq-i0)
+		attnPack(qt, q[(b*nq+i0)*d:], rows, d)
+		clear(ot)
+		for r := range m {
+			m[r], l[r] = negInf, 0
+		}
+		var active uint16
+		jmax := nk
+		if flags&AttnCausal != 0 {
+			jmax = min(nk, i0+rows) // the last row's end; later rows' blocks are all excluded
+		}
+		for j0 := 0; j0 < jmax; j0 += bc {
+			cols := min(bc, nk-j0)
+			sb := s[:cols*attnRows]
+			attnDots16(sb, qt, k[(b*nk+j0)*d:], cols, d)
+			attnTileMasks(kept, normal, mask, b, nk, mstride, flags, i0, j0, cols, rows, true)
+			attnScaleScores(sb, scale)
+			var some uint16
+			for r := range mb {
+				mb[r] = negInf
 			}
-			for j0 := 0; j0 < jend; j0 += bc {
-				cols := min(bc, nk-j0)
-				attnDots(s[:cols], qi, k[(b*nk+j0)*d:], d)
-				mb, some := float32(math.Inf(-1)), false
-				for jj := range cols {
-					st[jj] = int8(attnStatus(mrow, i, j0+jj, flags))
-					switch st[jj] {
-					case attnNormal:
-						s[jj] = float32(s[jj] * scale)
-					case attnFilled:
-						s[jj] = AttnFillScore
-					default:
-						continue
-					}
-					mb, some = Maxf(mb, s[jj]), true
-				}
-				if !some {
-					continue
-				}
-				mn := Maxf(m, mb)
-				alpha := Expf(m - mn)
-				l = float32(l * alpha)
-				for c := range acc {
-					acc[c] = float32(acc[c] * alpha)
-				}
-				for jj := range cols {
-					if st[jj] == attnExcluded {
-						continue
-					}
-					p := Expf(s[jj] - mn)
-					l += p
-					vj := v[(b*nk+j0+jj)*d : (b*nk+j0+jj+1)*d]
-					for c, x := range vj {
-						acc[c] += float32(p * x)
+			for jj := range cols {
+				km, sj := kept[jj], sb[jj*attnRows:jj*attnRows+attnRows]
+				some |= km
+				if fill := km &^ normal[jj]; fill != 0 {
+					for r := range sj {
+						if fill>>r&1 != 0 {
+							sj[r] = AttnFillScore
+						}
 					}
 				}
-				m, active = mn, true
+				for r, x := range sj {
+					if km>>r&1 != 0 {
+						mb[r] = Maxf(mb[r], x)
+					}
+				}
 			}
-			oi := o[(b*nq+i)*d : (b*nq+i+1)*d]
-			if !active {
-				clear(oi)
-				lse[b*nq+i] = float32(math.Inf(-1))
+			if some == 0 {
 				continue
 			}
-			for c, x := range acc {
-				oi[c] = x / l
+			for r := range alpha {
+				alpha[r], mn[r] = 1, 0
+				if some>>r&1 != 0 {
+					mn[r] = Maxf(m[r], mb[r])
+					alpha[r] = Expf(m[r] - mn[r])
+					l[r] = float32(l[r] * alpha[r])
+				}
 			}
-			lse[b*nq+i] = m + Logf(l)
+			for jj := range cols {
+				sj := sb[jj*attnRows : jj*attnRows+attnRows]
+				for r, x := range sj {
+					sj[r] = x - mn[r]
+				}
+			}
+			attnExp(sb)
+			for jj := range cols {
+				km, pj := kept[jj], sb[jj*attnRows:jj*attnRows+attnRows]
+				for r, p := range pj {
+					if km>>r&1 != 0 {
+						l[r] += p
+					}
+				}
+			}
+			attnAxpy16(ot, alpha[:], sb, kept, v[(b*nk+j0)*d:], cols, d)
+			for r := range m {
+				if some>>r&1 != 0 {
+					m[r] = mn[r]
+				}
+			}
+			active |= some
+		}
+		for r := range rows {
+			i := b*nq + i0 + r
+			oi := o[i*d : (i+1)*d]
+			if active>>r&1 == 0 {
+				clear(oi)
+				lse[i] = negInf
+				continue
+			}
+			for c := range oi {
+				oi[c] = ot[c*attnRows+r] / l[r]
+			}
+			lse[i] = m[r] + Logf(l[r])
 		}
 	}
 }
@@ -209,20 +335,6 @@ func FlashAttentionRowDot(dst, dout, o []float32, d, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		dst[r] = attnDot(dout[r*d:(r+1)*d], o[r*d:])
 	}
-}
-
-// attnGrad returns, for the entry (i, j) of status st with sd = dot(Q[i], K[j]) and
-// pd = dot(dO[i], V[j]), its probability p = Expf(s(i, j) - lse) (0 when excluded) and its score
-// gradient ds = p * (pd - D[i]) (0 unless normal).
-func attnGrad(st int, sd, pd, lse, dd, scale float32) (p, ds float32) {
-	switch st {
-	case attnExcluded:
-		return 0, 0
-	case attnFilled:
-		return Expf(AttnFillScore - lse), 0
-	}
-	p = Expf(float32(sd*scale) - lse)
-	return p, float32(p * (pd - dd))
 }
 
 // FlashAttentionBwdKV computes the units [lo, hi) (AttnUnits(bh, nk): tiles of keys) of dK and
@@ -237,45 +349,58 @@ func attnGrad(st int, sd, pd, lse, dd, scale float32) (p, ds float32) {
 // and at the end dV[j] = dv, dK[j][c] = dk[c] * scale.
 func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
 	tiles := (nk + attnRows - 1) / attnRows
+	kt, vt := make([]float32, d*attnRows), make([]float32, d*attnRows)
+	dkt, dvt := make([]float32, d*attnRows), make([]float32, d*attnRows)
+	sp, pd := make([]float32, attnChunk*attnRows), make([]float32, attnChunk*attnRows)
+	kept, normal := make([]uint16, attnChunk), make([]uint16, attnChunk)
 	for u := lo; u < hi; u++ {
 		b, j0 := u/tiles, (u%tiles)*attnRows
-		j1 := min(j0+attnRows, nk)
-		dkt := dk[(b*nk+j0)*d : (b*nk+j1)*d]
-		dvt := dv[(b*nk+j0)*d : (b*nk+j1)*d]
+		cols := min(attnRows, nk-j0)
+		attnPack(kt, k[(b*nk+j0)*d:], cols, d)
+		attnPack(vt, v[(b*nk+j0)*d:], cols, d)
 		clear(dkt)
 		clear(dvt)
 		istart := 0
 		if flags&AttnCausal != 0 {
 			istart = j0
 		}
-		sd, pd := make([]float32, j1-j0), make([]float32, j1-j0)
-		for i := istart; i < nq; i++ {
-			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
-			doi := dout[(b*nq+i)*d : (b*nq+i+1)*d]
-			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
-			attnDots(sd, qi, k[(b*nk+j0)*d:], d)
-			attnDots(pd, doi, v[(b*nk+j0)*d:], d)
-			for j := j0; j < j1; j++ {
-				st := attnStatus(mrow, i, j, flags)
-				if st == attnExcluded {
-					continue
-				}
-				p, ds := attnGrad(st, sd[j-j0], pd[j-j0], lse[b*nq+i], dd[b*nq+i], scale)
-				dvj := dvt[(j-j0)*d : (j-j0+1)*d]
-				for c, x := range doi {
-					dvj[c] += float32(p * x)
-				}
-				if st != attnNormal {
-					continue
-				}
-				dkj := dkt[(j-j0)*d : (j-j0+1)*d]
-				for c, x := range qi {
-					dkj[c] += float32(ds * x)
+		for ib := istart; ib < nq; ib += attnChunk {
+			n := min(attnChunk, nq-ib)
+			sn, pn := sp[:n*attnRows], pd[:n*attnRows]
+			qb, ob := q[(b*nq+ib)*d:], dout[(b*nq+ib)*d:]
+			attnDots16(sn, kt, qb, n, d)
+			attnDots16(pn, vt, ob, n, d)
+			attnTileMasks(kept, normal, mask, b, nk, mstride, flags, ib, j0, n, cols, false)
+			attnScaleScores(sn, scale)
+			for t := range n {
+				li := lse[b*nq+ib+t]
+				st := sn[t*attnRows : t*attnRows+attnRows]
+				fill := kept[t] &^ normal[t]
+				for e, x := range st {
+					if fill>>e&1 != 0 {
+						x = AttnFillScore
+					}
+					st[e] = x - li
 				}
 			}
+			attnExp(sn) // p
+			for t := range n {
+				di := dd[b*nq+ib+t]
+				st, pt := sn[t*attnRows:t*attnRows+attnRows], pn[t*attnRows:t*attnRows+attnRows]
+				for e, p := range st {
+					pt[e] = float32(p * (pt[e] - di)) // ds
+				}
+			}
+			attnAxpy16(dvt, nil, sn, kept[:n], ob, n, d)
+			attnAxpy16(dkt, nil, pn, normal[:n], qb, n, d)
 		}
-		for c := range dkt {
-			dkt[c] = float32(dkt[c] * scale)
+		for e := range cols {
+			j := b*nk + j0 + e
+			dkj, dvj := dk[j*d:(j+1)*d], dv[j*d:(j+1)*d]
+			for c := range dkj {
+				dvj[c] = dvt[c*attnRows+e]
+				dkj[c] = float32(dkt[c*attnRows+e] * scale)
+			}
 		}
 	}
 }
@@ -285,35 +410,51 @@ func FlashAttentionBwdKV(dk, dv, q, k, v, mask, dout, lse, dd []float32, bh, nq,
 // FlashAttentionBwdKV): dq[c] = dq[c] + ds * K[j][c] from +0; at the end dQ[i][c] = dq[c] * scale.
 func FlashAttentionBwdQ(dq, q, k, v, mask, dout, lse, dd []float32, bh, nq, nk, d, mstride, flags int, scale float32, lo, hi int) {
 	tiles := (nq + attnRows - 1) / attnRows
-	sd, pd := make([]float32, 64), make([]float32, 64)
+	qt, ot, dqt := make([]float32, d*attnRows), make([]float32, d*attnRows), make([]float32, d*attnRows)
+	sp, pd := make([]float32, attnChunk*attnRows), make([]float32, attnChunk*attnRows)
+	kept, normal := make([]uint16, attnChunk), make([]uint16, attnChunk)
+	var li, di [attnRows]float32
 	for u := lo; u < hi; u++ {
 		b, i0 := u/tiles, (u%tiles)*attnRows
-		for i := i0; i < min(i0+attnRows, nq); i++ {
-			qi := q[(b*nq+i)*d : (b*nq+i+1)*d]
-			doi := dout[(b*nq+i)*d : (b*nq+i+1)*d]
-			dqi := dq[(b*nq+i)*d : (b*nq+i+1)*d]
-			clear(dqi)
-			mrow := attnMaskRow(mask, b, i, nq, nk, mstride, flags)
-			jend := nk
-			if flags&AttnCausal != 0 {
-				jend = min(nk, i+1)
-			}
-			for j0 := 0; j0 < jend; j0 += len(sd) {
-				cols := min(len(sd), jend-j0)
-				attnDots(sd[:cols], qi, k[(b*nk+j0)*d:], d)
-				attnDots(pd[:cols], doi, v[(b*nk+j0)*d:], d)
-				for j := j0; j < j0+cols; j++ {
-					if attnStatus(mrow, i, j, flags) != attnNormal {
-						continue
-					}
-					_, ds := attnGrad(attnNormal, sd[j-j0], pd[j-j0], lse[b*nq+i], dd[b*nq+i], scale)
-					for c, x := range k[(b*nk+j)*d : (b*nk+j+1)*d] {
-						dqi[c] += float32(ds * x)
-					}
+		rows := min(attnRows, nq-i0)
+		attnPack(qt, q[(b*nq+i0)*d:], rows, d)
+		attnPack(ot, dout[(b*nq+i0)*d:], rows, d)
+		clear(dqt)
+		li, di = [attnRows]float32{}, [attnRows]float32{}
+		copy(li[:], lse[b*nq+i0:b*nq+i0+rows])
+		copy(di[:], dd[b*nq+i0:b*nq+i0+rows])
+		jend := nk
+		if flags&AttnCausal != 0 {
+			jend = min(nk, i0+rows)
+		}
+		for j0 := 0; j0 < jend; j0 += attnChunk {
+			n := min(attnChunk, jend-j0)
+			sn, pn := sp[:n*attnRows], pd[:n*attnRows]
+			kb := k[(b*nk+j0)*d:]
+			attnDots16(sn, qt, kb, n, d)
+			attnDots16(pn, ot, v[(b*nk+j0)*d:], n, d)
+			attnTileMasks(kept, normal, mask, b, nk, mstride, flags, i0, j0, n, rows, true)
+			attnScaleScores(sn, scale)
+			for t := range n {
+				st := sn[t*attnRows : t*attnRows+attnRows]
+				for e, x := range st {
+					st[e] = x - li[e]
 				}
 			}
+			attnExp(sn)
+			for t := range n {
+				st, pt := sn[t*attnRows:t*attnRows+attnRows], pn[t*attnRows:t*attnRows+attnRows]
+				for e, p := range st {
+					pt[e] = float32(p * (pt[e] - di[e]))
+				}
+			}
+			attnAxpy16(dqt, nil, pn, normal[:n], kb, n, d)
+		}
+		for r := range rows {
+			i := b*nq + i0 + r
+			dqi := dq[i*d : (i+1)*d]
 			for c := range dqi {
-				dqi[c] = float32(dqi[c] * scale)
+				dqi[c] = float32(dqt[c*attnRows+r] * scale)
 			}
 		}
 	}
