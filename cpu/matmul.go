@@ -206,6 +206,13 @@ type gemmKernel struct {
 	mr, nr int
 	lanes  int // float32 lanes per vector register
 	fn     func(kc int, ap, bp, c *float32, ldc int, load bool)
+	// fs and fr, where not nil, are fn over operands read in place, with the same arithmetic
+	// (the same fma per lane and step, k ascending); only where A and B are read differs.
+	// Strides are in bytes. Both read B(k, j) at bp + k*bks + 4j. fs reads A(i, k) at ap +
+	// k*aks + 4i (a packed panel: aks = 4*mr; a transposed A read in place: aks = 4*m); fr
+	// reads A(i, k) at ap + i*4*lda + 4k (a row-major A read in place, lda its row length).
+	fs func(kc int, ap, bp, c *float32, ldc, aks, bks int, load bool)
+	fr func(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
 }
 
 // gemmActive is the kernel Bmm uses (nil: bmmGo); gemmKernels lists the ones this CPU runs,
@@ -271,51 +278,123 @@ func roundUp(a, b int) int { return ceilDiv(a, b) * b }
 // on a scratch tile (rows and columns of A and B past it packed as zeros; their outputs are
 // discarded), so the arithmetic of every kept output is exactly that of a full tile. K is never
 // padded.
+//
+// Where the kernel reads operands in place (k.fs, k.fr) and gemmInPlace allows it, whole panels
+// of A (either layout) and of an untransposed B are read where they lie instead of packed;
+// only the panels cut by the rectangle's edge are packed. The micro-kernel takes the same
+// values in the same order either way, so the bits are those of the packed path.
 func gemmBlocked(k *gemmKernel, s *gemmScratch, c, a, b []float32, m, n, p, r0, r1, c0, c1 int, transA, transB bool) {
 	mr, nr := k.mr, k.nr
 	kcMax := min(gemmKC, n)
 	rows, cols := r1-r0, c1-c0
 	mc := roundUp(ceilDiv(rows, ceilDiv(rows, gemmMC)), mr)
 	nc := roundUp(ceilDiv(cols, ceilDiv(cols, gemmNC)), nr)
+	directA, directB := gemmInPlace(k, m, n, p, cols, transA, transB)
 	s.a = growF32(s.a, mc*kcMax)
 	s.b = growF32(s.b, nc*kcMax)
 	s.tile = growF32(s.tile, mr*nr)
 	tile := s.tile
 	for jc := c0; jc < c1; jc += nc {
 		ncb := min(nc, c1-jc)
+		fullB := 0 // columns [jc, jc+fullB) read in place, the rest packed from s.b[0]
+		if directB {
+			fullB = ncb / nr * nr
+		}
 		for pc := 0; pc < n; pc += kcMax {
 			kc := min(kcMax, n-pc)
 			load := pc > 0
-			packB(s.b, b, n, p, pc, kc, jc, ncb, nr, transB)
+			if fullB < ncb {
+				packB(s.b, b, n, p, pc, kc, jc+fullB, ncb-fullB, nr, transB)
+			}
 			for ic := r0; ic < r1; ic += mc {
 				mcb := min(mc, r1-ic)
-				packA(s.a, a, m, n, ic, mcb, pc, kc, mr, transA)
+				fullA := 0 // rows [ic, ic+fullA) read in place, the rest packed from s.a[0]
+				if directA {
+					fullA = mcb / mr * mr
+				}
+				if fullA < mcb {
+					packA(s.a, a, m, n, ic+fullA, mcb-fullA, pc, kc, mr, transA)
+				}
 				for jr := 0; jr < ncb; jr += nr {
-					bp := s.b[jr*kc : (jr+nr)*kc]
+					var bp *float32
+					bks := 4 * nr
+					if jr < fullB {
+						last := (pc+kc-1)*p + jc + jr + nr - 1
+						_ = b[last]
+						bp, bks = &b[pc*p+jc+jr], 4*p
+					} else {
+						bp = &s.b[(jr-fullB)*kc]
+					}
 					w := min(nr, ncb-jr)
 					for ir := 0; ir < mcb; ir += mr {
-						ap := s.a[ir*kc : (ir+mr)*kc]
 						h := min(mr, mcb-ir)
 						ci := (ic+ir)*p + jc + jr
+						dst, ldc := &tile[0], nr
 						if h == mr && w == nr {
 							_ = c[ci+(mr-1)*p+nr-1]
-							k.fn(kc, &ap[0], &bp[0], &c[ci], p, load)
-							continue
-						}
-						if load {
+							dst, ldc = &c[ci], p
+						} else if load {
 							for r := 0; r < h; r++ {
 								copy(tile[r*nr:r*nr+w], c[ci+r*p:ci+r*p+w])
 							}
 						}
-						k.fn(kc, &ap[0], &bp[0], &tile[0], nr, load)
-						for r := 0; r < h; r++ {
-							copy(c[ci+r*p:ci+r*p+w], tile[r*nr:r*nr+w])
+						switch {
+						case ir < fullA && transA: // A(i, k) = a[k*m+i]
+							i0 := ic + ir
+							_ = a[(pc+kc-1)*m+i0+mr-1]
+							k.fs(kc, &a[pc*m+i0], bp, dst, ldc, 4*m, bks, load)
+						case ir < fullA: // A(i, k) = a[i*n+k]
+							i0 := ic + ir
+							_ = a[(i0+mr-1)*n+pc+kc-1]
+							k.fr(kc, &a[i0*n+pc], bp, dst, ldc, n, bks, load)
+						case jr < fullB:
+							k.fs(kc, &s.a[(ir-fullA)*kc], bp, dst, ldc, 4*mr, bks, load)
+						default:
+							k.fn(kc, &s.a[(ir-fullA)*kc], bp, dst, ldc, load)
+						}
+						if dst == &tile[0] {
+							for r := 0; r < h; r++ {
+								copy(c[ci+r*p:ci+r*p+w], tile[r*nr:r*nr+w])
+							}
 						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// gemmInPlace reports whether gemmBlocked reads whole panels of A and of B in place rather
+// than packing them: only with a kernel that can (fs and fr). Measured on the FNO-1D step's
+// products (BenchmarkBmmInPlace), reading in place wins where the strides are short and loses
+// where they are long, and a packed A pays for itself when many column tiles reuse it, so: A
+// in place when the rectangle has at most 8 column tiles (cols) and the stride between its
+// streams (a row of A, or of Aᵀ) is not a multiple of 1 KiB (they would share a few L1 sets,
+// 4 KiB apart); B, never stored
+// transposed (a panel's nr columns would be nr strided streams), in place when its rows are at
+// most 1 KiB apart (a K block of a panel spans at most 256 KiB). gemmInPlaceOff turns it off
+// (tests and benchmarks compare both paths).
+func gemmInPlace(k *gemmKernel, m, n, p, cols int, transA, transB bool) (directA, directB bool) {
+	if k.fs == nil || k.fr == nil || gemmInPlaceOff {
+		return false, false
+	}
+	lda := n
+	if transA {
+		lda = m
+	}
+	return cols <= 8*k.nr && gcd(4*lda, 4096) <= 512, !transB && 4*p <= 1024
+}
+
+// gemmInPlaceOff makes gemmBlocked pack every panel (the path before in-place reads). For tests
+// and benchmarks only: not safe while Bmm runs.
+var gemmInPlaceOff bool
+
+// gcd is the greatest common divisor of a, b > 0.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // packA writes rows [i0, i0+rows) and steps [k0, k0+kc) of A as panels of mr rows: panel q at

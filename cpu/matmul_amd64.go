@@ -13,12 +13,21 @@ import "github.com/klauspost/cpuid/v2"
 //go:noescape
 func gemmAVX512(kc int, ap, bp, c *float32, ldc int, load bool)
 
+// gemmAVX512S and gemmAVX512R are gemmAVX512 over operands read in place (gemmKernel.fs, .fr).
+//
+//go:noescape
+func gemmAVX512S(kc int, ap, bp, c *float32, ldc, aks, bks int, load bool)
+
+//go:noescape
+func gemmAVX512R(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
+
 //go:noescape
 func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
 
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX512F) {
-		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx512", mr: 14, nr: 32, lanes: 16, fn: gemmAVX512})
+		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx512", mr: 14, nr: 32, lanes: 16, fn: gemmAVX512,
+			fs: gemmAVX512S, fr: gemmAVX512R})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx2", mr: 6, nr: 16, lanes: 8, fn: gemmAVX2})

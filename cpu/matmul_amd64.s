@@ -297,3 +297,265 @@ y_store:
 	Y_STORE(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512 14 x 32 over operands read in place (see gemmKernel.fs and .fr): the arithmetic of
+// gemmAVX512 (the same VFMADD231PS per register and step, k ascending), only the addresses of
+// A and B differ. B(k, j) is at bp + k*bks + 4j; after each step BX advances by bks (R13).
+
+// ZS_STEP is one step with A(i, k) at AX + 4i, then AX advances by aks (R12).
+#define ZS_STEP \
+	Z_STEP(0, 0); \
+	ADDQ R12, AX; \
+	ADDQ R13, BX
+
+// ZR_ROW broadcasts A(i, k) from addr into bc and takes the row's fma step.
+#define ZR_ROW(addr, r0, r1, bc) \
+	VBROADCASTSS addr, bc; \
+	VFMADD231PS  Z28, bc, r0; \
+	VFMADD231PS  Z29, bc, r1
+
+// ZR_STEP is one step with A(i, k) in row i of stride lda: rows 0..6 from AX, rows 7..13 from
+// SI = AX + 7*lda, through R9 = lda, R10 = 3*lda and R12 = 5*lda; then AX and SI advance by one
+// float and BX by bks.
+#define ZR_STEP \
+	VMOVUPS (BX), Z28; \
+	VMOVUPS 64(BX), Z29; \
+	ZR_ROW((AX), Z0, Z1, Z30); \
+	ZR_ROW((AX)(R9*1), Z2, Z3, Z31); \
+	ZR_ROW((AX)(R9*2), Z4, Z5, Z30); \
+	ZR_ROW((AX)(R10*1), Z6, Z7, Z31); \
+	ZR_ROW((AX)(R9*4), Z8, Z9, Z30); \
+	ZR_ROW((AX)(R12*1), Z10, Z11, Z31); \
+	ZR_ROW((AX)(R10*2), Z12, Z13, Z30); \
+	ZR_ROW((SI), Z14, Z15, Z31); \
+	ZR_ROW((SI)(R9*1), Z16, Z17, Z30); \
+	ZR_ROW((SI)(R9*2), Z18, Z19, Z31); \
+	ZR_ROW((SI)(R10*1), Z20, Z21, Z30); \
+	ZR_ROW((SI)(R9*4), Z22, Z23, Z31); \
+	ZR_ROW((SI)(R12*1), Z24, Z25, Z30); \
+	ZR_ROW((SI)(R10*2), Z26, Z27, Z31); \
+	ADDQ $4, AX; \
+	ADDQ $4, SI; \
+	ADDQ R13, BX
+
+// func gemmAVX512S(kc int, ap, bp, c *float32, ldc, aks, bks int, load bool)
+TEXT ·gemmAVX512S(SB), NOSPLIT, $0-57
+	MOVQ    kc+0(FP), CX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+56(FP), R9
+	TESTQ   R9, R9
+	JZ      zs_zero
+	Z_LOAD(Z0, Z1)
+	Z_LOAD(Z2, Z3)
+	Z_LOAD(Z4, Z5)
+	Z_LOAD(Z6, Z7)
+	Z_LOAD(Z8, Z9)
+	Z_LOAD(Z10, Z11)
+	Z_LOAD(Z12, Z13)
+	Z_LOAD(Z14, Z15)
+	Z_LOAD(Z16, Z17)
+	Z_LOAD(Z18, Z19)
+	Z_LOAD(Z20, Z21)
+	Z_LOAD(Z22, Z23)
+	Z_LOAD(Z24, Z25)
+	Z_LOAD(Z26, Z27)
+	JMP zs_pref
+
+zs_zero:
+	Z_ZERO(Z0, Z1)
+	Z_ZERO(Z2, Z3)
+	Z_ZERO(Z4, Z5)
+	Z_ZERO(Z6, Z7)
+	Z_ZERO(Z8, Z9)
+	Z_ZERO(Z10, Z11)
+	Z_ZERO(Z12, Z13)
+	Z_ZERO(Z14, Z15)
+	Z_ZERO(Z16, Z17)
+	Z_ZERO(Z18, Z19)
+	Z_ZERO(Z20, Z21)
+	Z_ZERO(Z22, Z23)
+	Z_ZERO(Z24, Z25)
+	Z_ZERO(Z26, Z27)
+
+zs_pref:
+	MOVQ   DI, R10
+	IMUL3Q $14, R8, R9
+	ADDQ   R9, R10
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+
+	MOVQ ap+8(FP), AX
+	MOVQ bp+16(FP), BX
+	MOVQ aks+40(FP), R12
+	MOVQ bks+48(FP), R13
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   zs_tail
+
+zs_loop4:
+	ZS_STEP
+	ZS_STEP
+	ZS_STEP
+	ZS_STEP
+	DECQ CX
+	JNZ  zs_loop4
+
+zs_tail:
+	TESTQ R11, R11
+	JZ    zs_store
+
+zs_loop1:
+	ZS_STEP
+	DECQ R11
+	JNZ  zs_loop1
+
+zs_store:
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z28
+	MOVQ         DI, DX
+	Z_STORE(Z0, Z1)
+	Z_STORE(Z2, Z3)
+	Z_STORE(Z4, Z5)
+	Z_STORE(Z6, Z7)
+	Z_STORE(Z8, Z9)
+	Z_STORE(Z10, Z11)
+	Z_STORE(Z12, Z13)
+	Z_STORE(Z14, Z15)
+	Z_STORE(Z16, Z17)
+	Z_STORE(Z18, Z19)
+	Z_STORE(Z20, Z21)
+	Z_STORE(Z22, Z23)
+	Z_STORE(Z24, Z25)
+	Z_STORE(Z26, Z27)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512R(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
+TEXT ·gemmAVX512R(SB), NOSPLIT, $0-57
+	MOVQ    kc+0(FP), CX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+56(FP), R9
+	TESTQ   R9, R9
+	JZ      zr_zero
+	Z_LOAD(Z0, Z1)
+	Z_LOAD(Z2, Z3)
+	Z_LOAD(Z4, Z5)
+	Z_LOAD(Z6, Z7)
+	Z_LOAD(Z8, Z9)
+	Z_LOAD(Z10, Z11)
+	Z_LOAD(Z12, Z13)
+	Z_LOAD(Z14, Z15)
+	Z_LOAD(Z16, Z17)
+	Z_LOAD(Z18, Z19)
+	Z_LOAD(Z20, Z21)
+	Z_LOAD(Z22, Z23)
+	Z_LOAD(Z24, Z25)
+	Z_LOAD(Z26, Z27)
+	JMP zr_pref
+
+zr_zero:
+	Z_ZERO(Z0, Z1)
+	Z_ZERO(Z2, Z3)
+	Z_ZERO(Z4, Z5)
+	Z_ZERO(Z6, Z7)
+	Z_ZERO(Z8, Z9)
+	Z_ZERO(Z10, Z11)
+	Z_ZERO(Z12, Z13)
+	Z_ZERO(Z14, Z15)
+	Z_ZERO(Z16, Z17)
+	Z_ZERO(Z18, Z19)
+	Z_ZERO(Z20, Z21)
+	Z_ZERO(Z22, Z23)
+	Z_ZERO(Z24, Z25)
+	Z_ZERO(Z26, Z27)
+
+zr_pref:
+	MOVQ   DI, R10
+	IMUL3Q $14, R8, R9
+	ADDQ   R9, R10
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+
+	MOVQ   ap+8(FP), AX
+	MOVQ   bp+16(FP), BX
+	MOVQ   lda+40(FP), R9
+	SHLQ   $2, R9
+	MOVQ   bks+48(FP), R13
+	IMUL3Q $3, R9, R10
+	IMUL3Q $5, R9, R12
+	IMUL3Q $7, R9, SI
+	ADDQ   AX, SI
+	MOVQ   CX, R11
+	ANDQ   $3, R11
+	SHRQ   $2, CX
+	JZ     zr_tail
+
+zr_loop4:
+	ZR_STEP
+	ZR_STEP
+	ZR_STEP
+	ZR_STEP
+	DECQ CX
+	JNZ  zr_loop4
+
+zr_tail:
+	TESTQ R11, R11
+	JZ    zr_store
+
+zr_loop1:
+	ZR_STEP
+	DECQ R11
+	JNZ  zr_loop1
+
+zr_store:
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z28
+	MOVQ         DI, DX
+	Z_STORE(Z0, Z1)
+	Z_STORE(Z2, Z3)
+	Z_STORE(Z4, Z5)
+	Z_STORE(Z6, Z7)
+	Z_STORE(Z8, Z9)
+	Z_STORE(Z10, Z11)
+	Z_STORE(Z12, Z13)
+	Z_STORE(Z14, Z15)
+	Z_STORE(Z16, Z17)
+	Z_STORE(Z18, Z19)
+	Z_STORE(Z20, Z21)
+	Z_STORE(Z22, Z23)
+	Z_STORE(Z24, Z25)
+	Z_STORE(Z26, Z27)
+	VZEROUPPER
+	RET

@@ -31,3 +31,46 @@ func BenchmarkBmm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBmmInPlace times the products of an FNO-1D training step (examples/fno: batch*grid
+// = 65536 rows, width 64, 16 modes, grid 1024) with whole panels read in place and with every
+// panel packed (the same bits).
+func BenchmarkBmmInPlace(b *testing.B) {
+	if gemmActive == nil || gemmActive.fs == nil {
+		b.Skip("the default kernel does not read operands in place")
+	}
+	type shape struct {
+		name           string
+		batch, m, n, p int
+		transA, transB bool
+	}
+	for _, s := range []shape{
+		{"linear", 1, 65536, 64, 64, false, true},
+		{"linear-dx", 1, 65536, 64, 64, false, false},
+		{"linear-dw", 1, 64, 65536, 64, true, false},
+		{"proj1", 1, 65536, 64, 128, false, true},
+		{"proj1-dw", 1, 128, 65536, 64, true, false},
+		{"proj2", 1, 65536, 128, 1, false, true},
+		{"proj2-dw", 1, 1, 65536, 128, true, false},
+		{"rfft", 1, 32, 1024, 4096, false, false},
+		{"irfft", 1, 1024, 32, 4096, false, false},
+		{"rfft-t", 1, 32, 1024, 4096, true, false},
+		{"irfft-t", 1, 1024, 32, 4096, true, false},
+		{"mix", 16, 64, 64, 64, false, false},
+		{"mix-dx", 16, 64, 64, 64, false, true},
+		{"mix-dw", 16, 64, 64, 64, true, false},
+		{"square", 1, 1024, 1024, 1024, false, false},
+	} {
+		x, y := mmInput(s.batch*s.m*s.n, 1), mmInput(s.batch*s.n*s.p, 2)
+		c := make([]float32, s.batch*s.m*s.p)
+		for _, packed := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/packed=%v", s.name, packed), func(b *testing.B) {
+				gemmInPlaceOff = packed
+				defer func() { gemmInPlaceOff = false }()
+				for b.Loop() {
+					Bmm(c, x, y, s.batch, s.m, s.n, s.p, s.transA, s.transB)
+				}
+			})
+		}
+	}
+}

@@ -66,7 +66,9 @@ func bmmKernelNames() []string {
 }
 
 // checkBmm runs Bmm with every kernel on one problem and compares each result with the naive
-// loop bit for bit. c starts filled with NaN so that an output left unwritten shows.
+// loop bit for bit; an assembly kernel that reads operands in place runs twice, in place and
+// with every panel packed (gemmInPlaceOff). c starts filled with NaN so that an output left
+// unwritten shows.
 func checkBmm(t *testing.T, batch, m, n, p int, transA, transB bool, kernels []string) {
 	t.Helper()
 	seed := uint64(batch*1000003 + m*10007 + n*101 + p)
@@ -79,15 +81,76 @@ func checkBmm(t *testing.T, batch, m, n, p int, transA, transB bool, kernels []s
 			restore()
 			continue
 		}
-		for i := range c {
-			c[i] = float32(math.NaN())
+		for _, packed := range []bool{false, true} {
+			if packed && (gemmActive == nil || gemmActive.fs == nil) {
+				continue
+			}
+			gemmInPlaceOff = packed
+			for i := range c {
+				c[i] = float32(math.NaN())
+			}
+			Bmm(c, a, b, batch, m, n, p, transA, transB)
+			gemmInPlaceOff = false
+			for i := range c {
+				if !sameBits(c[i], want[i]) {
+					restore()
+					t.Fatalf("%s (packed %v) batch=%d m=%d n=%d p=%d transA=%v transB=%v: c[%d] = %#x, want %#x",
+						name, packed, batch, m, n, p, transA, transB, i, math.Float32bits(c[i]), math.Float32bits(want[i]))
+				}
+			}
 		}
-		Bmm(c, a, b, batch, m, n, p, transA, transB)
 		restore()
-		for i := range c {
-			if !sameBits(c[i], want[i]) {
-				t.Fatalf("%s batch=%d m=%d n=%d p=%d transA=%v transB=%v: c[%d] = %#x, want %#x",
-					name, batch, m, n, p, transA, transB, i, math.Float32bits(c[i]), math.Float32bits(want[i]))
+	}
+}
+
+// TestBmmInPlaceMatchesPacked compares Bmm reading whole panels in place (the default with a
+// kernel that can) with Bmm packing every panel, bit for bit, over random shapes (odd sizes,
+// multiples of the tiles, K blocks cut anywhere, inputs with NaN, infinities and signed zeros),
+// all four transpose combinations, shrunken and default cache blocks, one worker and several.
+func TestBmmInPlaceMatchesPacked(t *testing.T) {
+	if gemmActive == nil || gemmActive.fs == nil {
+		t.Skip("the default kernel does not read operands in place")
+	}
+	defer func(kc, mc, nc int) { gemmKC, gemmMC, gemmNC = kc, mc, nc }(gemmKC, gemmMC, gemmNC)
+	defer func(v int) { gemmMinParallel = v }(gemmMinParallel)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for trial := range 160 {
+		z := func(i int) uint64 { return SplitMix64(uint64(trial)<<8 + uint64(i)) }
+		size := func(i int, max uint64) int { return 1 + int(z(i)%max) }
+		batch, m, n, p := size(0, 3), size(1, 90), size(2, 300), size(3, 110)
+		if trial%5 == 0 { // whole tiles
+			m, p = 14*size(4, 4), 32*size(5, 3)
+		}
+		transA, transB := trial&1 != 0, trial&2 != 0
+		gemmKC, gemmMC, gemmNC = 256, 448, 4096
+		if trial%3 == 1 {
+			gemmKC, gemmMC, gemmNC = size(6, 40), size(7, 60), size(8, 100)
+		}
+		gemmMinParallel = 1 << 20
+		runtime.GOMAXPROCS(1)
+		if trial%4 == 3 {
+			gemmMinParallel = 1
+			runtime.GOMAXPROCS(3)
+		}
+		a, b := mmInput(batch*m*n, uint64(trial)), mmInput(batch*n*p, ^uint64(trial))
+		if trial%7 == 0 { // specials: NaN and infinities propagate the same way
+			for i := 0; i < len(a); i += 37 {
+				a[i] = []float32{inf, -inf, nan}[i%3]
+			}
+			for i := 5; i < len(b); i += 53 {
+				b[i] = []float32{nan, inf, -inf}[i%3]
+			}
+		}
+		want, got := make([]float32, batch*m*p), make([]float32, batch*m*p)
+		gemmInPlaceOff = true
+		Bmm(want, a, b, batch, m, n, p, transA, transB)
+		gemmInPlaceOff = false
+		Bmm(got, a, b, batch, m, n, p, transA, transB)
+		for i := range got {
+			if !sameBits(got[i], want[i]) {
+				t.Fatalf("trial %d: batch=%d m=%d n=%d p=%d transA=%v transB=%v blocks (%d, %d, %d): c[%d] = %#x in place, %#x packed",
+					trial, batch, m, n, p, transA, transB, gemmKC, gemmMC, gemmNC, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
 			}
 		}
 	}
