@@ -1,3 +1,5 @@
+//go:build amd64 && !noasm
+
 // Code written out by hand (the repeated lines in full, as in simd_amd64.s).
 
 #include "textflag.h"
