@@ -21,6 +21,11 @@ a last line "torch_fashion: seconds S cpu C" with the time in full precision and
 the same interval (C near S: one thread busy; near 2S: two), for scripts.
 
   /usr/bin/python3 internal/bench/torch_fashion.py [--threads 1] [--blas-threads N] [--epochs 20]
+  /usr/bin/python3 internal/bench/torch_fashion.py --model cnn    # the example's -model cnn
+
+--model cnn is the example's CNN (cnn.go's newCNN: two 3x3 convolutions of 16 and 32 channels
+with ReLU and 2x2 max pooling, Linear 1568-128, ReLU, Dropout 0.25, Linear 128-10) with its
+defaults for the flags not given: 10 epochs, lr 0.05, SGD momentum 0.9; evaluation in eval mode.
 
 One thread means one thread: --threads sets torch.set_num_threads and, before torch loads, the
 OpenBLAS (and OpenMP, MKL) thread count, which torch.set_num_threads alone leaves at every CPU
@@ -31,6 +36,7 @@ import argparse
 import gzip
 import os
 import struct
+import sys
 import time
 
 torch = None  # imported in main, once the BLAS thread count is in the environment
@@ -73,7 +79,19 @@ def main():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                    help="cnn: the example's -model cnn (its defaults for the flags not given)")
+    ap.add_argument("--channels", default="16,32", help="cnn: the convolutions' widths")
+    ap.add_argument("--dropout", type=float, default=0.25, help="cnn: dropout after the hidden layer")
+    ap.add_argument("--momentum", type=float, default=None, help="SGD momentum (mlp 0, cnn 0.9)")
+    given = {a.split("=")[0].lstrip("-").replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
     args = ap.parse_args()
+    if args.model == "cnn":  # the example's -model cnn defaults, as there, for the flags not given
+        for name, value in (("epochs", 10), ("hidden", 128), ("lr", 0.05), ("momentum", 0.9)):
+            if name not in given:
+                setattr(args, name, value)
+    if args.momentum is None:
+        args.momentum = 0.0
     # torch.set_num_threads does not reach the OpenBLAS that Debian's torch calls for its matrix
     # products: that one reads its thread count from the environment when it loads, and left
     # alone it runs on every CPU (2 here, at about twice the CPU time of 1 thread).
@@ -93,9 +111,20 @@ def main():
         torch.__version__, torch.get_num_threads(), os.environ.get("OPENBLAS_NUM_THREADS", "default")))
     print("data: %s: %d training and %d test images of %d pixels" % (
         args.data, len(ytrain), len(ytest), xtrain.shape[1]))
-    model = torch.nn.Sequential(torch.nn.Linear(xtrain.shape[1], args.hidden), torch.nn.ReLU(),
-                                torch.nn.Linear(args.hidden, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr)
+    if args.model == "cnn":  # examples/fashionmnist/cnn.go's newCNN
+        side = int(round(xtrain.shape[1] ** 0.5))
+        layers, c, h = [torch.nn.Unflatten(1, (1, side, side))], 1, side
+        for w in (int(v) for v in args.channels.split(",")):
+            layers += [torch.nn.Conv2d(c, w, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2)]
+            c, h = w, h // 2
+        layers += [torch.nn.Flatten(), torch.nn.Linear(c * h * h, args.hidden), torch.nn.ReLU()]
+        if args.dropout > 0:
+            layers.append(torch.nn.Dropout(args.dropout))
+        model = torch.nn.Sequential(*layers, torch.nn.Linear(args.hidden, 10))
+    else:
+        model = torch.nn.Sequential(torch.nn.Linear(xtrain.shape[1], args.hidden), torch.nn.ReLU(),
+                                    torch.nn.Linear(args.hidden, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     n = len(ytrain)
     steps = (n + args.batch - 1) // args.batch
     total = args.epochs * steps
@@ -104,10 +133,12 @@ def main():
 
     def accuracy():
         correct = 0
+        model.eval()
         with torch.no_grad():
             for lo in range(0, len(ytest), 1000):
                 pred = model(xtest[lo:lo + 1000]).argmax(dim=1)
                 correct += int((pred == ytest[lo:lo + 1000]).sum())
+        model.train()
         return correct / len(ytest)
 
     start, cpu_start = time.perf_counter(), time.process_time()
