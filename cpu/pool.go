@@ -186,15 +186,26 @@ func (g *PoolGeom) covering(i int, f func(o, w, count int)) {
 // The first maximum wins ties, and the first NaN is the maximum (PyTorch's rule). Every
 // window of a non-empty output holds an in-bounds cell (padding <= k/2).
 func MaxPoolFwd(y, x []float32, geom []uint32, nc int, lo, hi int) {
-	maxPool(y, x, NewPoolGeom(geom, nc), false, lo, hi)
+	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.maxPool(y, x, false, lo, hi)
+		return
+	}
+	maxPool(y, x, g, false, lo, hi)
 }
 
 // MaxPoolArgmax writes, for the outputs [lo, hi), float32(w) with w the window offset of the
 // maximum MaxPoolFwd selects (exact: the window volume is below 2^24).
 func MaxPoolArgmax(idx, x []float32, geom []uint32, nc int, lo, hi int) {
-	maxPool(idx, x, NewPoolGeom(geom, nc), true, lo, hi)
+	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.maxPool(idx, x, true, lo, hi)
+		return
+	}
+	maxPool(idx, x, g, true, lo, hi)
 }
 
+// maxPool is MaxPoolFwd (MaxPoolArgmax with arg) on the generic geometry (any rank).
 func maxPool(y, x []float32, g *PoolGeom, arg bool, lo, hi int) {
 	var start [PoolAxes]int
 	for i := lo; i < hi; i++ {
@@ -225,6 +236,15 @@ func maxPool(y, x []float32, g *PoolGeom, arg bool, lo, hi int) {
 //	dx[i] = acc
 func MaxPoolBwd(dx, idx, gO []float32, geom []uint32, nc int, lo, hi int) {
 	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.maxPoolBwd(dx, idx, gO, lo, hi)
+		return
+	}
+	maxPoolBwd(dx, idx, gO, g, lo, hi)
+}
+
+// maxPoolBwd is MaxPoolBwd on the generic geometry (any rank).
+func maxPoolBwd(dx, idx, gO []float32, g *PoolGeom, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		acc := float32(0)
 		g.covering(i, func(o, w, _ int) {
@@ -246,6 +266,15 @@ func MaxPoolBwd(dx, idx, gO []float32, geom []uint32, nc int, lo, hi int) {
 // den is the window volume Π K with countIncludePad, else the number of in-bounds cells.
 func AvgPoolFwd(y, x []float32, geom []uint32, nc int, countIncludePad bool, lo, hi int) {
 	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.avgPool(y, x, countIncludePad, lo, hi)
+		return
+	}
+	avgPool(y, x, g, countIncludePad, lo, hi)
+}
+
+// avgPool is AvgPoolFwd on the generic geometry (any rank).
+func avgPool(y, x []float32, g *PoolGeom, countIncludePad bool, lo, hi int) {
 	var start [PoolAxes]int
 	for i := lo; i < hi; i++ {
 		xs := x[g.window(i, &start):]
@@ -273,6 +302,15 @@ func AvgPoolFwd(y, x []float32, geom []uint32, nc int, countIncludePad bool, lo,
 // with den[o] as in AvgPoolFwd.
 func AvgPoolBwd(dx, gO []float32, geom []uint32, nc int, countIncludePad bool, lo, hi int) {
 	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.avgPoolBwd(dx, gO, countIncludePad, lo, hi)
+		return
+	}
+	avgPoolBwd(dx, gO, g, countIncludePad, lo, hi)
+}
+
+// avgPoolBwd is AvgPoolBwd on the generic geometry (any rank).
+func avgPoolBwd(dx, gO []float32, g *PoolGeom, countIncludePad bool, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		acc := float32(0)
 		g.covering(i, func(o, _, count int) {
@@ -380,5 +418,216 @@ func SmoothMaxPoolBwd(dx, x, pivot, sum, gO []float32, geom []uint32, nc int, be
 			acc = acc + float32(gO[o]*(e/sum[o]))
 		})
 		dx[i] = acc
+	}
+}
+
+// pool2 is a pooling geometry of rank 1 or 2 (rank 1 carried as a first axis of size 1, window
+// 1, stride 1 and padding 0) with its per-axis window ranges precomputed: the fast path of the
+// max and average pooling twins. It computes the generic path's arithmetic in the same order
+// (window cells row-major, covering windows ascending from acc = 0), so its bits are the same;
+// only the decoding of coordinates is hoisted out of the per-element loops.
+type pool2 struct {
+	nc, h, w, oh, ow, kh, kw, sh, sw, ph, pw, kv int
+	// Per output row (column): the window's first cell y0 (x0), possibly negative, and its
+	// in-bounds cells [r0, r1) ([c0, c1)), with r1 >= r0 (c1 >= c0).
+	y0, r0, r1, x0, c0, c1 []int
+	// Per input row (column): the covering output rows [oy0, oy1] (columns [ox0, ox1]),
+	// inclusive, empty when oy1 < oy0 (ox1 < ox0); built by the backward twins only.
+	oy0, oy1, ox0, ox1 []int
+}
+
+// newPool2 returns the rank-2 form of g, or nil when g has another rank or a stride below 1
+// (the generic path then runs).
+func newPool2(g *PoolGeom) *pool2 {
+	d := len(g.K)
+	if d > 2 {
+		return nil
+	}
+	p := &pool2{nc: g.NC, h: 1, oh: 1, kh: 1, sh: 1, kv: g.kv}
+	if d == 2 {
+		p.h, p.oh, p.kh, p.sh, p.ph = g.In[0], g.Out[0], g.K[0], g.S[0], g.P[0]
+	}
+	p.w, p.ow, p.kw, p.sw, p.pw = g.In[d-1], g.Out[d-1], g.K[d-1], g.S[d-1], g.P[d-1]
+	if p.sh < 1 || p.sw < 1 {
+		return nil
+	}
+	p.y0, p.r0, p.r1 = poolRanges(p.oh, p.h, p.kh, p.sh, p.ph)
+	p.x0, p.c0, p.c1 = poolRanges(p.ow, p.w, p.kw, p.sw, p.pw)
+	return p
+}
+
+// poolRanges returns, for the out windows of one axis (input size n, window k, stride s,
+// padding pad), each window's first cell and its in-bounds cells [lo, hi), hi clamped to >= lo.
+func poolRanges(out, n, k, s, pad int) (start, lo, hi []int) {
+	buf := make([]int, 3*out)
+	start, lo, hi = buf[:out], buf[out:2*out], buf[2*out:]
+	for o := range out {
+		st := o*s - pad
+		start[o], lo[o], hi[o] = st, max(st, 0), min(st+k, n)
+		hi[o] = max(hi[o], lo[o])
+	}
+	return start, lo, hi
+}
+
+// coverRanges returns, for the n input cells of one axis, the inclusive range [lo, hi] of the
+// output windows (out of them, window k, stride s, padding pad) that contain the cell, as
+// PoolGeom.covering computes it (empty when hi < lo).
+func coverRanges(n, out, k, s, pad int) (lo, hi []int) {
+	buf := make([]int, 2*n)
+	lo, hi = buf[:n], buf[n:]
+	for x := range n {
+		t := x + pad
+		l := t - (k - 1)
+		if l <= 0 {
+			l = 0
+		} else {
+			l = (l + s - 1) / s
+		}
+		lo[x], hi[x] = l, min(t/s, out-1)
+	}
+	return lo, hi
+}
+
+// maxPool is maxPool of the generic path on the rank-2 geometry. The window's first in-bounds
+// cell seeds best (the generic loop takes it unconditionally); comparing it again changes
+// nothing (v > v is false, and a NaN best stops the NaN clause).
+func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	ov, iv := p.oh*p.ow, p.h*p.w
+	c, r := lo/ov, lo%ov
+	oy, ox := r/p.ow, r%p.ow
+	for i := lo; i < hi; i++ {
+		xs := x[c*iv:]
+		r0, r1, sy := p.r0[oy], p.r1[oy], p.y0[oy]
+		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
+		best, at := float32(0), 0
+		if r0 < r1 && c0 < c1 {
+			best, at = xs[r0*p.w+c0], (r0-sy)*p.kw+c0-sx
+			for rr := r0; rr < r1; rr++ {
+				row := xs[rr*p.w+c0 : rr*p.w+c1]
+				wb := (rr-sy)*p.kw + c0 - sx
+				for j, v := range row {
+					if v > best || (v != v && best == best) {
+						best, at = v, wb+j
+					}
+				}
+			}
+		}
+		if arg {
+			y[i] = float32(at)
+		} else {
+			y[i] = best
+		}
+		if ox++; ox == p.ow {
+			ox = 0
+			if oy++; oy == p.oh {
+				oy = 0
+				c++
+			}
+		}
+	}
+}
+
+// avgPool is avgPool of the generic path on the rank-2 geometry.
+func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	ov, iv := p.oh*p.ow, p.h*p.w
+	c, r := lo/ov, lo%ov
+	oy, ox := r/p.ow, r%p.ow
+	for i := lo; i < hi; i++ {
+		xs := x[c*iv:]
+		r0, r1, c0, c1 := p.r0[oy], p.r1[oy], p.c0[ox], p.c1[ox]
+		acc := float32(0)
+		for rr := r0; rr < r1; rr++ {
+			for _, v := range xs[rr*p.w+c0 : rr*p.w+c1] {
+				acc = acc + v
+			}
+		}
+		count := (r1 - r0) * (c1 - c0)
+		if countIncludePad {
+			count = p.kv
+		}
+		y[i] = acc / float32(count)
+		if ox++; ox == p.ow {
+			ox = 0
+			if oy++; oy == p.oh {
+				oy = 0
+				c++
+			}
+		}
+	}
+}
+
+// covers builds the per-input covering ranges of the backward twins.
+func (p *pool2) covers() {
+	p.oy0, p.oy1 = coverRanges(p.h, p.oh, p.kh, p.sh, p.ph)
+	p.ox0, p.ox1 = coverRanges(p.w, p.ow, p.kw, p.sw, p.pw)
+}
+
+// maxPoolBwd is maxPoolBwd of the generic path on the rank-2 geometry.
+func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	p.covers()
+	ov, iv := p.oh*p.ow, p.h*p.w
+	c, r := lo/iv, lo%iv
+	iy, ix := r/p.w, r%p.w
+	for i := lo; i < hi; i++ {
+		acc := float32(0)
+		ty, tx := iy+p.ph, ix+p.pw
+		for oy := p.oy0[iy]; oy <= p.oy1[iy]; oy++ {
+			base, wy := c*ov+oy*p.ow, (ty-oy*p.sh)*p.kw
+			for ox := p.ox0[ix]; ox <= p.ox1[ix]; ox++ {
+				if o := base + ox; idx[o] == float32(wy+tx-ox*p.sw) {
+					acc = acc + gO[o]
+				}
+			}
+		}
+		dx[i] = acc
+		if ix++; ix == p.w {
+			ix = 0
+			if iy++; iy == p.h {
+				iy = 0
+				c++
+			}
+		}
+	}
+}
+
+// avgPoolBwd is avgPoolBwd of the generic path on the rank-2 geometry: a covering window's
+// in-bounds count is the product of its rows' and columns' counts.
+func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	p.covers()
+	ov, iv := p.oh*p.ow, p.h*p.w
+	c, r := lo/iv, lo%iv
+	iy, ix := r/p.w, r%p.w
+	for i := lo; i < hi; i++ {
+		acc := float32(0)
+		for oy := p.oy0[iy]; oy <= p.oy1[iy]; oy++ {
+			base, ny := c*ov+oy*p.ow, p.r1[oy]-p.r0[oy]
+			for ox := p.ox0[ix]; ox <= p.ox1[ix]; ox++ {
+				count := p.kv
+				if !countIncludePad {
+					count = ny * (p.c1[ox] - p.c0[ox])
+				}
+				acc = acc + gO[base+ox]/float32(count)
+			}
+		}
+		dx[i] = acc
+		if ix++; ix == p.w {
+			ix = 0
+			if iy++; iy == p.h {
+				iy = 0
+				c++
+			}
+		}
 	}
 }

@@ -1,0 +1,213 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// poolGeom2 returns the pool kernel geometry array of a pooling of rank len(in) (1 or 2, or
+// more) carried as PoolAxes axes, and the output sizes; ok is false when the padded input is
+// smaller than the window on some axis.
+func poolGeom2(in, k, s, p []int) (geom []uint32, out []int, ok bool) {
+	const A = PoolAxes
+	geom = make([]uint32, PoolGeomLen)
+	d := len(in)
+	for a := range A {
+		geom[a], geom[A+a], geom[2*A+a], geom[3*A+a] = 1, 1, 1, 1
+	}
+	for j := range d {
+		if in[j]+2*p[j] < k[j] {
+			return nil, nil, false
+		}
+		o := (in[j]+2*p[j]-k[j])/s[j] + 1
+		out = append(out, o)
+		a := A - d + j
+		geom[a], geom[A+a], geom[2*A+a], geom[3*A+a], geom[4*A+a] = uint32(in[j]), uint32(o), uint32(k[j]), uint32(s[j]), uint32(p[j])
+	}
+	return geom, out, true
+}
+
+// poolValues returns n values drawn to make ties, signed zeros, infinities and NaNs common.
+func poolValues(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		switch r.IntN(12) {
+		case 0:
+			v[i] = float32(math.NaN())
+		case 1:
+			v[i] = float32(math.Inf(1))
+		case 2:
+			v[i] = float32(math.Inf(-1))
+		case 3:
+			v[i] = float32(math.Copysign(0, -1))
+		case 4:
+			v[i] = 0
+		case 5, 6, 7:
+			v[i] = float32(r.IntN(3) - 1) // ties
+		default:
+			v[i] = float32(r.NormFloat64())
+		}
+	}
+	return v
+}
+
+// poolDiffBits reports the first index where a and b differ in bits, or -1.
+func poolDiffBits(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// poolChunks splits [0, n) into a few ranges with random ends (a worker's range may start and
+// end inside a row).
+func poolChunks(r *rand.Rand, n int) [][2]int {
+	var c [][2]int
+	for lo := 0; lo < n; {
+		hi := min(n, lo+1+r.IntN(n))
+		c = append(c, [2]int{lo, hi})
+		lo = hi
+	}
+	return c
+}
+
+// checkPoolFast runs the rank-1/2 fast path of every specialized twin against the generic path
+// on one geometry and compares the bits.
+func checkPoolFast(t *testing.T, r *rand.Rand, nc int, in, k, s, p []int) {
+	t.Helper()
+	geom, out, ok := poolGeom2(in, k, s, p)
+	if !ok {
+		return
+	}
+	g := NewPoolGeom(geom, nc)
+	fast := newPool2(g)
+	if fast == nil {
+		t.Fatalf("in %v k %v s %v p %v: no fast path", in, k, s, p)
+	}
+	iv, ov := nc, nc
+	for j := range in {
+		iv, ov = iv*in[j], ov*out[j]
+	}
+	x, gO := poolValues(r, iv), poolValues(r, ov)
+	name := fmt.Sprintf("nc %d in %v k %v s %v p %v", nc, in, k, s, p)
+	cmp := func(what string, want []float32, run func(y []float32, lo, hi int)) {
+		t.Helper()
+		got := make([]float32, len(want))
+		for i := range got {
+			got[i] = 12345 // every element must be written
+		}
+		for _, c := range poolChunks(r, len(want)) {
+			run(got, c[0], c[1])
+		}
+		if i := poolDiffBits(got, want); i >= 0 {
+			t.Fatalf("%s: %s[%d] = %v (%#x), generic %v (%#x)", name, what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+	want := make([]float32, ov)
+	maxPool(want, x, g, false, 0, ov)
+	cmp("max", want, func(y []float32, lo, hi int) { MaxPoolFwd(y, x, geom, nc, lo, hi) })
+	idx := make([]float32, ov)
+	maxPool(idx, x, g, true, 0, ov)
+	cmp("argmax", idx, func(y []float32, lo, hi int) { MaxPoolArgmax(y, x, geom, nc, lo, hi) })
+	// Some offsets another argmax would give, so that covering windows disagree.
+	for i := range idx {
+		if r.IntN(4) == 0 {
+			idx[i] = float32(r.IntN(g.kv))
+		}
+	}
+	want = make([]float32, iv)
+	maxPoolBwd(want, idx, gO, g, 0, iv)
+	cmp("max backward", want, func(y []float32, lo, hi int) { MaxPoolBwd(y, idx, gO, geom, nc, lo, hi) })
+	for _, cip := range []bool{false, true} {
+		want = make([]float32, ov)
+		avgPool(want, x, g, cip, 0, ov)
+		cmp(fmt.Sprintf("avg (countIncludePad %v)", cip), want, func(y []float32, lo, hi int) { AvgPoolFwd(y, x, geom, nc, cip, lo, hi) })
+		want = make([]float32, iv)
+		avgPoolBwd(want, gO, g, cip, 0, iv)
+		cmp(fmt.Sprintf("avg backward (countIncludePad %v)", cip), want, func(y []float32, lo, hi int) { AvgPoolBwd(y, gO, geom, nc, cip, lo, hi) })
+	}
+}
+
+// TestPool2FastMatchesGeneric compares the rank-2 (and rank-1) fast path of max pooling
+// (forward, argmax, backward) and average pooling (forward and backward, both divisors) with the
+// generic N-D path bit for bit: every window and stride 1 to 4 and 1 to 3 with padding 0 to
+// k/2 per axis, on random sizes 1 to 40, channels 1 to 3, and the common geometries
+// exhaustively over small sizes.
+func TestPool2FastMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(26, 2))
+	n := 0
+	for kh := 1; kh <= 4; kh++ {
+		for kw := 1; kw <= 4; kw++ {
+			for sh := 1; sh <= 3; sh++ {
+				for sw := 1; sw <= 3; sw++ {
+					for ph := 0; ph <= kh/2; ph++ {
+						for pw := 0; pw <= kw/2; pw++ {
+							for range 3 {
+								in := []int{1 + r.IntN(40), 1 + r.IntN(40)}
+								if r.IntN(2) == 0 {
+									in = []int{1 + r.IntN(12), 1 + r.IntN(12)}
+								}
+								checkPoolFast(t, r, 1+r.IntN(3), in, []int{kh, kw}, []int{sh, sw}, []int{ph, pw})
+								n++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for k := 1; k <= 4; k++ {
+		for s := 1; s <= 3; s++ {
+			for p := 0; p <= k/2; p++ {
+				for w := 1; w <= 40; w++ {
+					checkPoolFast(t, r, 1+r.IntN(3), []int{w}, []int{k}, []int{s}, []int{p})
+					n++
+				}
+			}
+		}
+	}
+	for _, c := range [][2]int{{2, 2}, {2, 0}, {3, 1}, {3, 0}} { // 2x2 stride 2; 3x3 stride 2 pad 1
+		k, p := c[0], c[1]
+		for h := 1; h <= 20; h++ {
+			for w := 1; w <= 20; w++ {
+				checkPoolFast(t, r, 2, []int{h, w}, []int{k, k}, []int{2, 2}, []int{p, p})
+				n++
+			}
+		}
+	}
+	t.Logf("%d geometries", n)
+}
+
+// TestPool2FastScope checks which geometries take the fast path: ranks 1 and 2 with strides
+// of at least 1, not rank 3 nor a stride of 0.
+func TestPool2FastScope(t *testing.T) {
+	for _, c := range []struct {
+		in, k, s, p []int
+		fast        bool
+	}{
+		{[]int{5}, []int{2}, []int{1}, []int{0}, true},
+		{[]int{5, 6}, []int{2, 3}, []int{2, 1}, []int{1, 1}, true},
+		{[]int{1, 6}, []int{1, 3}, []int{1, 1}, []int{0, 1}, true},
+		{[]int{4, 5, 6}, []int{2, 2, 2}, []int{2, 2, 2}, []int{0, 0, 0}, false},
+		{[]int{5, 6}, []int{2, 2}, []int{0, 1}, []int{0, 0}, false},
+	} {
+		s1 := make([]int, len(c.s))
+		for j, s := range c.s {
+			s1[j] = max(s, 1)
+		}
+		geom, _, ok := poolGeom2(c.in, c.k, s1, c.p)
+		if !ok {
+			t.Fatalf("in %v k %v: bad case", c.in, c.k)
+		}
+		for j, s := range c.s {
+			geom[3*PoolAxes+PoolAxes-len(c.in)+j] = uint32(s)
+		}
+		if got := newPool2(NewPoolGeom(geom, 2)) != nil; got != c.fast {
+			t.Errorf("in %v k %v s %v p %v: fast path %v, want %v", c.in, c.k, c.s, c.p, got, c.fast)
+		}
+	}
+}
