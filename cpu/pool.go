@@ -1,5 +1,7 @@
 package cpu
 
+import "math"
+
 // The pooling family: the twins of ptx/pool.cu. Layout: channel-first and row-major, x of
 // (nc, in[0], ..., in[d-1]) and y of (nc, out[0], ..., out[d-1]), nc the leading axes flattened
 // (channels of one sample, or batch*channels). A window is the box of K[a] cells starting at
@@ -583,9 +585,13 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 		for oy := p.oy0[iy]; oy <= p.oy1[iy]; oy++ {
 			base, wy := c*ov+oy*p.ow, (ty-oy*p.sh)*p.kw
 			for ox := p.ox0[ix]; ox <= p.ox1[ix]; ox++ {
-				if o := base + ox; idx[o] == float32(wy+tx-ox*p.sw) {
-					acc = acc + gO[o]
+				// Branch-free: the sum is kept only where the offset matches.
+				o := base + ox
+				ab, sb := math.Float32bits(acc), math.Float32bits(acc+gO[o])
+				if idx[o] == float32(wy+tx-ox*p.sw) {
+					ab = sb
 				}
+				acc = math.Float32frombits(ab)
 			}
 		}
 		dx[i] = acc
