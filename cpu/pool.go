@@ -492,7 +492,8 @@ func coverRanges(n, out, k, s, pad int) (lo, hi []int) {
 
 // maxPool is maxPool of the generic path on the rank-2 geometry. The window's first in-bounds
 // cell seeds best (the generic loop takes it unconditionally); comparing it again changes
-// nothing (v > v is false, and a NaN best stops the NaN clause).
+// nothing (v > v is false). v > best is compared on order-preserving integer keys (poolKey)
+// while neither is NaN; the first NaN ends the window's scan, as no later cell can replace it.
 func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 	if lo >= hi {
 		return
@@ -506,16 +507,29 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
 		best, at := float32(0), 0
 		if r0 < r1 && c0 < c1 {
-			best, at = xs[r0*p.w+c0], (r0-sy)*p.kw+c0-sx
+			bb, at0 := math.Float32bits(xs[r0*p.w+c0]), (r0-sy)*p.kw+c0-sx
+			kb := poolKey(bb)
+		rows:
 			for rr := r0; rr < r1; rr++ {
 				row := xs[rr*p.w+c0 : rr*p.w+c1]
 				wb := (rr-sy)*p.kw + c0 - sx
 				for j, v := range row {
-					if v > best || (v != v && best == best) {
-						best, at = v, wb+j
+					vb := math.Float32bits(v)
+					if v != v || bb&0x7fffffff > 0x7f800000 {
+						// A NaN: the first one (the window's best when it is the first
+						// cell) is the maximum, and nothing later replaces it.
+						if bb&0x7fffffff <= 0x7f800000 {
+							bb, at0 = vb, wb+j
+						}
+						break rows
+					}
+					// v > best, branch-free (the maximum's place is unpredictable).
+					if kv := poolKey(vb); kv > kb {
+						bb, kb, at0 = vb, kv, wb+j
 					}
 				}
 			}
+			best, at = math.Float32frombits(bb), at0
 		}
 		if arg {
 			y[i] = float32(at)
@@ -530,6 +544,13 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 			}
 		}
 	}
+}
+
+// poolKey maps the bits of a float32 that is not NaN to an int32 ordered as the floats are
+// (-0 and +0 both to 0): poolKey(a) > poolKey(b) exactly when a > b.
+func poolKey(u uint32) int32 {
+	s := int32(u) >> 31
+	return int32(u) ^ (s & 0x7fffffff) - s
 }
 
 // avgPool is avgPool of the generic path on the rank-2 geometry.
