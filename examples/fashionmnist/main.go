@@ -26,7 +26,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/term"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -182,7 +182,7 @@ func main() {
 	}
 	var losses []float64 // one per step
 	var acc float64      // test accuracy after the last epoch
-	stopProfile, err := startProfile(*cpuProfile)
+	stopProfile, err := term.StartProfile(*cpuProfile)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -192,20 +192,20 @@ func main() {
 		last = min(last, *stopAfter)
 	}
 	for epoch := first; epoch <= last; epoch++ {
-		bar := newProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
+		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
 			l := step(sess, model, opt, b)
 			sched.Step()
 			losses = append(losses, l)
 			sum += l
-			bar.update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
+			bar.Update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
 		}
 		acc = accuracy(sess, model, testLoader)
 		if err := errors.Join(sess.Err(), trainLoader.Err(), testLoader.Err()); err != nil {
 			log.Fatal(err)
 		}
-		bar.done(fmt.Sprintf("loss %.4f  test accuracy %.1f%%  (%s)", sum/float64(steps), 100*acc, time.Since(start).Round(100*time.Millisecond)))
+		bar.Done(fmt.Sprintf("loss %.4f  test accuracy %.1f%%  (%s)", sum/float64(steps), 100*acc, time.Since(start).Round(100*time.Millisecond)))
 		if *checkpoint != "" {
 			ck.Step = epoch
 			if err := ck.Save(*checkpoint); err != nil {
@@ -290,44 +290,6 @@ func accuracy(sess *autograd.Session, model nn.Layer, test *nn.Loader) float64 {
 	return float64(correct) / float64(max(total, 1))
 }
 
-// progress is a one-line text progress bar. On a terminal it redraws itself in place; elsewhere
-// (a log, a pipe) it prints only the final line.
-type progress struct {
-	label      string
-	total      int
-	terminal   bool
-	lastUpdate time.Time
-}
-
-func newProgress(label string, total int) *progress {
-	fi, err := os.Stdout.Stat()
-	return &progress{label: label, total: total, terminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
-}
-
-func (p *progress) line(done int, note string) string {
-	const width = 30
-	fill := width * done / max(p.total, 1)
-	return fmt.Sprintf("%s [%s%s] %3d%%  %s", p.label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/max(p.total, 1), note)
-}
-
-// update redraws the bar (at most 10 times a second) with done of total steps finished and the
-// note that note returns (called only then).
-func (p *progress) update(done int, note func() string) {
-	if !p.terminal || (time.Since(p.lastUpdate) < 100*time.Millisecond && done < p.total) {
-		return
-	}
-	p.lastUpdate = time.Now()
-	fmt.Printf("\r\033[K%s", p.line(done, note()))
-}
-
-// done prints the finished bar with a final note and ends the line.
-func (p *progress) done(note string) {
-	if p.terminal {
-		fmt.Print("\r\033[K")
-	}
-	fmt.Println(p.line(p.total, note))
-}
-
 // errNoFiniteLoss: every loss was NaN or infinite (a diverged training), nothing to draw.
 var errNoFiniteLoss = errors.New("no finite loss to plot")
 
@@ -381,26 +343,6 @@ func plotLoss(path, title string, losses []float64, stepsPerEpoch int) error {
 	p.Legend.Add(fmt.Sprintf("mean of %d steps", w), smoothLine)
 	p.Legend.Top = true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
-}
-
-// startProfile starts a CPU profile written to path (none when path is empty) and returns the
-// function that stops it and closes the file.
-func startProfile(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
 
 // plural returns "1 epoch", "2 epochs" and so on.

@@ -36,8 +36,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +47,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/term"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -141,7 +140,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	stopProfile, err := startProfile(*cpuProfile)
+	stopProfile, err := term.StartProfile(*cpuProfile)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -153,20 +152,20 @@ func main() {
 		last = min(last, *stopAfter)
 	}
 	for epoch := first; epoch <= last; epoch++ {
-		bar := newProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
+		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
 			l := step(sess, model, opt, b)
 			sched.Step()
 			sum += l
-			bar.update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
+			bar.Update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
 		}
 		testErr = evaluate(sess, model, testLoader, nil)
 		if err := errors.Join(sess.Err(), trainLoader.Err(), testLoader.Err()); err != nil {
 			log.Fatal(err)
 		}
 		curves.add(epoch, sum/float64(steps), testErr)
-		bar.done(fmt.Sprintf("train %.4f  test relative L2 %.4f  (%s)", sum/float64(steps), testErr, time.Since(trainStart).Round(100*time.Millisecond)))
+		bar.Done(fmt.Sprintf("train %.4f  test relative L2 %.4f  (%s)", sum/float64(steps), testErr, time.Since(trainStart).Round(100*time.Millisecond)))
 		if *checkpoint != "" {
 			ck.Step = epoch
 			if err := ck.Save(*checkpoint); err != nil {
@@ -576,64 +575,6 @@ func samplePlot(test *Dataset, i int, pred []float32) (*plot.Plot, error) {
 	}
 	p.Legend.Top = true
 	return p, nil
-}
-
-// progress is a one-line text progress bar. On a terminal it redraws itself in place; elsewhere
-// (a log, a pipe) it prints only the final line.
-type progress struct {
-	label      string
-	total      int
-	terminal   bool
-	lastUpdate time.Time
-}
-
-func newProgress(label string, total int) *progress {
-	fi, err := os.Stdout.Stat()
-	return &progress{label: label, total: total, terminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
-}
-
-func (p *progress) line(done int, note string) string {
-	const width = 30
-	fill := width * done / max(p.total, 1)
-	return fmt.Sprintf("%s [%s%s] %3d%%  %s", p.label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/max(p.total, 1), note)
-}
-
-// update redraws the bar (at most 10 times a second) with done of total steps finished and the
-// note that note returns (called only then).
-func (p *progress) update(done int, note func() string) {
-	if !p.terminal || (time.Since(p.lastUpdate) < 100*time.Millisecond && done < p.total) {
-		return
-	}
-	p.lastUpdate = time.Now()
-	fmt.Printf("\r\033[K%s", p.line(done, note()))
-}
-
-// done prints the finished bar with a final note and ends the line.
-func (p *progress) done(note string) {
-	if p.terminal {
-		fmt.Print("\r\033[K")
-	}
-	fmt.Println(p.line(p.total, note))
-}
-
-// startProfile starts a CPU profile written to path (none when path is empty) and returns the
-// function that stops it and closes the file.
-func startProfile(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
 
 // plural returns "1 epoch", "2 epochs" and so on.
