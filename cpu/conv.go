@@ -428,14 +428,16 @@ func convRun(items int, work int, run func(it int, s *gemmScratch)) {
 }
 
 // colChunks splits p columns into chunks (multiples of nr) so that have*chunks items keep the
-// cores busy; it returns the chunk width.
+// cores busy; it returns the chunk width. With fewer than two items per core, the chunks are as
+// even as nr allows and the item count is a multiple of the core count (lcm(have, cores)), so no
+// core waits on another's last chunk.
 func colChunks(p, have, nr int) int {
 	workers := runtime.GOMAXPROCS(0)
 	if have >= 2*workers {
 		return p
 	}
-	parts := ceilDiv(2*workers, max(have, 1))
-	return max(nr, roundUp(ceilDiv(p, parts), nr))
+	parts := workers / gcd(max(have, 1), workers)
+	return max(nr, ceilDiv(ceilDiv(p, nr), parts)*nr)
 }
 
 // fillRun writes dst[r*ds] = src[i0 + r*ss] for r < n where 0 <= i0 + r*ss < lim, and +0
@@ -469,8 +471,18 @@ func fillRun(dst []float32, ds int, src []float32, i0, ss, n, lim int) {
 	for r := 0; r < rlo; r++ {
 		dst[r*ds] = 0
 	}
-	for r := rlo; r < rhi; r++ {
-		dst[r*ds] = src[i0+r*ss]
+	if rhi > rlo {
+		d := dst[rlo*ds : (rhi-1)*ds+1]
+		if ss == 1 {
+			for r, v := range src[i0+rlo : i0+rhi] {
+				d[r*ds] = v
+			}
+		} else {
+			s := src[i0+rlo*ss : i0+(rhi-1)*ss+1]
+			for r := range rhi - rlo {
+				d[r*ds] = s[r*ss]
+			}
+		}
 	}
 	for r := rhi; r < n; r++ {
 		dst[r*ds] = 0
@@ -489,7 +501,9 @@ type gatherSpec struct {
 	pos     [ConvMaxRank]int // position grid
 	ps      [ConvMaxRank]int // position strides in the source
 	koff    [ConvMaxRank][]int
-	nk      int // kernel offsets per channel (the product of len(koff[a]))
+	nk      int       // kernel offsets per channel (the product of len(koff[a]))
+	runs    []posRun  // packPosBySteps' scratch
+	cols    []stepCol // packPosBySteps' scratch
 }
 
 // offsets returns step t's per-axis offsets (t = c*nk + kk).
@@ -551,48 +565,95 @@ func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
 	}
 }
 
+// posRun is a run of consecutive GEMM positions along the last spatial axis of one sample:
+// positions [k, k+n) of the packed block, sample smp, source coordinates ip[a] = o_a*ps_a of
+// the leading axes and i7 = o_7*ps_7 of the last one at the run's start.
+type posRun struct {
+	k, n, smp, i7 int
+	ip            [ConvMaxRank - 1]int
+}
+
+// packRunMax bounds a run, so that the rows of a packed panel that one run writes stay in the
+// L1 cache while every column of the panel fills them.
+const packRunMax = 64
+
+// posRuns splits positions [k0, k0+kc) (nPos per sample) into runs of at most packRunMax
+// along the last axis, into gs.runs (reused).
+func (gs *gatherSpec) posRuns(nPos, k0, kc int) []posRun {
+	runs := gs.runs[:0]
+	var pc [ConvMaxRank]int
+	for k := 0; k < kc; {
+		pk := k0 + k
+		smp := pk / nPos
+		coords(&pc, pk-smp*nPos, &gs.pos)
+		r := posRun{k: k, n: min(kc-k, gs.pos[7]-pc[7], packRunMax), smp: smp, i7: pc[7] * gs.ps[7]}
+		for a := range ConvMaxRank - 1 {
+			r.ip[a] = pc[a] * gs.ps[a]
+		}
+		runs = append(runs, r)
+		k += r.n
+	}
+	gs.runs = runs
+	return runs
+}
+
+// stepCol is one packed column of packPosBySteps: its channel's offset in src and its kernel
+// offsets per axis.
+type stepCol struct {
+	csrc int
+	off  [ConvMaxRank]int
+}
+
 // packPosBySteps packs positions [k0, k0+kc) (the GEMM's K) x steps [j0, j0+cols) (its
 // columns) as panels of nr steps: dst[(j - j%nr)*kc + k*nr + j%nr] = element (step j, position
-// k), positions numbered over nPos per sample and samples sstride apart in src.
+// k), positions numbered over nPos per sample and samples sstride apart in src. It walks the
+// runs of positions in the outer loop and the columns in the inner one, so that a run's rows of
+// each panel are written while they are in the cache.
 func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0, kc, nr int) {
-	var off, pc [ConvMaxRank]int
-	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
-	for j := 0; j < roundUp(cols, nr); j++ {
-		q := j % nr
-		col := dst[(j-q)*kc+q:]
-		if j >= cols {
-			for k := 0; k < kc; k++ {
-				col[k*nr] = 0
-			}
-			continue
+	runs := gs.posRuns(nPos, k0, kc)
+	s7, l7 := gs.ps[7], gs.lim[7]
+	// the leading axes that can reject a cell or move the base (the others have size 1 and offset 0)
+	a0 := ConvMaxRank - 1
+	for a := range ConvMaxRank - 1 {
+		if gs.lim[a] != 1 || gs.pos[a] != 1 || len(gs.koff[a]) != 1 || gs.koff[a][0] != 0 {
+			a0 = a
+			break
 		}
+	}
+	scols := gs.cols[:0]
+	for j := range cols {
 		t := j0 + j
 		c := t / gs.nk
-		gs.offsets(&off, t-c*gs.nk)
-		k := 0
-		for k < kc {
-			pk := k0 + k
-			n := pk / nPos
-			coords(&pc, pk-n*nPos, &gs.pos)
-			src := gs.src[n*sstride+c*gs.cstride:]
-			// the rest of this row of positions (along the last axis), within the sample
-			run := min(kc-k, p7-pc[7])
+		sc := stepCol{csrc: c * gs.cstride}
+		gs.offsets(&sc.off, t-c*gs.nk)
+		scols = append(scols, sc)
+	}
+	gs.cols = scols
+	for ri := range runs {
+		r := &runs[ri]
+		for j := range scols {
+			sc := &scols[j]
 			base, ok := 0, true
-			for a := range ConvMaxRank - 1 {
-				i := pc[a]*gs.ps[a] + off[a]
+			for a := a0; a < ConvMaxRank-1; a++ {
+				i := r.ip[a] + sc.off[a]
 				ok = ok && i >= 0 && i < gs.lim[a]
 				base = base*gs.lim[a] + i
 			}
-			base *= l7
-			d := col[k*nr:]
+			q := j % nr
+			d := dst[(j-q)*kc+r.k*nr+q:]
 			if ok {
-				fillRun(d, nr, src[base:], pc[7]*s7+off[7], s7, run, l7)
+				fillRun(d, nr, gs.src[r.smp*sstride+sc.csrc+base*l7:], r.i7+sc.off[7], s7, r.n, l7)
 			} else {
-				for r := 0; r < run; r++ {
-					d[r*nr] = 0
+				for e := 0; e < r.n; e++ {
+					d[e*nr] = 0
 				}
 			}
-			k += run
+		}
+	}
+	if rem := cols % nr; rem != 0 {
+		panel := dst[(cols-rem)*kc:][:kc*nr]
+		for k := 0; k < kc; k++ {
+			clear(panel[k*nr+rem : k*nr+nr])
 		}
 	}
 }
@@ -648,30 +709,30 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 		gs := gatherSpec{src: x[grp*cing*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
 			koff: koff, nk: g.kProd}
 		// A(i, k) = dy[n][grp*coutg + i][o], k = n*P + o
+		// (runs of positions outer, rows inner: a run's rows of the panel stay in the cache)
 		pa := func(dst []float32, i0, rows, k0, kc, mr int) {
 			for q := 0; q < rows; q += mr {
 				h := min(mr, rows-q)
 				d := dst[q*kc : (q+mr)*kc]
-				for i := 0; i < mr; i++ {
-					if i >= h {
-						for kq := 0; kq < kc; kq++ {
-							d[kq*mr+i] = 0
-						}
-						continue
-					}
-					co := grp*coutg + i0 + q + i
-					for kq := 0; kq < kc; {
-						pk := k0 + kq
-						n := pk / P
-						o := pk - n*P
-						run := min(kc-kq, P-o)
-						src := dy[(n*cout+co)*P+o:][:run]
+				for kq := 0; kq < kc; {
+					pk := k0 + kq
+					n := pk / P
+					o := pk - n*P
+					run := min(kc-kq, P-o, packRunMax)
+					for i := 0; i < mr; i++ {
 						dd := d[kq*mr+i:]
-						for r, v := range src {
+						if i >= h {
+							for r := range run {
+								dd[r*mr] = 0
+							}
+							continue
+						}
+						co := grp*coutg + i0 + q + i
+						for r, v := range dy[(n*cout+co)*P+o:][:run] {
 							dd[r*mr] = v
 						}
-						kq += run
 					}
+					kq += run
 				}
 			}
 		}

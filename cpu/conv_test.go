@@ -64,11 +64,19 @@ func TestConvGemmMatchesDirect(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, kern := range gemmKernels {
 		restore, _ := setGemmKernel(kern.name)
-		for trial := range 60 {
+		gemmKC = 7
+		for trial := range 66 {
 			rank := 1 + trial%3
+			long := trial >= 60 // one long axis and K blocks longer than packRunMax
+			if long {
+				rank, gemmKC = 1, 100
+			}
 			in, k, s, p, d := make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank)
 			for a := range rank {
 				in[a] = 1 + r.IntN(9)
+				if long {
+					in[a] = 65 + r.IntN(140)
+				}
 				k[a] = 1 + r.IntN(4)
 				s[a] = 1 + r.IntN(3)
 				p[a] = r.IntN(3)
