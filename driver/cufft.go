@@ -15,7 +15,7 @@ type CUFFT struct {
 	path string
 	lib  uintptr
 	fn   struct {
-		getVersion, planMany, setStream, execR2C, execC2R, destroy uintptr
+		getVersion, planMany, setStream, getSize, execR2C, execC2R, destroy uintptr
 	}
 }
 
@@ -37,6 +37,7 @@ func LoadCUFFT() (*CUFFT, error) {
 		{"cufftGetVersion", &f.fn.getVersion},
 		{"cufftPlanMany", &f.fn.planMany},
 		{"cufftSetStream", &f.fn.setStream},
+		{"cufftGetSize", &f.fn.getSize},
 		{"cufftExecR2C", &f.fn.execR2C},
 		{"cufftExecC2R", &f.fn.execC2R},
 		{"cufftDestroy", &f.fn.destroy},
@@ -131,6 +132,16 @@ func (f *CUFFT) PlanMany1D(n, batch int, kind FFTKind, istride, idist, ostride, 
 // SetStream makes p's executions run on s (cufftSetStream). Requires Lock.
 func (f *CUFFT) SetStream(p FFTPlan, s Stream) error {
 	return f.call("cufftSetStream", f.fn.setStream, uintptr(p), uintptr(s))
+}
+
+// WorkSize returns the bytes of the work area cuFFT allocated for p (cufftGetSize), device
+// memory outside every allocator of the caller's. Requires Lock.
+func (f *CUFFT) WorkSize(p FFTPlan) (int64, error) {
+	size := new(uint64) // a size_t, on the heap for the call
+	if err := f.call("cufftGetSize", f.fn.getSize, uintptr(p), uintptr(unsafe.Pointer(size))); err != nil {
+		return 0, err
+	}
+	return int64(*size), nil
 }
 
 // ExecR2C queues the forward real-to-complex transform of an FFTR2C plan

@@ -47,6 +47,7 @@ type Device struct {
 	be    backend
 	stats counters
 	fft   fftPlanCache // the cached FFT plans (fft.go)
+	cufft cufftCache   // the cuFFT tier's library and plans (cufft.go)
 }
 
 // Kind reports the backend (KindCPU for a nil device, whose ops all fail).
@@ -123,6 +124,11 @@ type Stats struct {
 	// tables (twiddles and the like), which is not part of LiveBytes; Collect(true) frees them.
 	FFTPlans     int
 	FFTPlanBytes int64
+	// CUFFTPlans is the number of cached cuFFT plans (the fast tier of the FFT, cufft.go) and
+	// CUFFTWorkBytes the device memory they hold: cuFFT's work areas and the inverse's edge masks,
+	// outside LiveBytes; Collect(true) frees them.
+	CUFFTPlans     int
+	CUFFTWorkBytes int64
 }
 
 // Stats returns the device's allocator telemetry. Each counter is exact once the device is
@@ -145,6 +151,7 @@ func (d *Device) Stats() Stats {
 	s.CachedBytes += spectralCachedBytes(d)
 	s.DeviceFree, s.DeviceTotal = d.be.memInfo()
 	s.FFTPlans, s.FFTPlanBytes = d.fft.stats()
+	s.CUFFTPlans, s.CUFFTWorkBytes = d.cufft.stats()
 	return s
 }
 
@@ -157,6 +164,9 @@ func (s Stats) String() string {
 		s.AllocCount, s.FreeCount, MiB(s.CachedBytes))
 	if s.FFTPlans > 0 {
 		line += fmt.Sprintf(" fft_plans=%d (%s)", s.FFTPlans, MiB(s.FFTPlanBytes))
+	}
+	if s.CUFFTPlans > 0 {
+		line += fmt.Sprintf(" cufft_plans=%d (%s)", s.CUFFTPlans, MiB(s.CUFFTWorkBytes))
 	}
 	if s.DeviceTotal > 0 {
 		line += fmt.Sprintf(" device_free=%s/%s", MiB(int64(s.DeviceFree)), MiB(int64(s.DeviceTotal)))
@@ -177,6 +187,7 @@ func (d *Device) Collect(force bool) error {
 	}
 	dropSpectralTables(d)
 	d.fft.drop() // the FFT plans' tables, freed once no op uses them
+	d.cufft.drop(d)
 	return d.be.collect()
 }
 

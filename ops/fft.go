@@ -262,6 +262,9 @@ func Rfft1dPacked(x *Buffer, batch, n int) (*Buffer, error) {
 	if batch == 0 {
 		return newBuffer(x.dev, 0)
 	}
+	if out, ok, err := cufftRfft(op, x, batch, n, total); ok { // fast mode on CUDA (cufft.go)
+		return out, err
+	}
 	p, err := fftPlanFor(x.dev, n)
 	if err != nil {
 		return nil, opErr(op, err)
@@ -315,6 +318,9 @@ func Irfft1dPacked(spec *Buffer, batch, n int) (*Buffer, error) {
 	}
 	if batch == 0 {
 		return newBuffer(spec.dev, 0)
+	}
+	if out, ok, err := cufftIrfft(op, spec, batch, n, total); ok { // fast mode on CUDA (cufft.go)
+		return out, err
 	}
 	p, err := fftPlanFor(spec.dev, n)
 	if err != nil {

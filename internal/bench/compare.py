@@ -329,8 +329,18 @@ def main():
             p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
                                                fmt(r, "%.3f"), ">=%.2f" % target, v))
 
+    # the FFT's two tiers on the GPU (ops BenchmarkFFTTier/<op>/<shape>/<cufft|exact>): the ratio
+    # exact/cufft > 1 means cuFFT is faster; a row where it is < 1 belongs in ops.cufftSlower
+    tiers = sorted({k.rsplit("/", 1)[0] for k in go if k.startswith("BenchmarkFFTTier/")})
+    if tiers:
+        p("%-48s %10s %10s %7s" % ("fft tier (cuda)", "cufft ms", "exact ms", "ex/cu"))
+        for row in tiers:
+            cu, ex = (go.get(row + "/cufft") or {}).get("ns"), (go.get(row + "/exact") or {}).get("ns")
+            p("%-48s %10s %10s %7s" % (row[len("BenchmarkFFTTier/"):], fmt(cu and cu / 1e6, "%.4f"),
+                                       fmt(ex and ex / 1e6, "%.4f"), fmt(ratio(ex, cu), "%.3f")))
+
     # anything else the Go run benchmarked on the GPU, briefly
-    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels|TrainStep)/")
+    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels|TrainStep|FFTTier)/")
     others = sorted(k for k in go if not known.match(k))
     for k in others[:15]:
         rec = go[k]
