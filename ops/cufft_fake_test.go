@@ -261,15 +261,19 @@ func TestFakeCUFFTFallback(t *testing.T) {
 	}
 	// Inside a capture the cuFFT tier is refused, naming the call.
 	x := mustBuf(t, d, make([]float32, 10))
-	if d.CanCapture() == nil {
-		_, err := d.Capture(func() error {
-			y, err := Rfft1dPacked(x, 1, 10)
-			y.Release()
-			return err
-		})
-		if !errors.Is(err, ErrCapturing) || !strings.Contains(err.Error(), "cufftExecR2C") {
-			t.Errorf("cuFFT inside a capture: %v, want ErrCapturing naming cufftExecR2C", err)
-		}
+	if err := d.CanCapture(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Capture(func() error {
+		y, err := Rfft1dPacked(x, 1, 10)
+		y.Release()
+		return err
+	})
+	if !errors.Is(err, ErrCapturing) || !strings.Contains(err.Error(), "cufftExecR2C") {
+		t.Errorf("cuFFT inside a capture: %v, want ErrCapturing naming cufftExecR2C", err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Errorf("the device after the refused capture: %v", err)
 	}
 	x.Release()
 	lib.fail[14] = &driver.Error{Call: "cufftPlanMany", Err: driver.FFTSetupFailed}
