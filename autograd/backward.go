@@ -155,6 +155,11 @@ func (t *Tape) run(op string, last int, keep []bool) error {
 		}
 	}
 	t.unreached = make([]bool, len(t.nodes))
+	if t.swept != nil {
+		if err := t.swept(last + 1); err != nil {
+			return fail(err)
+		}
+	}
 	for id := last; id >= 0; id-- {
 		n := &t.nodes[id]
 		g := t.grads[id]
@@ -168,6 +173,11 @@ func (t *Tape) run(op string, last int, keep []bool) error {
 			g.Release()
 			t.grads[id] = nil
 		}
+		if t.swept != nil {
+			if err := t.swept(id); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	for i := range t.nodes {
 		releaseWork(&t.nodes[i])
@@ -175,7 +185,7 @@ func (t *Tape) run(op string, last int, keep []bool) error {
 		if keep != nil {
 			kept = keep[i]
 		}
-		if !kept || t.grads[i] != nil {
+		if !kept || t.grads[i] != nil || t.taken != nil && t.taken[i] {
 			continue
 		}
 		z, err := ops.Zeros(t.dev, size(t.nodes[i].val.shape))

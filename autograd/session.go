@@ -87,9 +87,10 @@ type Session struct {
 	draws    *ops.Counter // made on the first draw of a step
 	drawBase uint64
 
-	params []*Param
-	names  map[string]bool
-	optims []*optimizer
+	params   []*Param
+	names    map[string]bool
+	optims   []*optimizer
+	gradHook func(p *Param) error // SetGradHook's (hook.go)
 
 	// The current step: cleared by Reset.
 	uses  []use       // parameters recorded with Use (leaves that require grad)
@@ -451,6 +452,10 @@ func (s *Session) backward(op string, ys []Var, seeds []*ops.Buffer, inputs []Va
 				return s.fail(fmt.Errorf("autograd: %s: gradient of %s: %w", op, u.p.name, err))
 			}
 		}
+	}
+	if s.gradHook != nil {
+		s.Tape.swept, s.Tape.taken = s.hookSweep(inputs), make([]bool, len(s.nodes))
+		defer func() { s.Tape.swept, s.Tape.taken = nil, nil }()
 	}
 	if err := s.Tape.backward(op, ys, seeds, inputs); err != nil {
 		return s.fail(err)

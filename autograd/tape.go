@@ -28,6 +28,11 @@ type Tape struct {
 	// limit bounds len(nodes): the node that would make it limit + 1 is refused with an error
 	// (a session's Options.MaxTapeNodes; math.MaxInt, no bound, for NewTape's).
 	limit int
+	// swept, when set (a session's gradient hook, hook.go), is called by the reverse sweep with
+	// k once every node of id >= k has run its VJP: first with last+1, then after each node.
+	// taken[i]: the session moved grads[i] into its parameter during the sweep (no zero fill).
+	swept func(k int) error
+	taken []bool
 }
 
 // Var is a handle to a value recorded on a Tape. Handles are small values, compared with ==.

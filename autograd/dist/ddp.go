@@ -15,12 +15,33 @@
 //	opt.ZeroGrad()
 //
 // The gradients are averaged in buckets of at most Options.BucketBytes, in reverse parameter
-// order (the order in which a backward pass completes them), one all-reduce per bucket. The
-// all-reduces start after the backward pass, not during it: the Session runs its backward pass
-// as one call with no per-gradient hook. On CUDA the all-reduces are queued on the device's
-// stream behind the backward kernels as soon as Backward returns (the host has then usually run
-// ahead of the GPU), so the GPU still runs them back to back with the backward pass, but the
-// communication does not overlap the backward kernels.
+// order (the order in which a backward pass usually completes them, PyTorch's reverse
+// registration order), one all-reduce per bucket, and the all-reduces overlap the backward pass:
+// Backward sets the session's gradient hook (autograd.Session.SetGradHook), and a bucket's
+// all-reduce starts as soon as the gradients of all its parameters are final and every earlier
+// bucket has started (the buckets start in order on every rank, as the collectives require).
+// The all-reduces run in order on a goroutine of the rank (host collectives complete before
+// they return; NCCL's are queued on the device's stream), while the backward pass goes on, and
+// Backward waits for all of them before it returns, so the optimizer step that follows reads
+// averaged gradients. On CUDA the NCCL commands go to the device's one stream, behind the
+// kernels that produced their gradients and interleaved with the rest of the backward pass, so
+// the GPU runs them in stream order (the host issues them early; the GPU does not run
+// communication and computation at the same time until collectives get a stream of their own).
+// Options.NoOverlap runs them after the backward pass instead. Either way
+// the all-reduces sum the same values in the same order: only their timing differs, and the
+// bits do not.
+//
+// A trainable parameter that has no gradient on a rank after the backward pass (the loss did
+// not use it, or the step never recorded it) counts as a zero gradient: the rank gives it a
+// zero gradient (autograd.Param.GradOrZeros) that its bucket all-reduces with the others', so
+// every rank ends with the average over the ranks (zeros where no rank used it). This is
+// PyTorch's find_unused_parameters without its per-step search, and with one difference: a
+// parameter no rank used gets a zero gradient instead of none, so an optimizer with momentum or
+// weight decay still moves it; freeze it (SetRequiresGrad(false) before New) to keep it fixed.
+//
+// Gradient accumulation: BackwardNoSync (PyTorch's no_sync()) runs a backward pass without any
+// communication, so the gradients of several micro-batches accumulate locally; the next
+// Backward adds its own and averages the sums.
 //
 // # Running
 //
@@ -59,6 +80,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -76,15 +98,21 @@ type Options struct {
 	// NoWait skips the wait for the all-reduces after each step on CUDA (ops.Comm.Wait), which
 	// is where a dead or hung peer is detected; the host path never needs it.
 	NoWait bool
+	// NoOverlap starts the all-reduces after the backward pass instead of during it (no
+	// gradient hook): the same bits, for comparisons and as an escape hatch.
+	NoOverlap bool
 }
 
 // DDP is one rank's data-parallel wrapper of a session. It is used by the rank's goroutine only.
 type DDP struct {
-	s       *autograd.Session
-	c       *ops.Comm
-	o       Options
-	params  []*autograd.Param
-	buckets [][]int // indices into params, in reduction order
+	s        *autograd.Session
+	c        *ops.Comm
+	o        Options
+	params   []*autograd.Param
+	buckets  [][]int                 // indices into params, in reduction order
+	bucketOf map[*autograd.Param]int // the bucket of each trainable parameter
+	// onLaunch, when set (tests), is called as bucket k's all-reduce is handed to the reducer.
+	onLaunch func(k int)
 }
 
 // New makes the data-parallel wrapper of s on communicator c: it checks that every rank has
@@ -126,6 +154,12 @@ func New(s *autograd.Session, c *ops.Comm, o Options) (*DDP, error) {
 	}
 	if len(bucket) > 0 {
 		d.buckets = append(d.buckets, bucket)
+	}
+	d.bucketOf = map[*autograd.Param]int{}
+	for k, b := range d.buckets {
+		for _, i := range b {
+			d.bucketOf[d.params[i]] = k
+		}
 	}
 	return d, nil
 }
@@ -295,19 +329,61 @@ func (d *DDP) broadcast() error {
 	return nil
 }
 
-// Backward runs the session's backward pass from loss, then AllReduceGrads.
+// Backward runs the session's backward pass from loss and averages the gradients over the
+// ranks: each bucket's all-reduce starts as soon as its gradients are final (see the package
+// comment; after the pass with Options.NoOverlap), and Backward returns once all of them have
+// completed (on CUDA: waited for, unless Options.NoWait). It sets the session's gradient hook
+// for the pass and removes it afterwards (a hook of the caller's is replaced). On failure the
+// group is aborted.
 func (d *DDP) Backward(loss autograd.Var) error {
+	if d.o.NoOverlap {
+		if err := d.s.Backward(loss); err != nil {
+			d.c.Abort(err)
+			return err
+		}
+		return d.AllReduceGrads()
+	}
+	r := d.newReducer()
+	d.s.SetGradHook(r.ready)
+	err := d.s.Backward(loss)
+	d.s.SetGradHook(nil)
+	if err == nil {
+		err = r.launch(true) // none left after a pass that completed every parameter
+	}
+	if err != nil {
+		// Before waiting for the reducer: an all-reduce that this rank's peers (or its
+		// reducer) wait in and that this rank will not complete fails at once.
+		d.c.Abort(err)
+		r.finish()
+		return err
+	}
+	if err := r.finish(); err != nil {
+		return err // the reducer aborted the group
+	}
+	if err := d.wait(); err != nil {
+		d.c.Abort(err)
+		return err
+	}
+	return nil
+}
+
+// BackwardNoSync runs the session's backward pass from loss with no communication, PyTorch's
+// backward inside ddp.no_sync(): the gradients accumulate on this rank, and the next Backward
+// averages the sums over the ranks. Every rank must run as many of them between two Backward
+// calls (as with PyTorch, nothing checks it). On failure the group is aborted.
+func (d *DDP) BackwardNoSync(loss autograd.Var) error {
+	d.s.SetGradHook(nil)
 	if err := d.s.Backward(loss); err != nil {
 		d.c.Abort(err)
 		return err
 	}
-	return d.AllReduceGrads()
+	return nil
 }
 
 // AllReduceGrads replaces every trainable parameter's gradient by its average over the ranks,
-// bucket by bucket, and on CUDA waits for the all-reduces (unless Options.NoWait). Every
-// trainable parameter must have a gradient on every rank (one the loss did not use is an
-// error, as in DDP without find_unused_parameters). On failure the group is aborted.
+// bucket by bucket, and on CUDA waits for the all-reduces (unless Options.NoWait): what Backward
+// does after the session's backward pass with Options.NoOverlap. A parameter without a gradient
+// gets zeros first (see the package comment). On failure the group is aborted.
 func (d *DDP) AllReduceGrads() error {
 	err := d.allReduce()
 	if err != nil {
@@ -317,19 +393,42 @@ func (d *DDP) AllReduceGrads() error {
 }
 
 func (d *DDP) allReduce() error {
-	for _, b := range d.buckets {
-		grads := make([]*ops.Buffer, len(b))
-		for k, i := range b {
-			p := d.params[i]
-			if grads[k] = p.Grad(); grads[k] == nil {
-				return fmt.Errorf("dist: rank %d: parameter %q has no gradient (unused by the loss); every rank must produce every gradient",
-					d.c.Rank(), p.Name())
-			}
+	for k := range d.buckets {
+		grads, err := d.bucketGrads(k)
+		if err == nil {
+			err = d.reduceBucket(grads)
 		}
-		if err := d.c.AllReduce(ops.ReduceAvg, grads...); err != nil {
-			return fmt.Errorf("dist: rank %d: gradient all-reduce: %w", d.c.Rank(), err)
+		if err != nil {
+			return err
 		}
 	}
+	return d.wait()
+}
+
+// bucketGrads returns the gradients of bucket k, zeros for a parameter without one.
+func (d *DDP) bucketGrads(k int) ([]*ops.Buffer, error) {
+	b := d.buckets[k]
+	grads := make([]*ops.Buffer, len(b))
+	for j, i := range b {
+		g, err := d.params[i].GradOrZeros()
+		if err != nil {
+			return nil, fmt.Errorf("dist: rank %d: %w", d.c.Rank(), err)
+		}
+		grads[j] = g
+	}
+	return grads, nil
+}
+
+// reduceBucket averages one bucket's gradients over the ranks, in place.
+func (d *DDP) reduceBucket(grads []*ops.Buffer) error {
+	if err := d.c.AllReduce(ops.ReduceAvg, grads...); err != nil {
+		return fmt.Errorf("dist: rank %d: gradient all-reduce: %w", d.c.Rank(), err)
+	}
+	return nil
+}
+
+// wait waits for the queued all-reduces on CUDA (unless Options.NoWait).
+func (d *DDP) wait() error {
 	if d.o.NoWait || d.c.Device().Kind() != ops.KindCUDA {
 		return nil
 	}
@@ -337,6 +436,87 @@ func (d *DDP) allReduce() error {
 		return fmt.Errorf("dist: rank %d: %w", d.c.Rank(), err)
 	}
 	return nil
+}
+
+// reducer runs one backward pass's bucket all-reduces on its own goroutine, in bucket order,
+// each as soon as the gradient hook has reported all of the bucket's parameters.
+type reducer struct {
+	d       *DDP
+	pending []int // per bucket: the parameters not yet reported
+	next    int   // the next bucket to hand over
+	jobs    chan []*ops.Buffer
+	done    chan struct{}
+
+	mu  sync.Mutex
+	err error // the first all-reduce error
+}
+
+func (d *DDP) newReducer() *reducer {
+	r := &reducer{d: d, pending: make([]int, len(d.buckets)), jobs: make(chan []*ops.Buffer, len(d.buckets)),
+		done: make(chan struct{})}
+	for k, b := range d.buckets {
+		r.pending[k] = len(b)
+	}
+	go func() {
+		defer close(r.done)
+		for grads := range r.jobs {
+			if r.failed() != nil {
+				continue // the group is aborted: drain
+			}
+			if err := d.reduceBucket(grads); err != nil {
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+				d.c.Abort(err)
+			}
+		}
+	}()
+	return r
+}
+
+func (r *reducer) failed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// ready is the session's gradient hook: p's gradient is final.
+func (r *reducer) ready(p *autograd.Param) error {
+	if err := r.failed(); err != nil {
+		return err // stop the backward pass: the group is aborted
+	}
+	k, ok := r.d.bucketOf[p]
+	if !ok { // frozen when New planned the buckets, or created after
+		return nil
+	}
+	if r.pending[k]--; r.pending[k] == 0 {
+		return r.launch(false)
+	}
+	return nil
+}
+
+// launch hands over, in order, the buckets whose parameters have all been reported; with all
+// (after the pass), every bucket left, which a pass that reported every parameter leaves none of.
+func (r *reducer) launch(all bool) error {
+	for r.next < len(r.d.buckets) && (all || r.pending[r.next] == 0) {
+		grads, err := r.d.bucketGrads(r.next)
+		if err != nil {
+			return err
+		}
+		if r.d.onLaunch != nil {
+			r.d.onLaunch(r.next)
+		}
+		r.jobs <- grads
+		r.next++
+	}
+	return nil
+}
+
+// finish waits for the handed-over all-reduces and returns the first error.
+func (r *reducer) finish() error {
+	close(r.jobs)
+	<-r.done
+	return r.failed()
 }
 
 // timeoutOr returns t, or ops.DefaultCollectiveTimeout when t <= 0.
