@@ -48,8 +48,12 @@ import (
 //   - The step's changing state lives on the device and advances there: the session's draw
 //     count (Dropout, Uniform... read their keys from it) and Adam's step counts. Each Run also
 //     advances the host's copies (RandomState, the optimizers' step counts), so captured and
-//     eager steps interleave and give the bits eager steps alone give. A learning rate changed
-//     after Capture (SetLR, a scheduler) is not seen by the replays: capture again.
+//     eager steps interleave and give the bits eager steps alone give. The
+//     optimizers' hyperparameters live on the device too: Run uploads the current ones (a
+//     learning rate that SetLR or a scheduler changed since the last step) before each replay,
+//     ordered with the device's work, so a schedule stepped between Runs is followed as in
+//     eager steps. What an optimizer's kernels are chosen by stays that of the capture (only the
+//     learning rate can change: the options have no other setter).
 //   - Gradients do not carry over between steps: Capture releases the parameters' gradients
 //     before capturing (a captured step reads no gradient from before it), so the function must
 //     be a whole step (ZeroGrad at its start or end); accumulation across Runs is not possible.
@@ -243,9 +247,10 @@ func (st *Step) Captured() bool { return st.graph != nil }
 func (st *Step) Reason() error { return st.reason }
 
 // Run runs one training step: one replay of the graph, queued on the device like an op (it
-// does not wait for the step to finish), with the session's draw count and the optimizers'
-// step counts advanced as the step advances them on the device; or, for an eager Step, the
-// function itself. The session's recorded error, or the Step's being closed, makes it an error
+// does not wait for the step to finish), after uploading the optimizers' current
+// hyperparameters (their learning rates) when they changed, with the session's draw count and
+// the optimizers' step counts advanced as the step advances them on the device; or, for an
+// eager Step, the function itself. The session's recorded error, or the Step's being closed, makes it an error
 // that runs nothing.
 func (st *Step) Run() error {
 	s := st.s
@@ -268,6 +273,14 @@ func (st *Step) Run() error {
 	for i, p := range s.params[:len(st.bufs)] {
 		if p.buf != st.bufs[i] || p.buf.Err() != nil {
 			return s.failf("step", "parameter %s changed its buffer after the capture (LoadState, Close): capture again", p.name)
+		}
+	}
+	for _, o := range st.optims {
+		if o.hyper == nil {
+			continue
+		}
+		if err := o.hyper(); err != nil {
+			return s.fail(fmt.Errorf("autograd: step: %s: %w", o.name, err))
 		}
 	}
 	if err := st.graph.Launch(); err != nil {

@@ -263,3 +263,69 @@ func TestCaptureCUDA(t *testing.T) {
 		t.Fatalf("eager step after the failed capture: %v", err)
 	}
 }
+
+// scheduledRun trains steps steps of the capture model with the learning rate set before every
+// step (a schedule), eagerly or (captured) with one eager step, Capture and Runs, and returns
+// the state after each step.
+func scheduledRun(t *testing.T, d *ops.Device, steps int, captured bool) ([][]uint32, *autograd.Step) {
+	t.Helper()
+	m := newCaptureModel(t, d)
+	defer m.close(t)
+	lr := func(k int) float64 { return 0.02 * float64(steps-k) / float64(steps) } // linear decay
+	var out [][]uint32
+	var step *autograd.Step
+	for k := range steps {
+		m.feed(t, k)
+		m.opt.SetLR(lr(k))
+		var err error
+		switch {
+		case !captured || k == 0:
+			err = m.step()
+		case step == nil:
+			if step, err = m.s.Capture(m.step); err == nil {
+				err = step.Run()
+			}
+		default:
+			err = step.Run()
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", k, err)
+		}
+		out = append(out, m.state(t))
+	}
+	if step != nil {
+		step.Close()
+	}
+	return out, step
+}
+
+// testCaptureSchedule: captured steps follow a learning rate changed before every Run (Run
+// uploads it), giving the eager steps' bits.
+func testCaptureSchedule(t *testing.T, d *ops.Device) *autograd.Step {
+	want, _ := scheduledRun(t, d, 30, false)
+	if slices.Equal(want[1], want[29]) {
+		t.Fatal("the training does not move")
+	}
+	got, step := scheduledRun(t, d, 30, true)
+	for k := range want {
+		if !slices.Equal(got[k], want[k]) {
+			t.Fatalf("%s: step %d: the captured steps' state differs from the eager steps' (a stale learning rate?)", d, k)
+		}
+	}
+	return step
+}
+
+// TestCaptureSchedule: a learning rate changed between Runs, on the CPU (eager Runs).
+func TestCaptureSchedule(t *testing.T) { testCaptureSchedule(t, ops.CPU()) }
+
+// TestCaptureScheduleCUDA (GPU): the same with replayed graphs (Run uploads the new rate).
+func TestCaptureScheduleCUDA(t *testing.T) {
+	d, err := ops.Open("cuda")
+	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+	if err := d.CanCapture(); err != nil {
+		t.Fatalf("CUDA device cannot capture: %v", err)
+	}
+	if step := testCaptureSchedule(t, d); !step.Captured() {
+		t.Fatalf("not captured: %v", step.Reason())
+	}
+}

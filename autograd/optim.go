@@ -85,6 +85,9 @@ type optimizer struct {
 	release func() // frees the device state of SGD or Adam (ops.SGD, ops.Adam), once made
 	// loaded, when set, gives the step counts of a loaded state to the device state.
 	loaded func(steps []int) error
+	// hyper uploads the current hyperparameters to the device state, once made (a replayed
+	// captured step reads them there: Step.Run).
+	hyper func() error
 }
 
 // maxStep bounds the step counts of State and LoadState (exact in a float32).
@@ -435,6 +438,12 @@ func NewSGD(params []*Param, o SGDOptions) *SGD {
 		keys = []string{"momentum_buffer"}
 	}
 	opt.init("sgd", params, keys, false, opt.h.Check())
+	opt.hyper = func() error {
+		if opt.dev == nil {
+			return nil
+		}
+		return opt.dev.SetParams(opt.h)
+	}
 	return opt
 }
 
@@ -496,6 +505,12 @@ func newAdam(name string, params []*Param, o AdamOptions, decoupled bool) *Adam 
 			return nil // made with o.steps on the next step
 		}
 		return opt.dev.SetSteps(counts(steps))
+	}
+	opt.hyper = func() error {
+		if opt.dev == nil {
+			return nil
+		}
+		return opt.dev.SetParams(opt.h)
 	}
 	return opt
 }
@@ -587,6 +602,12 @@ func NewRMSprop(params []*Param, o RMSpropOptions) *RMSprop {
 		keys = append(keys, "grad_avg")
 	}
 	opt.init("rmsprop", params, keys, true, check)
+	opt.hyper = func() error {
+		if opt.dev == nil {
+			return nil
+		}
+		return opt.dev.SetParams(opt.h)
+	}
 	return opt
 }
 

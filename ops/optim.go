@@ -155,12 +155,8 @@ func (o *SGD) Step(param, grad, buf *Buffer, p SGDParams, first bool) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.set || o.p != p {
-		sc := []float32{float32(p.LR), float32(p.WeightDecay), float32(p.Momentum), float32(1 - p.Dampening)}
-		if err := upload(op, o.sc, sc); err != nil {
-			return err
-		}
-		o.p, o.set = p, true
+	if err := o.setParams(p); err != nil {
+		return err
 	}
 	if p.Momentum == 0 {
 		return sgdOp.launch([]*Buffer{param}, []*Buffer{grad, o.sc}, nil, []int{n})
@@ -173,6 +169,32 @@ func (o *SGD) Step(param, grad, buf *Buffer, p SGDParams, first bool) error {
 		flags |= cpu.SGDNesterov
 	}
 	return sgdMomentumOp.launch([]*Buffer{param, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
+}
+
+// SetParams uploads the scalars of p when they differ from the last ones uploaded (ordered with
+// the device's work, like the upload of a Step): a graph that captured Steps of o, replayed
+// after it, reads them. Not inside a capture. Momentum and Nesterov choose the kernel a Step
+// launches, so a captured step keeps those of its capture.
+func (o *SGD) SetParams(p SGDParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.setParams(p)
+}
+
+// setParams is SetParams with o.mu held and p checked.
+func (o *SGD) setParams(p SGDParams) error {
+	if o.set && o.p == p {
+		return nil
+	}
+	sc := []float32{float32(p.LR), float32(p.WeightDecay), float32(p.Momentum), float32(1 - p.Dampening)}
+	if err := upload("sgd_step", o.sc, sc); err != nil {
+		return err
+	}
+	o.p, o.set = p, true
+	return nil
 }
 
 // RMSpropParams are the hyperparameters of RMSprop with PyTorch's names and semantics
@@ -286,15 +308,36 @@ func (o *RMSprop) Step(param, grad, squareAvg, gradAvg, buf *Buffer, p RMSpropPa
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.set || o.p != p {
-		sc := []float32{float32(p.LR), float32(p.Alpha), float32(1 - p.Alpha), float32(p.Eps),
-			float32(p.WeightDecay), float32(p.Momentum)}
-		if err := upload(op, o.sc, sc); err != nil {
-			return err
-		}
-		o.p, o.set = p, true
+	if err := o.setParams(p); err != nil {
+		return err
 	}
 	return rmspropOp.launch([]*Buffer{param, squareAvg, gradAvg, buf}, []*Buffer{grad, o.sc}, nil, []int{n, flags})
+}
+
+// SetParams uploads the scalars of p when they differ from the last ones uploaded, as
+// SGD.SetParams does (Momentum and Centered, which choose what the kernel updates, stay those of
+// a captured step).
+func (o *RMSprop) SetParams(p RMSpropParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.setParams(p)
+}
+
+// setParams is SetParams with o.mu held and p checked.
+func (o *RMSprop) setParams(p RMSpropParams) error {
+	if o.set && o.p == p {
+		return nil
+	}
+	sc := []float32{float32(p.LR), float32(p.Alpha), float32(1 - p.Alpha), float32(p.Eps),
+		float32(p.WeightDecay), float32(p.Momentum)}
+	if err := upload("rmsprop_step", o.sc, sc); err != nil {
+		return err
+	}
+	o.p, o.set = p, true
+	return nil
 }
 
 // AdamParams are the hyperparameters of Adam and AdamW with PyTorch's names and semantics
@@ -433,11 +476,8 @@ func (o *Adam) Begin(p AdamParams, tensors []int) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.set || o.p != p {
-		if err := upload(op, o.hyper, adamHyper(p)); err != nil {
-			return err
-		}
-		o.p, o.set = p, true
+	if err := o.setParams(p); err != nil {
+		return err
 	}
 	if o.list == nil || !slices.Equal(o.listed, tensors) {
 		list, err := NewIndices(o.steps.dev, tensors)
@@ -450,6 +490,30 @@ func (o *Adam) Begin(p AdamParams, tensors []int) error {
 		o.list, o.listed = list, slices.Clone(tensors)
 	}
 	return adamScalarsOp.launch([]*Buffer{o.sc, o.steps}, []*Buffer{o.hyper}, []*Indices{o.list}, []int{len(tensors)})
+}
+
+// SetParams uploads the hyperparameters p when they differ from the last ones uploaded (ordered
+// with the device's work): the scalars of a later Begin, also one replayed by a graph that
+// captured it, are computed from them. Not inside a capture.
+func (o *Adam) SetParams(p AdamParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.setParams(p)
+}
+
+// setParams is SetParams with o.mu held and p checked.
+func (o *Adam) setParams(p AdamParams) error {
+	if o.set && o.p == p {
+		return nil
+	}
+	if err := upload("adam_step", o.hyper, adamHyper(p)); err != nil {
+		return err
+	}
+	o.p, o.set = p, true
+	return nil
 }
 
 // adamHyper returns the hyperparameters as cpu.AdamScalars reads them: six float64 values, low 32
