@@ -4,6 +4,13 @@
 //
 //	go run ./examples/curvefit                 # default device (CUDA when usable)
 //	go run ./examples/curvefit -device cpu -steps 500
+//
+// -graph is accepted like in the other examples, but this program's step cannot be captured
+// into a CUDA graph: the parameters live on the host and reach the kernels as scalar arguments
+// (a graph would replay the first step's values), and every step downloads the loss and the
+// gradients for the host's Adam. With -graph it says so and runs eagerly, with the same output
+// otherwise; a captured form would keep the parameters in device buffers and use package
+// autograd's optimizers (see examples/fashionmnist).
 package main
 
 import (
@@ -21,6 +28,7 @@ func main() {
 	n := flag.Int("n", 1<<16, "number of samples")
 	lr := flag.Float64("lr", 0.05, "Adam learning rate")
 	seed := flag.Uint64("seed", 7, "random seed")
+	graph := flag.Bool("graph", false, "capture the step into a CUDA graph: not possible for this program (host parameters, a download per step); it says so and runs eagerly")
 	flag.Parse()
 	switch {
 	case flag.NArg() > 0:
@@ -41,6 +49,9 @@ func main() {
 		fmt.Printf(" (%s)", sel.Reason)
 	}
 	fmt.Println()
+	if *graph {
+		fmt.Println("graph: this program's step cannot be captured (its parameters are host scalars and each step downloads the loss and gradients); running eagerly")
+	}
 
 	x, y, err := makeData(d, *n, *seed)
 	if err != nil {

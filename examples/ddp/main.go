@@ -12,6 +12,14 @@
 //
 // It reads the Fashion-MNIST subset that examples/fashionmnist embeds (-data, by default
 // examples/fashionmnist/subset from the repository root or ../fashionmnist/subset).
+//
+// Unlike the other examples it has no -graph flag: a rank's step cannot be captured into a CUDA
+// graph. The gradients' all-reduce is an NCCL call queued as a library call, which a capture
+// refuses (ops' libraryCall; capturing NCCL collectives would need them issued through
+// libraryCallCapturable with every rank capturing the same sequence), the CPU ranks exchange
+// gradients through host memory, and the step also takes its labels as []int
+// (CrossEntropy), uploaded per step. examples/fashionmnist -graph captures the same kind of
+// step on one device.
 package main
 
 import (

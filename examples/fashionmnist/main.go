@@ -10,6 +10,7 @@
 //	go run ./examples/fashionmnist -model cnn         # the CNN (slower; more accurate)
 //	go run ./examples/fashionmnist -data DIR          # IDX files (train-*, t10k-*; .gz or plain)
 //	go run ./examples/fashionmnist -checkpoint run.safetensors -stop-after 5   # then again to resume
+//	go run ./examples/fashionmnist -graph             # each step one CUDA graph launch (GPU)
 //
 // Without -data it uses the full data set when Debian's dataset-fashion-mnist package is
 // installed (60,000 training and 10,000 test images), else a class-balanced subset embedded in
@@ -69,6 +70,7 @@ func main() {
 	checkpoint := flag.String("checkpoint", "", "safetensors file saved after every epoch and resumed from when it exists (empty: none)")
 	stopAfter := flag.Int("stop-after", 0, "stop after this epoch (0: run every epoch), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the training epochs (go tool pprof; empty: none)")
+	graph := flag.Bool("graph", graphDefault, "capture the training step into a CUDA graph and replay it (on a GPU; on the CPU the same steps run eagerly, with the same results; the default is the constant graphDefault in graph.go)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("fashionmnist: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -186,6 +188,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	var graphed *graphSteps // -graph: the captured steps
+	if *graph {
+		graphed = newGraphSteps(sess, model, opt)
+	}
 	start := time.Now()
 	last := *epochs
 	if *stopAfter > 0 {
@@ -195,7 +201,14 @@ func main() {
 		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
-			l := step(sess, model, opt, b)
+			var l float64
+			if graphed != nil {
+				if l, err = graphed.run(b, len(Classes)); err != nil {
+					log.Fatal(err)
+				}
+			} else {
+				l = step(sess, model, opt, b)
+			}
 			sched.Step()
 			losses = append(losses, l)
 			sum += l
@@ -211,6 +224,18 @@ func main() {
 			if err := ck.Save(*checkpoint); err != nil {
 				log.Fatal(err)
 			}
+		}
+	}
+	if graphed != nil && len(graphed.sizes) > 0 {
+		if ok, why := graphed.captured(); ok {
+			fmt.Println("graph: the training steps replayed CUDA graphs (after one eager step)")
+		} else {
+			fmt.Printf("graph: the training steps ran eagerly (%v)\n", why)
+		}
+	}
+	if graphed != nil {
+		if err := graphed.close(); err != nil {
+			log.Fatal(err)
 		}
 	}
 	if bad := len(losses) - len(finite(losses)); bad > 0 {

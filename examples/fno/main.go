@@ -9,6 +9,7 @@
 //	go run ./examples/fno -device cpu -epochs 40
 //	go run ./examples/fno -nu 0.05 -grid 512       # other data: generated once, then cached
 //	go run ./examples/fno -checkpoint run.safetensors -stop-after 5   # then again to resume
+//	go run ./examples/fno -graph                   # each step one CUDA graph launch (GPU)
 //
 // The model, as in the FNO paper and neuraloperator: a lifting Linear from (u0(x), x) to -width
 // channels, -layers Fourier layers h <- GELU(K(h) + W·h), where K is the spectral convolution
@@ -70,6 +71,7 @@ func main() {
 	checkpoint := flag.String("checkpoint", "", "safetensors file saved after every epoch and resumed from when it exists (empty: none)")
 	stopAfter := flag.Int("stop-after", 0, "stop after this epoch (0: run every epoch), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the training epochs (go tool pprof; empty: none)")
+	graph := flag.Bool("graph", graphDefault, "capture the training step into a CUDA graph and replay it (on a GPU; on the CPU the same steps run eagerly, with the same results; the default is the constant graphDefault in graph.go)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("fno: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -144,6 +146,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	var graphed *graphSteps // -graph: the captured steps
+	if *graph {
+		graphed = newGraphSteps(sess, model, opt)
+	}
 	var curves lossCurves
 	testErr := math.NaN()
 	trainStart := time.Now()
@@ -155,7 +161,14 @@ func main() {
 		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
-			l := step(sess, model, opt, b)
+			var l float64
+			if graphed != nil {
+				if l, err = graphed.run(b); err != nil {
+					log.Fatal(err)
+				}
+			} else {
+				l = step(sess, model, opt, b)
+			}
 			sched.Step()
 			sum += l
 			bar.Update(b.Index+1, func() string { return fmt.Sprintf("loss %.4f", sum/float64(b.Index+1)) })
@@ -174,6 +187,18 @@ func main() {
 		}
 	}
 	elapsed := time.Since(trainStart)
+	if graphed != nil && len(graphed.sizes) > 0 {
+		if ok, why := graphed.captured(); ok {
+			fmt.Println("graph: the training steps replayed CUDA graphs (after one eager step)")
+		} else {
+			fmt.Printf("graph: the training steps ran eagerly (%v)\n", why)
+		}
+	}
+	if graphed != nil {
+		if err := graphed.close(); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if err := stopProfile(); err != nil {
 		log.Fatal(err)
 	}

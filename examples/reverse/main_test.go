@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd/nn"
@@ -22,7 +23,7 @@ func TestReverse(t *testing.T) {
 	defer ops.SetDeterministic(old)
 	run := func(t *testing.T, d *ops.Device) map[string][]float32 {
 		base := d.Stats().LiveBytes
-		m, acc, err := train(d, 150, 32, 3e-3, 1, nil)
+		m, acc, err := train(d, 150, 32, 3e-3, 1, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,4 +83,56 @@ func paramsHash(params map[string][]float32) uint64 {
 		}
 	}
 	return h.Sum64()
+}
+
+// graphParams trains 40 steps on d with or without -graph and returns the parameters' bits and
+// the log.
+func graphParams(t *testing.T, d *ops.Device, graph bool) ([]uint32, string) {
+	t.Helper()
+	var log strings.Builder
+	m, _, err := train(d, 40, 16, 3e-3, 2, &log, graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.s.Close()
+	var bits []uint32
+	for _, p := range nn.Parameters(m) {
+		h, err := p.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range h {
+			bits = append(bits, math.Float32bits(v))
+		}
+	}
+	return bits, log.String()
+}
+
+// TestGraphSteps: with -graph the training gives the eager training's parameters bit for bit
+// (on the CPU the offered Step runs the function eagerly, with a schedule changing the
+// learning rate every step), and logs the same losses.
+func TestGraphSteps(t *testing.T) {
+	want, wantLog := graphParams(t, ops.CPU(), false)
+	got, gotLog := graphParams(t, ops.CPU(), true)
+	if !slices.Equal(got, want) || gotLog != wantLog {
+		t.Errorf("-graph changed the training: same parameters %v; log\n%s\nwant\n%s", slices.Equal(got, want), gotLog, wantLog)
+	}
+}
+
+// TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
+// eagerly with the bits of a run without -graph (deterministic mode).
+func TestGPUGraph(t *testing.T) {
+	d, err := ops.Open("cuda")
+	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+	old := ops.Deterministic()
+	ops.SetDeterministic(true)
+	defer ops.SetDeterministic(old)
+	want, _ := graphParams(t, d, false)
+	got, log := graphParams(t, d, true)
+	if !slices.Equal(got, want) {
+		t.Error("-graph changed the parameters")
+	}
+	if !strings.Contains(log, "graph: the step cannot be captured") || !strings.Contains(log, "CUDA graph capture") {
+		t.Errorf("no refusal naming the call in the log:\n%s", log)
+	}
 }

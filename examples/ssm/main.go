@@ -19,6 +19,14 @@
 // parameters), 500 steps of 32 windows of 128 characters; the validation loss passes 2.0 bits
 // per character after about 150 steps (35 s) and ends near 1.68, in about two minutes on two
 // shared cores. On a GPU: 6 blocks of width 384, 3000 steps of 64 windows of 256 characters.
+//
+// With -graph the step is offered to autograd.Session.Capture after the first eager step. It
+// cannot be captured yet, and the capture's refusal names the call: the tokens and the labels
+// are []int uploaded inside the step (the embedding, CrossEntropy: a graph needs them in static
+// device buffers, and there is no static form of ops.Indices), the blocks upload their zero
+// initial states and convolution padding per step (Session.Input), and ClipGradNorm adds the
+// squared norms up on the host (a download) and decides there whether to scale. So the steps
+// run eagerly, with -graph's results equal to the eager ones bit for bit.
 package main
 
 import (
@@ -59,6 +67,7 @@ type options struct {
 	Plot, Checkpoint  string
 	StopAfter         int
 	EvalWindows       int // validation windows per evaluation (0: all of them)
+	Graph             bool
 }
 
 // defaults returns the default settings on a device of kind k: a small model on the CPU, a
@@ -90,6 +99,7 @@ func main() {
 	checkpoint := flag.String("checkpoint", "", "safetensors file saved at every evaluation and resumed from when it exists (empty: none)")
 	stopAfter := flag.Int("stop-after", 0, "stop after this step (0: run every step), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the run (go tool pprof; empty: none)")
+	graph := flag.Bool("graph", graphDefault, "try to capture the training step into a CUDA graph (on a GPU); this model's step cannot be captured yet (it says why) and runs eagerly, with the same results; the default is the constant graphDefault")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("ssm: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -111,6 +121,7 @@ func main() {
 	}
 	fmt.Println()
 	o := defaults(d.Kind() != ops.KindCPU)
+	o.Graph = *graph
 	for _, f := range []struct {
 		dst *int
 		v   int
@@ -237,17 +248,40 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	sum, n := 0.0, 0
 	bar := newProgress(w, "train", o.Steps)
 	bar.done = first
+	var batch *nn.Batch // the current batch
+	var loss autograd.Var
+	stepFn := func() error {
+		s.Reset()
+		loss = s.CrossEntropy(m.logits(timeMajor(batch.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(batch.Labels, o.Batch, o.Seq))
+		s.Backward(loss)
+		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+			return err
+		}
+		opt.Step()
+		opt.ZeroGrad()
+		return nil
+	}
+	var graphed *autograd.Step // -graph, from the run's second step: nil when the capture was refused
+	offered := false
+	defer func() {
+		if graphed != nil {
+			graphed.Close()
+		}
+	}()
 	for step < last {
 		epoch, at := step/perEpoch, step%perEpoch
 		for b := range loader.EpochFrom(epoch, at) {
-			s.Reset()
-			loss := s.CrossEntropy(m.logits(timeMajor(b.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(b.Labels, o.Batch, o.Seq))
-			s.Backward(loss)
-			if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+			batch = b
+			if o.Graph && step > first && !offered {
+				graphed, offered = capture(s, stepFn, bar.log), true
+			}
+			run := stepFn
+			if graphed != nil {
+				run = graphed.Run
+			}
+			if err := run(); err != nil {
 				return nil, err
 			}
-			opt.Step()
-			opt.ZeroGrad()
 			sched.Step()
 			bpc := float64(s.Item(loss)) / math.Ln2
 			if err := s.Err(); err != nil {
@@ -306,6 +340,24 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 		fmt.Fprintf(w, "sample (temperature %g):\n%s\n", o.Temperature, res.Sample)
 	}
 	return res, s.Err()
+}
+
+// graphDefault is -graph's default: off, since the step cannot be captured yet (see the
+// package comment); one line to flip once it can and a GPU measurement shows it faster.
+const graphDefault = false
+
+// capture offers f, a whole training step, to s.Capture and returns the Step (a graph, or f
+// itself on a device that cannot capture), or nil when the capture refused a call of f: then
+// it logs the refusal (which names the call) with log and clears the session's error, and the
+// caller goes on eagerly.
+func capture(s *autograd.Session, f func() error, log func(string)) *autograd.Step {
+	step, err := s.Capture(f)
+	if err == nil {
+		return step
+	}
+	log(fmt.Sprintf("graph: the step cannot be captured, running eagerly: %v", err))
+	s.ClearErr()
+	return nil
 }
 
 // schedule returns the learning-rate schedule of a run of steps steps: a linear warm-up from

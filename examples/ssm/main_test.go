@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +124,53 @@ func TestTrainSmallCUDA(t *testing.T) {
 	}
 	if got.Sample != want.Sample {
 		t.Errorf("sample %q on %s, %q on the CPU", got.Sample, d, want.Sample)
+	}
+}
+
+// graphRun runs tiny's training (40 steps, no plot) on d with or without -graph and returns the
+// per-step training losses' bits, the result and the log.
+func graphRun(t *testing.T, d *ops.Device, graph bool) ([]uint64, *result, string) {
+	t.Helper()
+	o := tiny(t.TempDir())
+	o.Plot, o.Steps, o.Graph = "", 40, graph
+	var log strings.Builder
+	r, err := run(d, o, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bits []uint64
+	for _, xy := range r.Curves.perStep {
+		bits = append(bits, math.Float64bits(xy.Y))
+	}
+	return bits, r, log.String()
+}
+
+// TestGraphSteps: with -graph the training gives the eager training's losses, validation loss
+// and sample bit for bit (on the CPU the offered Step runs the function eagerly, with a
+// schedule changing the learning rate every step).
+func TestGraphSteps(t *testing.T) {
+	want, wr, _ := graphRun(t, ops.CPU(), false)
+	got, gr, _ := graphRun(t, ops.CPU(), true)
+	if len(want) != 40 || !slices.Equal(got, want) || math.Float64bits(gr.ValBPC) != math.Float64bits(wr.ValBPC) || gr.Sample != wr.Sample {
+		t.Errorf("-graph changed the training: %d steps, same losses %v, validation %v and %v, samples %q and %q",
+			len(got), slices.Equal(got, want), gr.ValBPC, wr.ValBPC, gr.Sample, wr.Sample)
+	}
+}
+
+// TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
+// eagerly with the bits of a run without -graph (deterministic mode).
+func TestGPUGraph(t *testing.T) {
+	d, err := ops.Open("cuda")
+	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
+	old := ops.Deterministic()
+	ops.SetDeterministic(true)
+	defer ops.SetDeterministic(old)
+	want, _, _ := graphRun(t, d, false)
+	got, _, log := graphRun(t, d, true)
+	if !slices.Equal(got, want) {
+		t.Error("-graph changed the losses")
+	}
+	if !strings.Contains(log, "graph: the step cannot be captured") || !strings.Contains(log, "CUDA graph capture") {
+		t.Errorf("no refusal naming the call in the log:\n%s", log)
 	}
 }
