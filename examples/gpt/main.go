@@ -6,6 +6,8 @@
 //	go run ./examples/gpt                        # default device: CUDA when usable, else the CPU
 //	go run ./examples/gpt -device cpu -steps 300 -sample 1000 -temperature 0.6
 //	go run ./examples/gpt -checkpoint run.safetensors -stop-after 200   # then again to resume
+//	go run ./examples/gpt -ddp                   # data parallel: every local GPU, else 2 CPU ranks
+//	RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 ./gpt  # one rank of a torchrun-style group (one per GPU)
 //
 // The model is GPT-2's, small: token and position embeddings, -layers pre-norm blocks
 // (LayerNorm, causal multi-head self-attention on the flash-attention kernels, a residual add;
@@ -27,9 +29,24 @@
 // 3000 steps of 64 windows (not yet run on a GPU). At the end the model writes -sample
 // characters after -prompt, each drawn from its softmax at -temperature (0: always the
 // likeliest).
+//
+// Data parallel (package autograd/dist, PyTorch's DistributedDataParallel): -ddp trains one
+// replica per local CUDA device, one goroutine each, the gradients averaged over NCCL after
+// every backward pass (overlapping it); on a machine without a usable GPU (or with -device
+// cpu), -ranks in-process CPU ranks. Launched torchrun-style (RANK and WORLD_SIZE, with
+// LOCAL_RANK, MASTER_ADDR and MASTER_PORT, in the environment), the process is one rank of a
+// group of processes on one or several machines (dist.Init; cuda:LOCAL_RANK, else the CPU). Each
+// rank trains on its shard of every epoch's shuffled windows, -batch windows per step, so a step
+// sees ranks times -batch windows. Rank 0 alone prints the progress, evaluates, writes the plot
+// and the checkpoint, and samples; every rank reads -checkpoint when it exists (on several
+// machines, put it where all of them see it). -exact makes NCCL's all-reduce the fixed-order one,
+// whose results equal the same ranks simulated on the CPU bit for bit (in deterministic mode).
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -42,6 +59,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +69,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/torchlean-go/torchlean/autograd"
+	"github.com/torchlean-go/torchlean/autograd/dist"
 	"github.com/torchlean-go/torchlean/autograd/nn"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
@@ -67,6 +86,9 @@ type options struct {
 	Temperature              float64
 	Prompt, Plot, Checkpoint string
 	StopAfter                int
+	DDP                      bool // data parallel over the local devices (or ranks of Init)
+	Ranks                    int  // in-process CPU ranks of -ddp when no GPU is used
+	Exact                    bool // the fixed-order all-reduce on NCCL too
 }
 
 // defaults returns the default settings: a small model on the CPU, a larger one trained longer
@@ -99,13 +121,41 @@ func main() {
 	checkpoint := flag.String("checkpoint", "", "safetensors file saved at every evaluation and resumed from when it exists (empty: none)")
 	stopAfter := flag.Int("stop-after", 0, "stop after this step (0: run every step), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the run (go tool pprof; empty: none)")
+	ddp := flag.Bool("ddp", false, "data parallel: a rank per local GPU, else -ranks CPU ranks (torchrun-style when RANK and WORLD_SIZE are set)")
+	ranks := flag.Int("ranks", 2, "in-process CPU ranks of -ddp when no GPU is used")
+	exact := flag.Bool("exact", false, "with -ddp on GPUs, the fixed-order all-reduce (the CPU ranks' bits) instead of NCCL's")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("gpt: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
 	}
+	env, group, err := dist.EnvFromOS()
+	if err != nil {
+		log.Fatal(err)
+	}
 	d, err := ops.Open(*device)
 	if err != nil {
 		log.Fatal(err)
+	}
+	var devs []*ops.Device // the ranks' devices of -ddp in this process
+	switch {
+	case group: // one rank of a torchrun-style group: its device comes from LOCAL_RANK
+		if *device == "auto" { // as dist.Init chooses
+			d = ops.CPU()
+			if c, err := ops.Open(fmt.Sprintf("cuda:%d", env.LocalRank)); err == nil {
+				d = c
+			}
+		}
+	case *ddp:
+		if *ranks < 1 {
+			log.Fatal("gpt: -ranks must be positive")
+		}
+		devs = []*ops.Device{d}
+		if d.Kind() == ops.KindCUDA && *device == "auto" {
+			devs = dist.LocalDevices(1) // every CUDA device
+		} else if d.Kind() == ops.KindCPU {
+			devs = slices.Repeat([]*ops.Device{d}, *ranks)
+		}
+		d = devs[0]
 	}
 	o := defaults(d.Kind() != ops.KindCPU)
 	for _, f := range []struct {
@@ -124,30 +174,78 @@ func main() {
 		o.Sample = *sample
 	}
 	o.Seed, o.Temperature, o.Prompt, o.Plot, o.Checkpoint = *seed, *temperature, *prompt, *plotPath, *checkpoint
+	o.DDP, o.Ranks, o.Exact = *ddp || group, *ranks, *exact
 	if err := o.check(); err != nil {
 		log.Fatal(err)
 	}
 
-	fmt.Printf("device: %s", d)
-	if sel := ops.DefaultSelection(); *device == "auto" && d.Kind() == ops.KindCPU && sel.Reason != "" {
-		fmt.Printf(" (%s)", sel.Reason)
+	lead := !group || env.Rank == 0
+	if lead {
+		fmt.Printf("device: %s", d)
+		if sel := ops.DefaultSelection(); *device == "auto" && d.Kind() == ops.KindCPU && sel.Reason != "" {
+			fmt.Printf(" (%s)", sel.Reason)
+		}
+		fmt.Println()
 	}
-	fmt.Println()
 	stopProfile, err := startProfile(*cpuProfile)
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := run(d, o, os.Stdout)
+	var res *result
+	switch {
+	case group:
+		res, err = runGroup(env, d, o, os.Stdout)
+	case o.DDP:
+		var all []*result
+		all, err = runLocal(devs, o, os.Stdout)
+		if err == nil {
+			res = all[0]
+		}
+	default:
+		res, err = run(d, o, os.Stdout)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
 	if err := stopProfile(); err != nil {
 		log.Fatal(err)
 	}
+	if !lead {
+		return
+	}
 	if res.sample != "" {
 		fmt.Printf("sample (temperature %g):\n%s%s\n", o.Temperature, o.Prompt, res.sample)
 	}
 	fmt.Println("allocator:", d.Stats())
+}
+
+// runLocal trains with one rank per device of devs in this process (dist.RunLocal) and
+// returns every rank's result; only rank 0 writes to w, evaluates, plots, saves and samples.
+func runLocal(devs []*ops.Device, o options, w io.Writer) ([]*result, error) {
+	if w == nil {
+		w = io.Discard
+	}
+	fmt.Fprintf(w, "data parallel: %d ranks on %s, %d windows per rank per step\n", len(devs), devs[0], o.Batch)
+	all := make([]*result, len(devs))
+	err := dist.RunLocal(devs, dist.RunOptions{Exact: o.Exact}, func(wk *dist.Worker) error {
+		res, err := runRank(wk.Device, o, w, wk)
+		all[wk.Rank] = res
+		return err
+	})
+	return all, err
+}
+
+// runGroup trains as the rank e of a torchrun-style group of processes (dist.Init) on d.
+func runGroup(e dist.Env, d *ops.Device, o options, w io.Writer) (*result, error) {
+	wk, err := dist.Init(e, d, dist.RunOptions{Exact: o.Exact})
+	if err != nil {
+		return nil, err
+	}
+	if wk.Rank == 0 && w != nil {
+		fmt.Fprintf(w, "data parallel: rank 0 of %d processes, %d windows per rank per step\n", wk.WorldSize, o.Batch)
+	}
+	res, err := runRank(wk.Device, o, w, wk)
+	return res, errors.Join(err, wk.Close())
 }
 
 // check returns an error for settings that cannot run, before any training.
@@ -163,6 +261,8 @@ func (o options) check() error {
 		return errors.New("gpt: the warm-up and -stop-after must be >= 0")
 	case o.Sample < 0:
 		return errors.New("gpt: -sample must be >= 0")
+	case o.DDP && o.Ranks < 1:
+		return errors.New("gpt: -ranks must be positive")
 	}
 	for _, out := range []string{o.Plot, o.Checkpoint} { // fail before training, not after
 		if dir := filepath.Dir(out); out != "" {
@@ -184,6 +284,7 @@ type result struct {
 	sample  string
 	steps   int           // steps run by this call (fewer than -steps when resumed or stopped)
 	elapsed time.Duration // their time, evaluations included
+	digest  string        // SHA-256 (16 bytes, hex) of the final parameters' bits, in order
 }
 
 // Metadata keys of the example's checkpoints.
@@ -194,7 +295,16 @@ const (
 
 // run trains a model as o says on the device d, writing its progress to w (nil: silent), and
 // returns what it learnt. Everything it allocates on d is released before it returns.
-func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
+func run(d *ops.Device, o options, w io.Writer) (*result, error) { return runRank(d, o, w, nil) }
+
+// runRank is run as the rank wk of a data-parallel group (nil: alone). Rank 0 writes to w,
+// evaluates, plots, saves the checkpoint and samples; the other ranks only train (their result
+// holds the steps, time and digest).
+func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *result, err error) {
+	lead, world := wk == nil || wk.Rank == 0, 1
+	if wk != nil {
+		world = wk.WorldSize
+	}
 	corpus := text.OpticksCorpus()
 	cfg := config{Vocab: corpus.Vocab.Size(), Seq: o.Seq, Width: o.Width, Heads: o.Heads, Layers: o.Layers}
 	if err := cfg.check(); err != nil {
@@ -204,7 +314,7 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpt: -prompt: %w", err)
 	}
-	if w == nil {
+	if w == nil || !lead {
 		w = io.Discard
 	}
 	fmt.Fprintf(w, "data: Newton's Opticks, %d characters (%d distinct): %d for training, %d for validation\n",
@@ -221,6 +331,14 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	fmt.Fprintf(w, "model: GPT, %d layers, d %d, %d heads, context %d: %d parameters\n",
 		cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, res.params)
 	params := nn.Parameters(m)
+	backward := s.Backward
+	if wk != nil {
+		ddp, err := dist.New(s, wk.Comm, dist.Options{}) // rank 0's initial parameters everywhere
+		if err != nil {
+			return nil, err
+		}
+		backward = ddp.Backward
+	}
 	ao := autograd.DefaultAdamW()
 	ao.LR, ao.Beta2, ao.WeightDecay = o.LR, 0.99, 0.1
 	opt := autograd.NewAdamW(params, ao)
@@ -232,12 +350,33 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
 	}
-	loader, err := nn.NewLoader(windows, nn.LoaderOptions{BatchSize: o.Batch, Shuffle: true, Seed: o.Seed,
-		DropLast: true, Device: d, Prefetch: 1})
-	if err != nil {
-		return nil, fmt.Errorf("gpt: %w", err)
+	// The batches: one loader shuffling every epoch, or, data parallel, a loader per epoch over
+	// this rank's shard of the epoch's shuffled order.
+	lo := nn.LoaderOptions{BatchSize: o.Batch, Shuffle: true, Seed: o.Seed, DropLast: true, Device: d, Prefetch: 1}
+	var loader *nn.Loader
+	loaderFor := func(epoch int) (*nn.Loader, error) {
+		if wk == nil && loader != nil {
+			return loader, nil
+		}
+		var src nn.Source = windows
+		if wk != nil {
+			if src, err = dist.NewShard(windows, true, o.Seed, epoch, wk.Rank, wk.WorldSize); err != nil {
+				return nil, fmt.Errorf("gpt: %w", err)
+			}
+			lo.Shuffle = false
+		}
+		if loader != nil {
+			loader.Close()
+		}
+		if loader, err = nn.NewLoader(src, lo); err != nil {
+			return nil, fmt.Errorf("gpt: %w", err)
+		}
+		return loader, nil
 	}
-	defer loader.Close()
+	if _, err := loaderFor(0); err != nil {
+		return nil, err
+	}
+	defer func() { loader.Close() }()
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
@@ -277,16 +416,22 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	bar := newProgress(w, last)
 	start := time.Now()
 	perEpoch := loader.Len()
+	if perEpoch == 0 {
+		return nil, fmt.Errorf("gpt: %d training windows per rank, fewer than -batch %d", windows.Len()/world, o.Batch)
+	}
 	sum, n := 0.0, 0                // training bits per character since the last evaluation
 	every := max(o.EvalEvery/10, 1) // steps per point of the training curve
 	winSum, winN := 0.0, 0
 	step := first
 	for step < last {
+		if _, err := loaderFor(step / perEpoch); err != nil {
+			return nil, err
+		}
 		for b := range loader.Epoch(step / perEpoch) {
 			if b.Index < step%perEpoch { // a resumed run skips the batches done before
 				continue
 			}
-			bits, err := trainStep(s, m, opt, b)
+			bits, err := trainStep(s, m, opt, b, backward)
 			if err != nil {
 				return nil, err
 			}
@@ -298,9 +443,9 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 				winSum, winN = 0, 0
 			}
 			bar.update(step, func() string {
-				return fmt.Sprintf("train %.3f bpc  %s", sum/float64(n), rate(float64((step-first)*o.Batch*o.Seq)/time.Since(start).Seconds()))
+				return fmt.Sprintf("train %.3f bpc  %s", sum/float64(n), rate(float64((step-first)*world*o.Batch*o.Seq)/time.Since(start).Seconds()))
 			})
-			if step%o.EvalEvery == 0 || step == last {
+			if lead && (step%o.EvalEvery == 0 || step == last) {
 				val := evaluate(m, corpus.Val, o.Seq, o.Batch)
 				if err := s.Err(); err != nil {
 					return nil, err
@@ -326,9 +471,15 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	}
 	bar.finish()
 	res.steps, res.elapsed = step-first, time.Since(start)
+	if res.digest, err = digest(params); err != nil {
+		return nil, err
+	}
+	if !lead {
+		return res, s.Err()
+	}
 	if res.steps > 0 {
 		fmt.Fprintf(w, "trained %d steps in %s (%s), validation loss %.3f bits per character\n", res.steps,
-			res.elapsed.Round(100*time.Millisecond), rate(float64(res.steps*o.Batch*o.Seq)/res.elapsed.Seconds()), res.val)
+			res.elapsed.Round(100*time.Millisecond), rate(float64(res.steps*world*o.Batch*o.Seq)/res.elapsed.Seconds()), res.val)
 	} else {
 		res.val = evaluate(m, corpus.Val, o.Seq, o.Batch)
 		fmt.Fprintf(w, "nothing left to train: validation loss %.3f bits per character\n", res.val)
@@ -361,12 +512,31 @@ func schedule(opt *autograd.Adam, steps, warmup int, floor float64) (nn.Schedule
 	return nn.NewLinearWarmup(opt, warmup, 0.01, cos)
 }
 
-// trainStep runs one optimizer step on the batch b and returns its loss in bits per character.
-func trainStep(s *autograd.Session, m *gpt, opt *autograd.Adam, b *nn.Batch) (float64, error) {
+// digest returns the SHA-256 (first 16 bytes, hex) of the parameters' values, in order.
+func digest(params []*autograd.Param) (string, error) {
+	h := sha256.New()
+	for _, p := range params {
+		v, err := p.Host()
+		if err != nil {
+			return "", err
+		}
+		for _, f := range v {
+			binary.Write(h, binary.LittleEndian, math.Float32bits(f))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// trainStep runs one optimizer step on the batch b, the gradients from backward (the session's,
+// or a DDP's averaging them over the ranks), and returns its loss in bits per character (this
+// rank's batch).
+func trainStep(s *autograd.Session, m *gpt, opt *autograd.Adam, b *nn.Batch, backward func(autograd.Var) error) (float64, error) {
 	s.Reset()
 	batch, t := b.TokensShape[0], b.TokensShape[1]
 	loss := s.CrossEntropy(m.logits(b.Tokens, batch, t), b.Labels)
-	s.Backward(loss)
+	if err := backward(loss); err != nil {
+		return 0, err
+	}
 	if _, err := autograd.ClipGradNorm(nn.Parameters(m), 1); err != nil {
 		return 0, err
 	}
