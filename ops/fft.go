@@ -10,10 +10,13 @@ import (
 
 // The FFT family (ptx/fft.cu; cpu/fft.go): our own exact FFT, the same bits on every device.
 // A transform of length n runs the plan cpu.NewRfftPlan(n), a function of n alone: Stockham
-// stages of radices 4, 2, 3, 5, 7, 11 and 13 (one launch per stage over the whole batch), or
-// Bluestein's chirp-z algorithm around a power-of-two FFT for lengths with a larger prime
-// factor; the real transforms of an even length run the complex FFT of half the length on the
-// row read as complex values, odd lengths the complex FFT of the row widened to complex. Every
+// stages of radices 4, 2, 3, 5, 7, 11 and 13, or Bluestein's chirp-z algorithm around a
+// power-of-two FFT for lengths with a larger prime factor; the real transforms of an even length
+// run the complex FFT of half the length on the row read as complex values, odd lengths the
+// complex FFT of the row widened to complex. A mixed-radix complex FFT of length at most
+// fftRowMax runs in one launch, one block per row in shared memory (fft_row; rfft_row and
+// irfft_row with the real transforms' packing fused), longer ones one launch per stage over the
+// whole batch (fft_stage) between the packing passes; both give the same bits (fftRowPlan). Every
 // constant the kernels read (twiddles, the odd radices' constants, the chirp and its transform)
 // is computed on the host in float64 from exactly reduced angles and rounded to float32, once
 // per length and device: the plans are cached (fftPlanCache).
@@ -59,7 +62,150 @@ var (
 		cpu: func(h *hostArgs, lo, hi int) {
 			cpu.BluesteinPost(h.b[0], h.b[1], h.b[2], h.s[1], h.s[2], lo, hi)
 		}})
+	// The row kernels: operands (dst, src, tw, rc[, w]), sizes (batch, n, radices, rcs)[, scale];
+	// rows of the batch are the CPU's units, and each twin composes cpu's twins on its rows in the
+	// order the kernel computes (fftRowTwin).
+	fftRowOp = row(&kernelOp{name: "fft_row", kernel: ptx.FftRow, outs: 1, ins: 3,
+		grid: fftRowGrid{size(1)}, units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			n := h.s[1]
+			z := fftRowTwin(h.b[1][2*lo*n:2*hi*n], h.b[2], h.b[3], n, h.s[2], h.s[3], hi-lo)
+			copy(h.b[0][2*lo*n:2*hi*n], z)
+		}})
+	rfftRowOp = row(&kernelOp{name: "rfft_row", kernel: ptx.RfftRow, outs: 1, ins: 4,
+		grid: fftRowGrid{fftRowLen}, units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			n, rows := h.s[1], hi-lo
+			bins := n/2 + 1
+			x, out := h.b[1][lo*n:hi*n], h.b[0][2*lo*bins:2*hi*bins]
+			if n%2 == 0 {
+				z := fftRowTwin(x, h.b[2], h.b[3], n/2, h.s[2], h.s[3], rows)
+				cpu.RfftPost(out, z, h.b[4], n/2, 0, rows)
+				return
+			}
+			c := make([]float32, 2*rows*n)
+			cpu.FFTWiden(c, x, 0, rows*n)
+			cpu.RfftPostOdd(out, fftRowTwin(c, h.b[2], h.b[3], n, h.s[2], h.s[3], rows), n, 0, rows)
+		}})
+	irfftRowOp = row(&kernelOp{name: "irfft_row", kernel: ptx.IrfftRow, outs: 1, ins: 4,
+		grid: fftRowGrid{fftRowLen}, units: size(0),
+		cpu: func(h *hostArgs, lo, hi int) {
+			n, rows := h.s[1], hi-lo
+			bins := n/2 + 1
+			spec, out := h.b[1][2*lo*bins:2*hi*bins], h.b[0][lo*n:hi*n]
+			if n%2 == 0 {
+				pre := make([]float32, rows*n)
+				cpu.IrfftPre(pre, spec, h.b[4], n/2, 0, rows)
+				// out starts at an even index of the whole output (n is even): the signs are the same.
+				cpu.IrfftOut(out, fftRowTwin(pre, h.b[2], h.b[3], n/2, h.s[2], h.s[3], rows), h.f[0], 0, rows*n)
+				return
+			}
+			pre := make([]float32, 2*rows*n)
+			cpu.IrfftPreOdd(pre, spec, n, 0, rows)
+			cpu.IrfftOutOdd(out, fftRowTwin(pre, h.b[2], h.b[3], n, h.s[2], h.s[3], rows), h.f[0], 0, rows*n)
+		}})
 )
+
+// The row kernels' bounds and packing (FFT_ROW_MAX, FFT_ROW_VALUES, FFT_ROW_THREADS,
+// FFT_ROW_STAGES, FFT_ROW_RADIX_BITS and FFT_ROW_RC_BITS in ptx/fft.cu, checked by
+// TestSharedConstants): the longest complex FFT they run (its row of float2 is 64 KiB of shared
+// memory), the complex values per thread of a block (the kernels hold ceil(fftRowValues/R)
+// butterflies of radix R per thread: fftRowThreads must give at least c/fftRowValues threads,
+// and at most the kernels' launch bound fftRowMaxThreads), and the plan words of fftRowPlan.
+// Which path runs never changes a bit: both run the plan's stages in order with the same
+// butterflies.
+const (
+	fftRowMax        = 8192
+	fftRowValues     = 8
+	fftRowMaxThreads = fftRowMax / fftRowValues // the kernels' launch bound (FFT_ROW_THREADS)
+	fftRowStages     = 8
+	fftRowRadixBits  = 4
+	fftRowRcBits     = 8
+)
+
+// fftRowKernels lets the transforms take the row kernels (tests turn it off to run the
+// per-stage kernels on every length).
+var fftRowKernels = true
+
+// fftRowPlan returns the plan words of the row kernels for the complex FFT cp: radices holds the
+// radix of stage s in bits [fftRowRadixBits*s, fftRowRadixBits*(s+1)) (no stage left: 0), rcs
+// the offset of its odd radix's constants in the plan's table in bits [fftRowRcBits*s,
+// fftRowRcBits*(s+1)); the kernels compute the spans as the products of the radices before
+// each stage, as the plan does. ok is false where the row kernels do not take cp: Bluestein
+// plans (at their level; their inner FFTs may), lengths above fftRowMax, plans without a stage,
+// and (never for a plan of cpu.NewRfftPlan up to fftRowMax, checked by a test) more than
+// fftRowStages stages or constants beyond the offsets the words hold.
+func fftRowPlan(cp *cpu.FFTPlan) (radices, rcs int, ok bool) {
+	if !fftRowKernels || cp.Blue != nil || cp.N > fftRowMax || len(cp.Stages) == 0 || len(cp.Stages) > fftRowStages {
+		return 0, 0, false
+	}
+	for s, st := range cp.Stages {
+		if st.Radix >= 1<<fftRowRadixBits || st.Rc >= 1<<fftRowRcBits {
+			return 0, 0, false
+		}
+		radices |= st.Radix << (fftRowRadixBits * s)
+		rcs |= st.Rc << (fftRowRcBits * s)
+	}
+	return radices, rcs, true
+}
+
+// fftRowSteps decodes the plan words of fftRowPlan into the stages they describe, as the row
+// kernels read them (fft_row_run).
+func fftRowSteps(radices, rcs int) []cpu.FFTStep {
+	var steps []cpu.FFTStep
+	span := 1
+	for s := range fftRowStages {
+		r := radices >> (fftRowRadixBits * s) & (1<<fftRowRadixBits - 1)
+		if r == 0 {
+			break
+		}
+		steps = append(steps, cpu.FFTStep{Radix: r, Span: span, Rc: rcs >> (fftRowRcBits * s) & (1<<fftRowRcBits - 1)})
+		span *= r
+	}
+	return steps
+}
+
+// fftRowTwin is the stages of a row kernel on the CPU: the stages of the plan words (radices,
+// rcs) run one after another with cpu.FFTStage (tw: the twiddles, rc: the plan's table) on the
+// (rows, n) complex src, which is not written. It returns the result (src itself without a
+// stage).
+func fftRowTwin(src, tw, rc []float32, n, radices, rcs, rows int) []float32 {
+	cur := src
+	var bufs [2][]float32
+	for i, st := range fftRowSteps(radices, rcs) {
+		if bufs[i%2] == nil {
+			bufs[i%2] = make([]float32, 2*rows*n)
+		}
+		cpu.FFTStage(bufs[i%2], cur, tw, rc[st.Rc:], n, st.Span, st.Radix, 0, rows)
+		cur = bufs[i%2]
+	}
+	return cur
+}
+
+// fftRowLen is the complex length of rfft_row's and irfft_row's rows of real length s[1].
+func fftRowLen(s []int) int {
+	if s[1]%2 == 0 {
+		return s[1] / 2
+	}
+	return s[1]
+}
+
+// fftRowGrid: one block per row (s[0] rows, grid-stride beyond 2^31-1) of fftRowThreads(c)
+// threads with 8*c bytes of dynamic shared memory, c = n(s) the complex length of a row.
+type fftRowGrid struct{ n func(s []int) int }
+
+func (g fftRowGrid) shape(k *ptx.Kernel, s []int, _ gpuFacts) launchShape {
+	c := g.n(s)
+	return launchShape{kernel: k, grid: [3]uint32{uint32(max(1, min(s[0], 1<<31-1))), 1, 1},
+		block: [3]uint32{uint32(fftRowThreads(c)), 1, 1}, shared: uint32(8 * c)}
+}
+
+// fftRowThreads is the block of the row kernels for a complex length c <= fftRowMax: at least
+// ceil(c/fftRowValues) threads (the kernels' contract), in whole warps, at least one warp.
+func fftRowThreads(c int) int {
+	t := (c + fftRowValues - 1) / fftRowValues
+	return max(32, (t+31)/32*32)
+}
 
 // Bounds of a device's FFT plan cache: at most fftPlanLimit plans and, beyond the plan just
 // made, fftPlanByteLimit bytes of tables; the least recently used plans go first.
@@ -215,6 +361,14 @@ func (p *fftPlan) fft(cp *cpu.FFTPlan, in *Buffer, batch int) (out *Buffer, owne
 		}
 		return a, true, nil
 	}
+	if radices, rcs, ok := fftRowPlan(cp); ok {
+		out, err := fftRowOp.call1(2*batch*cp.N, []*Buffer{in, p.tab(cp.Tw), p.tab(0)}, nil,
+			[]int{batch, cp.N, radices, rcs})
+		if err != nil {
+			return nil, false, err
+		}
+		return out, true, nil
+	}
 	cur := in
 	for _, st := range cp.Stages {
 		next, err := fftStageOp.call1(2*batch*cp.N, []*Buffer{cur, p.tab(cp.Tw), p.tab(st.Rc)}, nil,
@@ -270,6 +424,11 @@ func Rfft1dPacked(x *Buffer, batch, n int) (*Buffer, error) {
 		return nil, opErr(op, err)
 	}
 	defer x.dev.fft.done(p)
+	if radices, rcs, ok := fftRowPlan(p.C); ok {
+		out, err := rfftRowOp.call1(total, []*Buffer{x, p.tab(p.C.Tw), p.tab(0), p.tab(p.Post)}, nil,
+			[]int{batch, n, radices, rcs})
+		return out, asOp(op, err)
+	}
 	var out *Buffer
 	if n%2 == 0 {
 		z, owned, err := p.fft(p.C, x, batch)
@@ -327,6 +486,11 @@ func Irfft1dPacked(spec *Buffer, batch, n int) (*Buffer, error) {
 		return nil, opErr(op, err)
 	}
 	defer spec.dev.fft.done(p)
+	if radices, rcs, ok := fftRowPlan(p.C); ok {
+		out, err := irfftRowOp.call1(total, []*Buffer{spec, p.tab(p.C.Tw), p.tab(0), p.tab(p.Post)}, nil,
+			[]int{batch, n, radices, rcs}, p.Scale)
+		return out, asOp(op, err)
+	}
 	var pre *Buffer
 	if n%2 == 0 {
 		pre, err = irfftPreOp.call1(batch*n, []*Buffer{spec, p.tab(p.Post)}, nil, []int{batch, n / 2})

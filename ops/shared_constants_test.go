@@ -55,6 +55,19 @@ func TestSharedConstants(t *testing.T) {
 		{rowstatCUH, "2 * SM_LONG_GROUPS * SM_THREADS * 4", "softmaxLongStatic", softmaxLongStatic},
 		// Launch: the block of sum_chunks, one thread per partial of a chunk (the kernel assumes it).
 		{"../ptx/reduce.cu", "SUM_THREADS", "sumThreads", sumThreads},
+		// Launch: the longest complex FFT of the row kernels (fft_row, rfft_row, irfft_row; a row of
+		// float2 in 64 KiB of shared memory), longer ones taking fft_stage per stage.
+		{"../ptx/fft.cu", "FFT_ROW_MAX", "fftRowMax", fftRowMax},
+		// Launch: the row kernels' blocks have at least c / FFT_ROW_VALUES threads (fftRowThreads);
+		// each thread holds ceil(FFT_ROW_VALUES / R) butterflies of a radix-R stage.
+		{"../ptx/fft.cu", "FFT_ROW_VALUES", "fftRowValues", fftRowValues},
+		// Launch: the row kernels' __launch_bounds__, the most threads fftRowThreads gives.
+		{"../ptx/fft.cu", "FFT_ROW_THREADS", "fftRowMaxThreads", fftRowMaxThreads},
+		// Launch: the plan words of the row kernels (fftRowPlan): the most stages, the bits of each
+		// stage's radix and of its odd radix's constants' offset.
+		{"../ptx/fft.cu", "FFT_ROW_STAGES", "fftRowStages", fftRowStages},
+		{"../ptx/fft.cu", "FFT_ROW_RADIX_BITS", "fftRowRadixBits", fftRowRadixBits},
+		{"../ptx/fft.cu", "FFT_ROW_RC_BITS", "fftRowRcBits", fftRowRcBits},
 	}
 	table := make([]testenv.CUDAConstant, len(rows))
 	for i, r := range rows {
