@@ -8,10 +8,12 @@ import (
 // fftMirrorLengths are the lengths of the FFT family's mirror cases: no stage (1, 2), single
 // odd radices (3, 5, 7), radices 4 and 2 (8), 4 and 3 (12), Bluestein for an odd and an even
 // length (97, 194), 11 and 13 (143), 4, 2 and 5 (1000, 6000), powers of two: all of them on the
-// row kernels (rfft_row, irfft_row; fft_row inside Bluestein). Complex lengths above fftRowMax
-// take the per-stage kernels and the packing passes: 20020 (10010 = 2*5*7*11*13) and the odd
-// 10395 (3^3*5*7*11).
-var fftMirrorLengths = []int{1, 2, 3, 5, 7, 8, 12, 97, 143, 194, 1000, 1024, 4096, 6000, 8192, 10395, 20020}
+// row kernels (rfft_row, irfft_row; fft_row inside Bluestein), and on them with more than 48 KiB
+// of shared memory: 6561 (3^8, 8 stages, 52 KiB) and 16384 (complex length fftRowMax, 64 KiB,
+// blocks of 1024 threads). Complex lengths above fftRowMax take the per-stage kernels and the
+// packing passes: 20020 (10010 = 2*5*7*11*13) and the odd 10395 (3^3*5*7*11).
+var fftMirrorLengths = []int{1, 2, 3, 5, 7, 8, 12, 97, 143, 194, 1000, 1024, 4096, 6000, 6561, 8192, 10395, 16384,
+	20020}
 
 // fftCases are the mirror cases of the FFT family: rfft1d_packed and irfft1d_packed of batch 0,
 // 1 and 3 at every length of fftMirrorLengths on finite inputs, and of rows holding NaN, ±Inf
