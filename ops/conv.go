@@ -36,8 +36,10 @@ import (
 //
 // A transposed convolution is the input gradient of the convolution with the roles of the
 // channels swapped (its forward), and its backward is that convolution's forward (input
-// gradient) and weight gradient. No atomics in either mode. GPU: direct kernels, one thread per
-// output; CPU: implicit GEMMs on the matmul family's micro-kernels, the same bits.
+// gradient) and weight gradient. No atomics in either mode. GPU: tiled implicit GEMMs where
+// convTileFwd, convTileBwdInput and convTileBwdWeight say so (sizes only), direct kernels (one
+// thread per output) elsewhere; CPU: implicit GEMMs on the matmul family's micro-kernels. Every
+// one computes the same sums term for term: the same bits.
 var (
 	convFwdOp = row(&kernelOp{name: "conv_fwd", kernel: ptx.ConvFwd, outs: 1, ins: 3, idx: 1,
 		grid: strided(product(0, 2, 5)), units: oneUnit, whole: true,
@@ -57,10 +59,110 @@ var (
 			s := h.s
 			cpu.ConvBwdWeight(h.b[0], h.b[1], h.b[2], h.idx[0], s[0], s[1], s[2], s[3], s[4], s[5], s[6])
 		}})
+	// The tiled forms (ptx/conv.cu, conv_*_tile): the same parameters and twins as the rows
+	// above, the grid from the tile counts (the kernels walk their tiles grid-stride, so any
+	// count is correct).
+	convFwdTileOp = row(&kernelOp{name: "conv_fwd_tile", outs: 1, ins: 3, idx: 1,
+		grid: pickedGrid(func(s []int, _ gpuFacts) launchShape {
+			// groups * row tiles of (batch, output position) * column tiles of the group's outputs
+			t := convTiles(s[3], s[0]*s[5], ptx.ConvTileRows, s[2]/s[3], ptx.ConvTileCols)
+			return convTileShape(ptx.ConvFwdTile, t, ptx.ConvTileThreads)
+		}),
+		units: oneUnit, whole: true, cpu: convFwdOp.cpu})
+	convBwdInputTileOp = row(&kernelOp{name: "conv_bwd_input_tile", outs: 1, ins: 3, idx: 1,
+		grid: pickedGrid(func(s []int, _ gpuFacts) launchShape {
+			// the tiles of the rows taken together; the kernel's own count splits the rows by
+			// residue class of the strides (a few more tiles, walked grid-stride)
+			t := convTiles(s[3], s[0]*s[4], ptx.ConvTileRows, s[1]/s[3], ptx.ConvTileCols)
+			return convTileShape(ptx.ConvBwdInputTile, t, ptx.ConvTileThreads)
+		}),
+		units: oneUnit, whole: true, cpu: convBwdInputOp.cpu})
+	convBwdWeightTileOp = row(&kernelOp{name: "conv_bwd_weight_tile", outs: 1, ins: 2, idx: 1,
+		grid: pickedGrid(func(s []int, _ gpuFacts) launchShape {
+			t := convTiles(s[3], s[2]/s[3], ptx.ConvWeightTileRows, s[1]/s[3]*s[6], ptx.ConvWeightTileCols)
+			return convTileShape(ptx.ConvBwdWeightTile, t, ptx.ConvWeightTileThreads)
+		}),
+		units: oneUnit, whole: true, cpu: convBwdWeightOp.cpu})
 	convBwdBiasOp = row(&kernelOp{name: "conv_bwd_bias", kernel: ptx.ConvBwdBias, outs: 1, ins: 1,
 		grid: strided(size(1)), units: size(1),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.ConvBwdBias(h.b[0], h.b[1], h.s[0], h.s[1], h.s[2], lo, hi) }})
 )
+
+// convTiles returns groups * ceil(rows/tr) * ceil(cols/tc), at least 1 and at most 2^31-1.
+func convTiles(groups, rows, tr, cols, tc int) int {
+	t := uint64(groups) * uint64((rows+tr-1)/tr) * uint64((cols+tc-1)/tc)
+	return int(max(1, min(t, 1<<31-1)))
+}
+
+// convTileShape is a 1-D launch of blocks blocks of threads threads.
+func convTileShape(k *ptx.Kernel, blocks, threads int) launchShape {
+	return launchShape{kernel: k, grid: [3]uint32{uint32(blocks), 1, 1}, block: [3]uint32{uint32(threads), 1, 1}}
+}
+
+// convTileLimit bounds the sizes the tiled kernels index with 32-bit ints.
+const convTileLimit = 1 << 30
+
+// tileFits reports whether the tiled kernels take g (their preconditions in ptx/conv.cu):
+// spatial rank <= 3, at most ptx.ConvTileMaxKernel kernel offsets, and every spatial index,
+// row count and K below convTileLimit: per axis the bound in + out*stride + k*dilation +
+// padding + 1, and its product over the axes, stay below it.
+func (g *convGeom) tileFits() bool {
+	if len(g.in) > 3 || g.kProd > ptx.ConvTileMaxKernel {
+		return false
+	}
+	b := uint64(1)
+	for a := range g.in {
+		f := uint64(g.in[a]) + uint64(g.out[a])*uint64(g.s[a]) + uint64(g.k[a])*uint64(g.d[a]) + uint64(g.p[a]) + 1
+		if f >= convTileLimit {
+			return false
+		}
+		if b *= f; b >= convTileLimit {
+			return false
+		}
+	}
+	lim := uint64(convTileLimit)
+	n := uint64(g.batch)
+	return n*uint64(g.inProd) < lim && n*uint64(g.outProd) < lim &&
+		uint64(g.cin)*uint64(g.kProd) < lim && uint64(g.cout)*uint64(g.kProd) < lim &&
+		uint64(g.cin) < lim && uint64(g.cout) < lim
+}
+
+// The choice between the tiled and the direct kernels, from the sizes alone (DESIGN.md rule 7;
+// the bits are the same either way): the tiles where they fit and the problem fills them
+// reasonably, the direct kernels for narrow channel groups (depthwise), few outputs, or many
+// stride classes. The thresholds are first estimates, to be tuned on a GPU.
+const (
+	convTileMinCols  = 16 // channels of a group as the tile's columns (fwd: out, input gradient: in)
+	convTileMinRows  = 64 // samples * positions
+	convTileMaxClass = 64 // stride residue classes of the input gradient (product of the strides)
+	convWTileMinRows = 8  // output channels of a group (weight gradient)
+	convWTileMinCols = 16 // input channels of a group * kernel offsets (weight gradient)
+)
+
+// convDirectOnly makes every convolution take the direct kernels: for benchmarks and tests
+// that compare the two paths (the bits are the same), never set otherwise.
+var convDirectOnly bool
+
+// convTileFwd reports whether the forward of g runs on conv_fwd_tile.
+func convTileFwd(g *convGeom) bool {
+	return !convDirectOnly && g.tileFits() && g.cout/g.groups >= convTileMinCols && g.batch*g.outProd >= convTileMinRows
+}
+
+// convTileBwdInput reports whether the input gradient of g runs on conv_bwd_input_tile.
+func convTileBwdInput(g *convGeom) bool {
+	classes := 1
+	for _, s := range g.s {
+		if classes *= s; classes > convTileMaxClass {
+			return false
+		}
+	}
+	return !convDirectOnly && g.tileFits() && g.cin/g.groups >= convTileMinCols && g.batch*g.inProd >= convTileMinRows
+}
+
+// convTileBwdWeight reports whether the weight gradient of g runs on conv_bwd_weight_tile.
+func convTileBwdWeight(g *convGeom) bool {
+	return !convDirectOnly && g.tileFits() && g.cout/g.groups >= convWTileMinRows && g.cin/g.groups*g.kProd >= convWTileMinCols
+}
 
 // ConvDims are the sizes of a convolution: the batch, the channels and the spatial sizes of its
 // input and kernel (1 to 8 axes, the same number). For a transposed convolution, InChannels and
@@ -218,9 +320,14 @@ func (g *convGeom) sizes(hasBias bool) []int {
 	return []int{g.batch, g.cin, g.cout, g.groups, g.inProd, g.outProd, g.kProd, b}
 }
 
-// indices uploads the geometry array (cpu.ConvGeomLen entries, the axes right-aligned).
+// indices uploads the geometry array.
 func (g *convGeom) indices(dev *Device) (*Indices, error) {
-	host := scratchU32(cpu.ConvGeomLen)
+	return newIndices(dev, g.geomArray(scratchU32(cpu.ConvGeomLen)))
+}
+
+// geomArray fills host (cpu.ConvGeomLen entries) with the geometry array, the axes
+// right-aligned, and returns it.
+func (g *convGeom) geomArray(host []uint32) []uint32 {
 	const R = cpu.ConvMaxRank
 	for a := range R {
 		host[a], host[R+a], host[2*R+a] = 1, 1, 1
@@ -231,7 +338,7 @@ func (g *convGeom) indices(dev *Device) (*Indices, error) {
 		host[off+a], host[R+off+a], host[2*R+off+a] = uint32(g.in[a]), uint32(g.out[a]), uint32(g.k[a])
 		host[3*R+off+a], host[4*R+off+a], host[5*R+off+a] = uint32(g.s[a]), uint32(g.p[a]), uint32(g.d[a])
 	}
-	return newIndices(dev, host)
+	return host
 }
 
 // convForward: y = conv(x, w) + bias in g's terms.
@@ -260,7 +367,11 @@ func convForward(op string, g *convGeom, x, w, bias *Buffer) (*Buffer, error) {
 		return nil, opErr(op, err)
 	}
 	defer ix.Release()
-	y, err := convFwdOp.call1(g.yLen(), ins, []*Indices{ix}, g.sizes(bias != nil))
+	op1 := convFwdOp
+	if convTileFwd(g) {
+		op1 = convFwdTileOp
+	}
+	y, err := op1.call1(g.yLen(), ins, []*Indices{ix}, g.sizes(bias != nil))
 	return y, asOp(op, err)
 }
 
@@ -296,7 +407,11 @@ func convInputGrad(op string, g *convGeom, dy, w, bias *Buffer) (*Buffer, error)
 		return nil, opErr(op, err)
 	}
 	defer ix.Release()
-	dx, err := convBwdInputOp.call1(g.xLen(), ins, []*Indices{ix}, g.sizes(bias != nil))
+	op1 := convBwdInputOp
+	if convTileBwdInput(g) {
+		op1 = convBwdInputTileOp
+	}
+	dx, err := op1.call1(g.xLen(), ins, []*Indices{ix}, g.sizes(bias != nil))
 	return dx, asOp(op, err)
 }
 
@@ -338,7 +453,11 @@ func convWeightGrad(op string, g *convGeom, x, dy *Buffer) (*Buffer, error) {
 		return nil, opErr(op, err)
 	}
 	defer ix.Release()
-	dw, err := convBwdWeightOp.call1(g.wLen(), []*Buffer{x, dy}, []*Indices{ix}, g.sizes(false)[:7])
+	op1 := convBwdWeightOp
+	if convTileBwdWeight(g) {
+		op1 = convBwdWeightTileOp
+	}
+	dw, err := op1.call1(g.wLen(), []*Buffer{x, dy}, []*Indices{ix}, g.sizes(false)[:7])
 	return dw, asOp(op, err)
 }
 

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -43,5 +45,101 @@ func BenchmarkConvND(b *testing.B) {
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// convResNet18 are the convolutions of ResNet-18 on 224x224 images (channels in, out, input
+// size, kernel, stride, padding): the stem, the 3x3 layers of the four stages and the 1x1
+// downsampling shortcuts.
+var convResNet18 = []struct{ cin, cout, hw, k, s, p int }{
+	{3, 64, 224, 7, 2, 3},
+	{64, 64, 56, 3, 1, 1}, {64, 128, 56, 3, 2, 1}, {128, 128, 28, 3, 1, 1}, {128, 256, 28, 3, 2, 1},
+	{256, 256, 14, 3, 1, 1}, {256, 512, 14, 3, 2, 1}, {512, 512, 7, 3, 1, 1},
+	{64, 128, 56, 1, 2, 0}, {128, 256, 28, 1, 2, 0}, {256, 512, 14, 1, 2, 0},
+}
+
+// BenchmarkConvTiles times the tiled implicit-GEMM kernels against the direct ones on the GPU
+// (skips without one: the CPU has a single path) over the ResNet-18 convolutions at batch
+// TORCHLEAN_CONV_BATCH (default 64): forward, input gradient and weight gradient, each as
+// .../tile (the kernels ops picks) and .../direct (convDirectOnly). Each pair's results are
+// first checked bit for bit against each other.
+func BenchmarkConvTiles(b *testing.B) {
+	dev, err := Open("cuda")
+	if err != nil {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	batch := 64
+	if v, err := strconv.Atoi(os.Getenv("TORCHLEAN_CONV_BATCH")); err == nil && v > 0 {
+		batch = v
+	}
+	must := func(x *Buffer, err error) *Buffer {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return x
+	}
+	for _, l := range convResNet18 {
+		dims := ConvDims{Batch: batch, InChannels: l.cin, OutChannels: l.cout, Input: []int{l.hw, l.hw}, Kernel: []int{l.k, l.k}}
+		p := ConvParams{Stride: []int{l.s}, Padding: []int{l.p}}
+		out, err := ConvOutputSize(dims, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := must(RandNormal(dev, batch*l.cin*l.hw*l.hw, 0, 1, 1))
+		w := must(RandNormal(dev, l.cout*l.cin*l.k*l.k, 0, 1, 2))
+		dy := must(RandNormal(dev, batch*l.cout*out[0]*out[1], 0, 1, 3))
+		flops := float64(2 * batch * l.cout * l.cin * l.k * l.k * out[0] * out[1])
+		name := fmt.Sprintf("c%dx%d/%dx%d/k%d/s%d", l.cin, l.cout, l.hw, l.hw, l.k, l.s)
+		for _, op := range []struct {
+			name string
+			f    func() (*Buffer, error)
+		}{
+			{"fwd", func() (*Buffer, error) { return ConvND(x, w, nil, dims, p) }},
+			{"bwd_input", func() (*Buffer, error) { return ConvNDBackwardInput(dy, w, dims, p) }},
+			{"bwd_weight", func() (*Buffer, error) { return ConvNDBackwardWeight(x, dy, dims, p) }},
+		} {
+			var ref []uint32
+			for _, direct := range []bool{false, true} {
+				path := "tile"
+				if direct {
+					path = "direct"
+				}
+				b.Run(name+"/"+op.name+"/"+path, func(b *testing.B) {
+					convDirectOnly = direct
+					defer func() { convDirectOnly = false }()
+					y := must(op.f())
+					v, err := y.Float32s()
+					y.Release()
+					if err != nil {
+						b.Fatal(err)
+					}
+					bits := make([]uint32, len(v))
+					for i, f := range v {
+						bits[i] = math.Float32bits(f)
+					}
+					if ref == nil {
+						ref = bits
+					} else {
+						for i := range bits {
+							if bits[i] != ref[i] {
+								b.Fatalf("direct [%d] = %#08x, tiled %#08x", i, bits[i], ref[i])
+							}
+						}
+					}
+					b.ResetTimer()
+					for range b.N {
+						must(op.f()).Release()
+					}
+					if err := dev.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+		x.Release()
+		w.Release()
+		dy.Release()
 	}
 }

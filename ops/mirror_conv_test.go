@@ -29,13 +29,29 @@ var convMirrors = []convMirror{
 	{d: ConvDims{Batch: 1, InChannels: 64, OutChannels: 65, Input: []int{14, 14}, Kernel: []int{3, 3}}, p: ConvParams{Padding: []int{1}}},
 	{d: ConvDims{Batch: 1, InChannels: 2, OutChannels: 3, Input: []int{3, 4, 3, 5}, Kernel: []int{2, 1, 2, 3}}, p: ConvParams{Padding: []int{1, 0, 0, 1}}},
 	{d: ConvDims{Batch: 3, InChannels: 6, OutChannels: 4, Input: []int{9, 8}, Kernel: []int{3, 2}}, p: ConvParams{Stride: []int{2, 1}, Padding: []int{1}, Groups: 2}, finite: false},
+	// Around the tiled kernels' edges (ptx/conv.cu; 128 x 64 tiles of (sample, position) x
+	// channels with K steps of 8, 32 x 32 weight-gradient tiles with K steps of 16): 297 rows
+	// (three row tiles, the last partial), 65 output channels (two column tiles), K = 45 (a
+	// partial last step); the transposed view has 65 input channels on the input-gradient tile.
+	{d: ConvDims{Batch: 3, InChannels: 5, OutChannels: 65, Input: []int{11, 9}, Kernel: []int{3, 3}}, p: ConvParams{Padding: []int{1}}},
+	// strides 2 and 3 with dilation: six residue classes of the input gradient, one of them
+	// without any valid offset (+0 and the bias); NaN and infinities through the tiles
+	{d: ConvDims{Batch: 2, InChannels: 20, OutChannels: 24, Input: []int{15, 13}, Kernel: []int{3, 2}}, p: ConvParams{Stride: []int{2, 3}, Padding: []int{1, 0}, Dilation: []int{1, 2}, OutputPadding: []int{1, 2}}},
+	// a strided 1x1 (ResNet's downsampling): three of the four classes have no term
+	{d: ConvDims{Batch: 2, InChannels: 24, OutChannels: 40, Input: []int{14, 14}, Kernel: []int{1, 1}}, p: ConvParams{Stride: []int{2}}},
+	// rank 3 on the tiles, and groups on the tiles (32 and 16 channels a group)
+	{d: ConvDims{Batch: 1, InChannels: 16, OutChannels: 20, Input: []int{5, 6, 7}, Kernel: []int{3, 3, 3}}, p: ConvParams{Stride: []int{2, 1, 1}, Padding: []int{1}, OutputPadding: []int{1, 0, 0}}},
+	{d: ConvDims{Batch: 2, InChannels: 32, OutChannels: 64, Input: []int{10, 10}, Kernel: []int{3, 3}}, p: ConvParams{Padding: []int{1}, Groups: 2}},
+	// weight-gradient tile edges: 33 rows, 35 columns, K = 9
+	{d: ConvDims{Batch: 1, InChannels: 7, OutChannels: 33, Input: []int{9}, Kernel: []int{5}}, p: ConvParams{Padding: []int{2}}},
 }
+
+// convMirrorSpecial: the geometries of convMirrors whose inputs hold NaN and infinities.
+var convMirrorSpecial = map[int]bool{15: true, 17: true}
 
 func init() {
 	for i := range convMirrors {
-		if i != len(convMirrors)-1 {
-			convMirrors[i].finite = true
-		}
+		convMirrors[i].finite = !convMirrorSpecial[i]
 	}
 }
 
