@@ -38,6 +38,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/term"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -188,9 +189,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var graphed *graphSteps // -graph: the captured steps
+	eager := func(b *nn.Batch) float64 { return step(sess, model, opt, b) }
+	var graphed *graphstep.Steps // -graph: the captured steps
 	if *graph {
-		graphed = newGraphSteps(sess, model, opt)
+		graphed = newGraphSteps(sess, model, opt, len(Classes))
 	}
 	start := time.Now()
 	last := *epochs
@@ -201,13 +203,9 @@ func main() {
 		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
-			var l float64
-			if graphed != nil {
-				if l, err = graphed.run(b, len(Classes)); err != nil {
-					log.Fatal(err)
-				}
-			} else {
-				l = step(sess, model, opt, b)
+			l, err := graphstep.RunStep(graphed, b, eager)
+			if err != nil {
+				log.Fatal(err)
 			}
 			sched.Step()
 			losses = append(losses, l)
@@ -226,15 +224,11 @@ func main() {
 			}
 		}
 	}
-	if graphed != nil && len(graphed.sizes) > 0 {
-		if ok, why := graphed.captured(); ok {
-			fmt.Println("graph: the training steps replayed CUDA graphs (after one eager step)")
-		} else {
-			fmt.Printf("graph: the training steps ran eagerly (%v)\n", why)
-		}
-	}
 	if graphed != nil {
-		if err := graphed.close(); err != nil {
+		if line := graphed.Report(); line != "" {
+			fmt.Println(line)
+		}
+		if err := graphed.Close(); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/term"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -146,7 +147,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var graphed *graphSteps // -graph: the captured steps
+	eager := func(b *nn.Batch) float64 { return step(sess, model, opt, b) }
+	var graphed *graphstep.Steps // -graph: the captured steps
 	if *graph {
 		graphed = newGraphSteps(sess, model, opt)
 	}
@@ -161,13 +163,9 @@ func main() {
 		bar := term.NewProgress(fmt.Sprintf("epoch %d/%d", epoch, *epochs), steps)
 		sum := 0.0
 		for b := range trainLoader.Epoch(epoch - 1) {
-			var l float64
-			if graphed != nil {
-				if l, err = graphed.run(b); err != nil {
-					log.Fatal(err)
-				}
-			} else {
-				l = step(sess, model, opt, b)
+			l, err := graphstep.RunStep(graphed, b, eager)
+			if err != nil {
+				log.Fatal(err)
 			}
 			sched.Step()
 			sum += l
@@ -187,15 +185,11 @@ func main() {
 		}
 	}
 	elapsed := time.Since(trainStart)
-	if graphed != nil && len(graphed.sizes) > 0 {
-		if ok, why := graphed.captured(); ok {
-			fmt.Println("graph: the training steps replayed CUDA graphs (after one eager step)")
-		} else {
-			fmt.Printf("graph: the training steps ran eagerly (%v)\n", why)
-		}
-	}
 	if graphed != nil {
-		if err := graphed.close(); err != nil {
+		if line := graphed.Report(); line != "" {
+			fmt.Println(line)
+		}
+		if err := graphed.Close(); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/ops"
 )
 
@@ -178,9 +179,9 @@ const graphDefault = false
 // train trains a model for steps steps on device d (AdamW, a linear warm-up over the first 20
 // steps into a cosine decay, gradients clipped to norm 1), logging to w when it is not nil, and
 // returns the model (its session is the caller's to close) and its token accuracy on 256 fresh
-// sequences. With graph it offers the step to Session.Capture after the first step (Run then
-// replays the graph, or calls the step eagerly on a device that cannot capture), and when the
-// capture refuses a call of the step it logs why and goes on eagerly.
+// sequences. With graph it offers the step to Session.Capture after the first step
+// (graphstep.Offered: a graph replayed, or the step called eagerly on a device that cannot
+// capture), and when the capture refuses a call of the step it logs why and goes on eagerly.
 func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer, graph bool) (*model, float64, error) {
 	s := autograd.NewSession(autograd.Options{Device: d, Seed: seed})
 	m := newModel(s)
@@ -206,17 +207,15 @@ func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer
 		opt.ZeroGrad()
 		return nil
 	}
-	var graphed *autograd.Step // -graph, from the second step: nil when the capture was refused
+	var logf func(string) // the refusal's line
+	if w != nil {
+		logf = func(line string) { fmt.Fprintln(w, line) }
+	}
+	offered := graphstep.NewOffered(s, stepFn, graph, logf) // -graph: offered before the second step
+	defer offered.Close()
 	for step := range steps {
 		tokens, targets = sequences(rng, batch)
-		if graph && step == 1 {
-			graphed = capture(s, stepFn, w)
-		}
-		run := stepFn
-		if graphed != nil {
-			run = graphed.Run
-		}
-		if err := run(); err != nil {
+		if err := offered.Run(); err != nil {
 			return m, 0, err
 		}
 		sched.Step()
@@ -224,27 +223,8 @@ func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer
 			fmt.Fprintf(w, "step %4d  loss %.4f\n", step, s.Item(loss))
 		}
 	}
-	if graphed != nil {
-		graphed.Close()
-	}
 	acc := m.accuracy(rng)
 	return m, acc, s.Err()
-}
-
-// capture offers f, a whole training step, to s.Capture and returns the Step (a graph, or f
-// itself on a device that cannot capture), or nil when the capture refused a call of f: then
-// it logs the refusal (which names the call) to w and clears the session's error, and the
-// caller goes on eagerly.
-func capture(s *autograd.Session, f func() error, w io.Writer) *autograd.Step {
-	step, err := s.Capture(f)
-	if err == nil {
-		return step
-	}
-	if w != nil {
-		fmt.Fprintf(w, "graph: the step cannot be captured, running eagerly: %v\n", err)
-	}
-	s.ClearErr()
-	return nil
 }
 
 // schedule returns the learning-rate schedule of a run of steps steps: a linear warm-up from

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -95,17 +96,7 @@ func graphParams(t *testing.T, d *ops.Device, graph bool) ([]uint32, string) {
 		t.Fatal(err)
 	}
 	defer m.s.Close()
-	var bits []uint32
-	for _, p := range nn.Parameters(m) {
-		h, err := p.Host()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range h {
-			bits = append(bits, math.Float32bits(v))
-		}
-	}
-	return bits, log.String()
+	return graphtest.ParamBits(t, nn.Parameters(m)), log.String()
 }
 
 // TestGraphSteps: with -graph the training gives the eager training's parameters bit for bit
@@ -122,17 +113,11 @@ func TestGraphSteps(t *testing.T) {
 // TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
 // eagerly with the bits of a run without -graph (deterministic mode).
 func TestGPUGraph(t *testing.T) {
-	d, err := ops.Open("cuda")
-	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
-	old := ops.Deterministic()
-	ops.SetDeterministic(true)
-	defer ops.SetDeterministic(old)
+	d := graphtest.CUDA(t, false)
 	want, _ := graphParams(t, d, false)
 	got, log := graphParams(t, d, true)
 	if !slices.Equal(got, want) {
 		t.Error("-graph changed the parameters")
 	}
-	if !strings.Contains(log, "graph: the step cannot be captured") || !strings.Contains(log, "CUDA graph capture") {
-		t.Errorf("no refusal naming the call in the log:\n%s", log)
-	}
+	graphtest.CheckRefused(t, log)
 }

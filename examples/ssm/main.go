@@ -50,6 +50,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -261,25 +262,13 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 		opt.ZeroGrad()
 		return nil
 	}
-	var graphed *autograd.Step // -graph, from the run's second step: nil when the capture was refused
-	offered := false
-	defer func() {
-		if graphed != nil {
-			graphed.Close()
-		}
-	}()
+	offered := graphstep.NewOffered(s, stepFn, o.Graph, bar.log) // -graph: offered before the run's second step
+	defer offered.Close()
 	for step < last {
 		epoch, at := step/perEpoch, step%perEpoch
 		for b := range loader.EpochFrom(epoch, at) {
 			batch = b
-			if o.Graph && step > first && !offered {
-				graphed, offered = capture(s, stepFn, bar.log), true
-			}
-			run := stepFn
-			if graphed != nil {
-				run = graphed.Run
-			}
-			if err := run(); err != nil {
+			if err := offered.Run(); err != nil {
 				return nil, err
 			}
 			sched.Step()
@@ -345,20 +334,6 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 // graphDefault is -graph's default: off, since the step cannot be captured yet (see the
 // package comment); one line to flip once it can and a GPU measurement shows it faster.
 const graphDefault = false
-
-// capture offers f, a whole training step, to s.Capture and returns the Step (a graph, or f
-// itself on a device that cannot capture), or nil when the capture refused a call of f: then
-// it logs the refusal (which names the call) with log and clears the session's error, and the
-// caller goes on eagerly.
-func capture(s *autograd.Session, f func() error, log func(string)) *autograd.Step {
-	step, err := s.Capture(f)
-	if err == nil {
-		return step
-	}
-	log(fmt.Sprintf("graph: the step cannot be captured, running eagerly: %v", err))
-	s.ClearErr()
-	return nil
-}
 
 // schedule returns the learning-rate schedule of a run of steps steps: a linear warm-up from
 // a tenth of the peak over the first 5% of the steps (at most 100), then a cosine decay to a

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -160,17 +161,11 @@ func TestGraphSteps(t *testing.T) {
 // TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
 // eagerly with the bits of a run without -graph (deterministic mode).
 func TestGPUGraph(t *testing.T) {
-	d, err := ops.Open("cuda")
-	testenv.RequireCUDA(t, err == nil, fmt.Sprint(err))
-	old := ops.Deterministic()
-	ops.SetDeterministic(true)
-	defer ops.SetDeterministic(old)
+	d := graphtest.CUDA(t, false)
 	want, _, _ := graphRun(t, d, false)
 	got, _, log := graphRun(t, d, true)
 	if !slices.Equal(got, want) {
 		t.Error("-graph changed the losses")
 	}
-	if !strings.Contains(log, "graph: the step cannot be captured") || !strings.Contains(log, "CUDA graph capture") {
-		t.Errorf("no refusal naming the call in the log:\n%s", log)
-	}
+	graphtest.CheckRefused(t, log)
 }
