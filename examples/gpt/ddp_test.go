@@ -84,6 +84,24 @@ func TestDDPTwoRanks(t *testing.T) {
 	t.Logf("validation: 2 ranks %v, one process %v", r0.curves.Val, single.curves.Val)
 }
 
+// TestDDPGraph: -graph with -ddp says once that graphs are not used, and the ranks train
+// eagerly to the recorded digest.
+func TestDDPGraph(t *testing.T) {
+	o := ddpTiny()
+	o.Plot, o.Graph = "", true
+	var log bytes.Buffer
+	all, err := runLocal([]*ops.Device{ops.CPU(), ops.CPU()}, o, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all[0].digest != ddpGolden || all[1].digest != ddpGolden {
+		t.Errorf("digests %s, %s; without -graph %s", all[0].digest, all[1].digest, ddpGolden)
+	}
+	if strings.Count(log.String(), "graph: not used with -ddp") != 1 {
+		t.Errorf("the log should say once that graphs are not used:\n%s", log.String())
+	}
+}
+
 // TestDDPGroup runs the 2 ranks as a torchrun-style group (dist.Init over TCP, here two
 // goroutines of this process): the same parameters as the in-process ranks.
 func TestDDPGroup(t *testing.T) {

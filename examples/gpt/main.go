@@ -7,6 +7,7 @@
 //	go run ./examples/gpt -device cpu -steps 300 -sample 1000 -temperature 0.6
 //	go run ./examples/gpt -checkpoint run.safetensors -stop-after 200   # then again to resume
 //	go run ./examples/gpt -ddp                   # data parallel: every local GPU, else 2 CPU ranks
+//	go run ./examples/gpt -graph                 # offer the step to the CUDA graph capture (GPU)
 //	RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 ./gpt  # one rank of a torchrun-style group (one per GPU)
 //
 // The model is GPT-2's, small: token and position embeddings, -layers pre-norm blocks
@@ -41,6 +42,17 @@
 // and the checkpoint, and samples; every rank reads -checkpoint when it exists (on several
 // machines, put it where all of them see it). -exact makes NCCL's all-reduce the fixed-order one,
 // whose results equal the same ranks simulated on the CPU bit for bit (in deterministic mode).
+//
+// With -graph the step is offered to autograd.Session.Capture after the first eager step
+// (examples/internal/graphstep). It cannot be captured yet, and the capture's refusal names the
+// call: the tokens, the positions and the labels are []int uploaded inside the step (the
+// embeddings, CrossEntropy: a graph needs them in static device buffers, and there is no static
+// form of ops.Indices), and ClipGradNorm adds the squared norms up on the host (a download) and
+// decides there whether to scale. So the steps run eagerly, logging the refusal, with -graph's
+// results equal to the eager ones bit for bit. With -ddp graphs are not used (the run says so):
+// the gradients' all-reduces are NCCL calls, or host exchanges between the CPU ranks, that a
+// capture refuses, and a refused all-reduce aborts the whole group (dist.DDP.Backward) instead
+// of falling back.
 package main
 
 import (
@@ -71,6 +83,7 @@ import (
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/dist"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -89,6 +102,7 @@ type options struct {
 	DDP                      bool // data parallel over the local devices (or ranks of Init)
 	Ranks                    int  // in-process CPU ranks of -ddp when no GPU is used
 	Exact                    bool // the fixed-order all-reduce on NCCL too
+	Graph                    bool // offer the step to the CUDA graph capture (not with DDP)
 }
 
 // defaults returns the default settings: a small model on the CPU, a larger one trained longer
@@ -124,6 +138,7 @@ func main() {
 	ddp := flag.Bool("ddp", false, "data parallel: a rank per local GPU, else -ranks CPU ranks (torchrun-style when RANK and WORLD_SIZE are set)")
 	ranks := flag.Int("ranks", 2, "in-process CPU ranks of -ddp when no GPU is used")
 	exact := flag.Bool("exact", false, "with -ddp on GPUs, the fixed-order all-reduce (the CPU ranks' bits) instead of NCCL's")
+	graph := flag.Bool("graph", graphDefault, "try to capture the training step into a CUDA graph (on a GPU; not with -ddp); this model's step cannot be captured yet (it says why) and runs eagerly, with the same results; the default is the constant graphDefault")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("gpt: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -174,7 +189,7 @@ func main() {
 		o.Sample = *sample
 	}
 	o.Seed, o.Temperature, o.Prompt, o.Plot, o.Checkpoint = *seed, *temperature, *prompt, *plotPath, *checkpoint
-	o.DDP, o.Ranks, o.Exact = *ddp || group, *ranks, *exact
+	o.DDP, o.Ranks, o.Exact, o.Graph = *ddp || group, *ranks, *exact, *graph
 	if err := o.check(); err != nil {
 		log.Fatal(err)
 	}
@@ -332,7 +347,12 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 		cfg.Layers, cfg.Width, cfg.Heads, cfg.Seq, res.params)
 	params := nn.Parameters(m)
 	backward := s.Backward
+	graph := o.Graph // offer the step to the capture
 	if wk != nil {
+		if graph {
+			fmt.Fprintln(w, "graph: not used with -ddp: the gradients' all-reduces are library calls or host exchanges that a capture refuses, and a refused all-reduce aborts the group; running eagerly")
+			graph = false
+		}
 		ddp, err := dist.New(s, wk.Comm, dist.Options{}) // rank 0's initial parameters everywhere
 		if err != nil {
 			return nil, err
@@ -423,6 +443,23 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 	every := max(o.EvalEvery/10, 1) // steps per point of the training curve
 	winSum, winN := 0.0, 0
 	step := first
+	var batch *nn.Batch // the current batch
+	var loss autograd.Var
+	stepFn := func() error { // one optimizer step on batch, the gradients from backward
+		s.Reset()
+		loss = s.CrossEntropy(m.logits(batch.Tokens, batch.TokensShape[0], batch.TokensShape[1]), batch.Labels)
+		if err := backward(loss); err != nil {
+			return err
+		}
+		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+			return err
+		}
+		opt.Step()
+		opt.ZeroGrad()
+		return nil
+	}
+	offered := graphstep.NewOffered(s, stepFn, graph, bar.log) // -graph: offered before the run's second step
+	defer offered.Close()
 	for step < last {
 		if _, err := loaderFor(step / perEpoch); err != nil {
 			return nil, err
@@ -431,8 +468,12 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 			if b.Index < step%perEpoch { // a resumed run skips the batches done before
 				continue
 			}
-			bits, err := trainStep(s, m, opt, b, backward)
-			if err != nil {
+			batch = b
+			if err := offered.Run(); err != nil {
+				return nil, err
+			}
+			bits := float64(s.Item(loss)) / math.Ln2 // this rank's batch, in bits per character
+			if err := s.Err(); err != nil {
 				return nil, err
 			}
 			sched.Step()
@@ -527,24 +568,9 @@ func digest(params []*autograd.Param) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// trainStep runs one optimizer step on the batch b, the gradients from backward (the session's,
-// or a DDP's averaging them over the ranks), and returns its loss in bits per character (this
-// rank's batch).
-func trainStep(s *autograd.Session, m *gpt, opt *autograd.Adam, b *nn.Batch, backward func(autograd.Var) error) (float64, error) {
-	s.Reset()
-	batch, t := b.TokensShape[0], b.TokensShape[1]
-	loss := s.CrossEntropy(m.logits(b.Tokens, batch, t), b.Labels)
-	if err := backward(loss); err != nil {
-		return 0, err
-	}
-	if _, err := autograd.ClipGradNorm(nn.Parameters(m), 1); err != nil {
-		return 0, err
-	}
-	opt.Step()
-	opt.ZeroGrad()
-	bits := float64(s.Item(loss)) / math.Ln2
-	return bits, s.Err()
-}
+// graphDefault is -graph's default: off, since the step cannot be captured yet (see the
+// package comment); one line to flip once it can and a GPU measurement shows it faster.
+const graphDefault = false
 
 // evaluate returns the model's loss in bits per character on the tokens val, cut into windows
 // of seq characters (each predicting its characters from those before it in the window) read in

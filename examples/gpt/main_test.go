@@ -13,6 +13,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -244,4 +245,62 @@ func TestOptionsCheck(t *testing.T) {
 	if _, err := run(ops.CPU(), o, nil); err == nil || !strings.Contains(err.Error(), "-prompt") {
 		t.Errorf("a prompt outside the vocabulary: error %v", err)
 	}
+}
+
+// graphRun trains tiny's model for 12 steps on d (an evaluation every 6, a short sample, no
+// plot) with or without -graph and returns the result and the log.
+func graphRun(t *testing.T, d *ops.Device, graph bool) (*result, string) {
+	t.Helper()
+	o := tiny()
+	o.Steps, o.EvalEvery, o.Sample, o.Graph = 12, 6, 20, graph
+	base := d.Stats().LiveBytes
+	var log strings.Builder
+	res, err := run(d, o, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Stats().LiveBytes; got != base {
+		t.Errorf("%s graph %v: live bytes %d after the run, %d before", d, graph, got, base)
+	}
+	return res, log.String()
+}
+
+// checkGraphRun checks that -graph's run got gives the eager run want's bits: the training
+// and validation losses, the parameters (digest) and the sample.
+func checkGraphRun(t *testing.T, d *ops.Device, got, want *result) {
+	t.Helper()
+	bits := func(r *result) []uint64 {
+		var b []uint64
+		for _, v := range append(slices.Clone(r.curves.Train), r.curves.Val...) {
+			b = append(b, math.Float64bits(v))
+		}
+		return b
+	}
+	if len(want.curves.Train) != 12 || len(want.curves.Val) != 2 || !slices.Equal(bits(got), bits(want)) ||
+		got.digest != want.digest || got.sample != want.sample {
+		t.Errorf("%s: -graph changed the training: losses %v %v, digest %s, sample %q; without: %v %v, %s, %q", d,
+			got.curves.Train, got.curves.Val, got.digest, got.sample, want.curves.Train, want.curves.Val, want.digest, want.sample)
+	}
+}
+
+// TestGraphSteps: with -graph the training gives the eager training's losses, parameters and
+// sample bit for bit (on the CPU the offered Step runs the function eagerly, with a schedule
+// changing the learning rate every step), and logs no refusal there.
+func TestGraphSteps(t *testing.T) {
+	want, _ := graphRun(t, ops.CPU(), false)
+	got, log := graphRun(t, ops.CPU(), true)
+	checkGraphRun(t, ops.CPU(), got, want)
+	if strings.Contains(log, "graph:") {
+		t.Errorf("a graph line on the CPU:\n%s", log)
+	}
+}
+
+// TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
+// eagerly with the bits of a run without -graph (deterministic mode).
+func TestGPUGraph(t *testing.T) {
+	d := graphtest.CUDA(t, false)
+	want, _ := graphRun(t, d, false)
+	got, log := graphRun(t, d, true)
+	checkGraphRun(t, d, got, want)
+	graphtest.CheckRefused(t, log)
 }
