@@ -812,18 +812,22 @@ func guardedCUDA(t *testing.T) *Device {
 }
 
 // TestMirror (GPU) runs every case on both backends and requires identical bits. Cases whose
-// names match the regular expression $TORCHLEAN_MIRROR_SKIP are left out (for slow tools such as
-// compute-sanitizer's racecheck); the golden file is then not written.
+// names match the regular expression $TORCHLEAN_MIRROR_SKIP, or do not match
+// $TORCHLEAN_MIRROR_ONLY, are left out (for slow tools such as compute-sanitizer's racecheck);
+// the golden file is then not written.
 func TestMirror(t *testing.T) {
 	gpu := guardedCUDA(t)
-	var skip *regexp.Regexp
+	var skip, only *regexp.Regexp
 	if s := os.Getenv("TORCHLEAN_MIRROR_SKIP"); s != "" {
 		skip = regexp.MustCompile(s)
 	}
+	if s := os.Getenv("TORCHLEAN_MIRROR_ONLY"); s != "" {
+		only = regexp.MustCompile(s)
+	}
 	var golden []string
 	for _, c := range mirrorCases() {
-		if skip != nil && skip.MatchString(c.name) {
-			t.Logf("%s: skipped (TORCHLEAN_MIRROR_SKIP)", c.name)
+		if (skip != nil && skip.MatchString(c.name)) || (only != nil && !only.MatchString(c.name)) {
+			t.Logf("%s: skipped (TORCHLEAN_MIRROR_SKIP / _ONLY)", c.name)
 			continue
 		}
 		for _, n := range c.sizes {
@@ -854,7 +858,7 @@ func TestMirror(t *testing.T) {
 			}
 		}
 	}
-	if dir := os.Getenv("TORCHLEAN_GOLDEN_OUT"); dir != "" && skip == nil {
+	if dir := os.Getenv("TORCHLEAN_GOLDEN_OUT"); dir != "" && skip == nil && only == nil {
 		text := "# GPU output hashes of the mirror test (ops/mirror_test.go); written by a GPU run.\n" + strings.Join(golden, "\n") + "\n"
 		if err := os.WriteFile(filepath.Join(dir, "mirror-golden.txt"), []byte(text), 0o644); err != nil {
 			t.Error(err)
