@@ -8,10 +8,15 @@ import (
 // BenchmarkFlashAttention times FlashAttention (fwd) and forward + FlashAttentionBackward
 // (fwdbwd) on the default device at (batch, heads, n, d); the shape is (8, 16, 1024, 64),
 // which takes minutes per iteration on two CPU cores, so the CPU runs (1, 4, 1024, 64) unless
-// -bench selects the full one by name (e.g. -bench 'FlashAttention/8x16x1024x64').
+// -bench selects the full one by name (e.g. -bench 'FlashAttention/8x16x1024x64'). A GPU also
+// runs the two other shapes, (4, 16, 4096, 64) and (8, 8, 1024, 128).
 func BenchmarkFlashAttention(b *testing.B) {
 	dev := Default()
-	for _, s := range [][4]int{{1, 4, 1024, 64}, {8, 16, 1024, 64}} {
+	shapes := [][4]int{{1, 4, 1024, 64}, {8, 16, 1024, 64}}
+	if dev != CPU() {
+		shapes = append(shapes, [4]int{4, 16, 4096, 64}, [4]int{8, 8, 1024, 128})
+	}
+	for _, s := range shapes {
 		batch, heads, n, d := s[0], s[1], s[2], s[3]
 		for _, causal := range []bool{false, true} {
 			name := fmt.Sprintf("%dx%dx%dx%d/causal=%v", batch, heads, n, d, causal)

@@ -143,3 +143,66 @@ func BenchmarkConvTiles(b *testing.B) {
 		dy.Release()
 	}
 }
+
+// BenchmarkConvShapes times the two convolutions of issue 26's benchmark list that are not
+// ResNet-18 layers, on the default device: a depthwise 1-D convolution of a state-space block
+// (Mamba's short causal convolution: 1024 channels, groups 1024, 4 taps, padding 3, length 1024)
+// and a 3-D convolution at a small volume (32 to 32 channels, 32^3, 3x3x3, padding 1); forward,
+// input gradient and weight gradient, no bias. The batch is 8 on a GPU and 1 on the CPU; the
+// names carry it (batch x channels x spatial...), as internal/bench/torch_bench.py's keys do.
+func BenchmarkConvShapes(b *testing.B) {
+	d := Default()
+	batch := 8
+	if d == CPU() {
+		batch = 1
+	}
+	must := func(x *Buffer, err error) *Buffer {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		name string
+		dims ConvDims
+		p    ConvParams
+	}{
+		{fmt.Sprintf("depthwise1d/%dx1024x1024/k4p3", batch),
+			ConvDims{Batch: batch, InChannels: 1024, OutChannels: 1024, Input: []int{1024}, Kernel: []int{4}},
+			ConvParams{Padding: []int{3}, Groups: 1024}},
+		{fmt.Sprintf("conv3d/%dx32x32x32x32/k32x3x3x3p1", batch),
+			ConvDims{Batch: batch, InChannels: 32, OutChannels: 32, Input: []int{32, 32, 32}, Kernel: []int{3, 3, 3}},
+			ConvParams{Padding: []int{1}}},
+	} {
+		out, err := ConvOutputSize(c.dims, c.p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		groups := max(c.p.Groups, 1)
+		inProd, outProd, kProd := numel(c.dims.Input), numel(out), numel(c.dims.Kernel)
+		x := must(RandNormal(d, batch*c.dims.InChannels*inProd, 0, 1, 1))
+		w := must(RandNormal(d, c.dims.OutChannels*c.dims.InChannels/groups*kProd, 0, 1, 2))
+		dy := must(RandNormal(d, batch*c.dims.OutChannels*outProd, 0, 1, 3))
+		flops := float64(2 * batch * c.dims.OutChannels * c.dims.InChannels / groups * kProd * outProd)
+		for _, op := range []struct {
+			name string
+			f    func() (*Buffer, error)
+		}{
+			{"fwd", func() (*Buffer, error) { return ConvND(x, w, nil, c.dims, c.p) }},
+			{"bwd_input", func() (*Buffer, error) { return ConvNDBackwardInput(dy, w, c.dims, c.p) }},
+			{"bwd_weight", func() (*Buffer, error) { return ConvNDBackwardWeight(x, dy, c.dims, c.p) }},
+		} {
+			b.Run(c.name+"/"+op.name, func(b *testing.B) {
+				for b.Loop() {
+					must(op.f()).Release()
+				}
+				if err := d.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+		ReleaseThen(nil, x, w, dy)
+	}
+}

@@ -16,8 +16,22 @@ func BenchmarkPool(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TORCHLEAN_POOL_BATCH")); err == nil && v > 0 {
 		batch = v
 	}
+	benchPool(b, CPU(), batch)
+}
+
+// BenchmarkPoolCUDA is BenchmarkPool on CUDA device 0 at the batch of 64 (skips without
+// one); internal/bench/torch_bench.py times PyTorch's pooling on the same shapes.
+func BenchmarkPoolCUDA(b *testing.B) {
+	d, err := Open("cuda")
+	if err != nil {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	benchPool(b, d, 64)
+}
+
+// benchPool runs BenchmarkPool's four cases on d at (batch, 64, 56, 56).
+func benchPool(b *testing.B, d *Device, batch int) {
 	shape := []int{batch, 64, 56, 56}
-	d := CPU()
 	must := func(x *Buffer, err error) *Buffer {
 		if err != nil {
 			b.Fatal(err)
@@ -47,11 +61,17 @@ func BenchmarkPool(b *testing.B) {
 			for b.Loop() {
 				must(c.fwd(x, shape, c.p)).Release()
 			}
+			if err := d.Sync(); err != nil {
+				b.Fatal(err)
+			}
 		})
 		b.Run(c.name+"/bwd", func(b *testing.B) {
 			b.SetBytes(bytes + int64(4*numel(shape))) // reads x (max), gO; writes dx
 			for b.Loop() {
 				must(c.bwd(x, g, shape, c.p)).Release()
+			}
+			if err := d.Sync(); err != nil {
+				b.Fatal(err)
 			}
 		})
 		g.Release()

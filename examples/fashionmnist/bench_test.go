@@ -12,14 +12,13 @@ import (
 )
 
 // benchSetup returns the example's default model of the kind ("mlp": 784-256-10 with SGD of
-// learning rate 0.01; "cnn": -model cnn's defaults) in a CPU session, with loaders of the
-// embedded subset on the CPU device.
-func benchSetup(b *testing.B, kind string) (train, test *nn.Loader, sess *autograd.Session, model nn.Layer, opt *autograd.SGD) {
+// learning rate 0.01; "cnn": -model cnn's defaults) in a session on d, with loaders of the
+// embedded subset on d.
+func benchSetup(b *testing.B, kind string, d *ops.Device) (train, test *nn.Loader, sess *autograd.Session, model nn.Layer, opt *autograd.SGD) {
 	tr, te, _, err := loadData("embedded", embeddedSubset())
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := ops.CPU()
 	sess = autograd.NewSession(autograd.Options{Device: d, Seed: 1})
 	if kind == "cnn" {
 		hidden, _ := strconv.Atoi(cnnDefaults.hidden)
@@ -52,14 +51,24 @@ func benchSetup(b *testing.B, kind string) (train, test *nn.Loader, sess *autogr
 // BenchmarkStep is one training step of the example (batch 64 of a shuffled epoch from the
 // loader, the loss read back): the time of 20 epochs is about 3140 of these plus 20
 // BenchmarkAccuracy.
-func BenchmarkStep(b *testing.B) { benchStep(b, "mlp") }
+func BenchmarkStep(b *testing.B) { benchStep(b, "mlp", ops.CPU()) }
 
 // BenchmarkCNNStep is one training step of -model cnn with its defaults (batch 64): 10 epochs of
 // the embedded subset are 1570 of these plus 10 BenchmarkCNNAccuracy.
-func BenchmarkCNNStep(b *testing.B) { benchStep(b, "cnn") }
+func BenchmarkCNNStep(b *testing.B) { benchStep(b, "cnn", ops.CPU()) }
 
-func benchStep(b *testing.B, kind string) {
-	train, _, sess, model, opt := benchSetup(b, kind)
+// BenchmarkCNNStepCUDA is BenchmarkCNNStep on CUDA device 0 (skips without one): issue 26's CNN
+// training step, against internal/bench/torch_bench.py's PyTorch eager step of the same model.
+func BenchmarkCNNStepCUDA(b *testing.B) {
+	d, err := ops.Open("cuda")
+	if err != nil {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	benchStep(b, "cnn", d)
+}
+
+func benchStep(b *testing.B, kind string, d *ops.Device) {
+	train, _, sess, model, opt := benchSetup(b, kind, d)
 	epoch := 0
 	next, stop := iter.Pull(train.Epoch(epoch))
 	defer func() { stop() }()
@@ -85,7 +94,7 @@ func BenchmarkAccuracy(b *testing.B) { benchAccuracy(b, "mlp") }
 func BenchmarkCNNAccuracy(b *testing.B) { benchAccuracy(b, "cnn") }
 
 func benchAccuracy(b *testing.B, kind string) {
-	_, test, sess, model, _ := benchSetup(b, kind)
+	_, test, sess, model, _ := benchSetup(b, kind, ops.CPU())
 	for b.Loop() {
 		accuracy(sess, model, test)
 	}

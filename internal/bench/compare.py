@@ -10,9 +10,21 @@
 --coldstart  output of the TestFirstKernelLatency run (lines mentioning first/ms are echoed)
 
 Ratios are ours/theirs (> 1 = we are faster). Missing rows print n/a. Always exits 0.
+
+Besides the elementwise, reduction, kernel, dispatch and training-step rows, one section per
+family of issues 24-26, each Go row paired with torch_bench.py's row of the same key (the Go
+name without "Benchmark<Family>/" and the path tag) and the target of
+shared/reference/performance-targets.md (PASS/MISS; "-"/info where the issue sets none):
+  conv       BenchmarkConvTiles/<layer>/<op>/tile (direct shown beside), BenchmarkConvShapes/...;
+             geometric means over ResNet-18's 11 layers per op (verdict only when all 11 paired)
+  pooling    BenchmarkPoolCUDA/...                 attention  BenchmarkFlashAttention/...
+  scan       BenchmarkSelectiveScan/...: GB/s against the HBM copy bandwidth (the roofline)
+  fft        BenchmarkFFTTier/<op>/<shape>/<exact|cufft> and BenchmarkRfft/... vs torch.fft
+  spectral   BenchmarkSpectralConvCUDA/...         steps      BenchmarkFNOStep, BenchmarkCNNStepCUDA
 """
 import argparse
 import json
+import math
 import re
 import statistics
 import sys
@@ -329,18 +341,32 @@ def main():
             p("%-48s %10s %10s %7s %7s %5s" % (name, fmt(ours, "%.4f"), fmt(t.get("ms"), "%.4f"),
                                                fmt(r, "%.3f"), ">=%.2f" % target, v))
 
+    # the families of issues 24-26, each against its PyTorch rows (new_sections)
+    tally = Tally()
+    new_sections(go, torch, p, tally)
+
     # the FFT's two tiers on the GPU (ops BenchmarkFFTTier/<op>/<shape>/<cufft|exact>): the ratio
-    # exact/cufft > 1 means cuFFT is faster; a row where it is < 1 belongs in ops.cufftSlower
+    # exact/cufft > 1 means cuFFT is faster; a row where it is < 1 belongs in ops.cufftSlower.
+    # cu/ex is the target's ratio: our exact rfft >= 0.9x cuFFT's R2C for n <= 8192.
     tiers = sorted({k.rsplit("/", 1)[0] for k in go if k.startswith("BenchmarkFFTTier/")})
     if tiers:
-        p("%-48s %10s %10s %7s" % ("fft tier (cuda)", "cufft ms", "exact ms", "ex/cu"))
+        p("%-48s %10s %10s %7s %7s %7s %5s" % ("fft tier (cuda)", "cufft ms", "exact ms", "ex/cu", "cu/ex", "target", ""))
         for row in tiers:
             cu, ex = (go.get(row + "/cufft") or {}).get("ns"), (go.get(row + "/exact") or {}).get("ns")
-            p("%-48s %10s %10s %7s" % (row[len("BenchmarkFFTTier/"):], fmt(cu and cu / 1e6, "%.4f"),
-                                       fmt(ex and ex / 1e6, "%.4f"), fmt(ratio(ex, cu), "%.3f")))
+            name = row[len("BenchmarkFFTTier/"):]
+            m = re.match(r"^rfft/\d+x(\d+)$", name)
+            target = CUFFT_EXACT_TARGET if m and int(m.group(1)) <= 8192 else None
+            v = tally.add("fft tier", verdict(ratio(cu, ex), target)) if target else ""
+            p("%-48s %10s %10s %7s %7s %7s %5s" % (name, fmt(cu and cu / 1e6, "%.4f"), fmt(ex and ex / 1e6, "%.4f"),
+                                                  fmt(ratio(ex, cu), "%.3f"), fmt(ratio(cu, ex), "%.3f"),
+                                                  ">=%.2f" % target if target else "-", v))
+    fam_pass, fam_miss = tally.total()
+    n_pass += fam_pass
+    n_miss += fam_miss
 
     # anything else the Go run benchmarked on the GPU, briefly
-    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels|TrainStep|FFTTier)/")
+    known = re.compile(r"^Benchmark(Elementwise|Reduce|Dispatch|Memcpy|Kernels|TrainStep|FFTTier|"
+                       + NEW_FAMILIES + r")(/|$)")
     others = sorted(k for k in go if not known.match(k))
     for k in others[:15]:
         rec = go[k]
@@ -351,8 +377,234 @@ def main():
 
     p("summary: GPU throughput %d PASS, %d MISS; dispatch %s; %d Go benchmark rows parsed"
       % (n_pass, n_miss, verdict(go_c, DISPATCH_TARGET, higher_better=False), len(go)))
+    if tally.fams:
+        p("summary by family (PASS/MISS): " + ", ".join("%s %d/%d" % (f, c[0], c[1]) for f, c in tally.fams.items()))
     print("\n".join(out))
     return 0
+
+
+# ---- the families of issues 24-26: conv, pool, attention, scan, fft, spectral, steps ----
+
+ROW = "%-48s %10s %10s %7s %7s %5s"
+CONV_FWD_TARGET, CONV_BWD_TARGET = 0.8, 0.7  # ResNet-18 layers (geometric mean) and N64 C64 56x56 K64
+DEPTHWISE_TARGET = 1.5
+POOL_TARGET = 1.5
+ATTN_TARGET = 1.0  # forward and forward+backward, the issue's three shapes
+ATTN_SHAPES = ("8x16x1024x64/", "4x16x4096x64/", "8x8x1024x128/")
+SCAN_TARGETS = {"fwd": 0.5, "bwd": 0.3}  # fractions of the HBM roofline
+RFFT_TARGETS = {"rfft": 1.0, "irfft": 1.5}  # ours vs torch.fft
+CUFFT_EXACT_TARGET = 0.9  # exact rfft >= 0.9x cuFFT's R2C, n <= 8192
+SPECTRAL_TARGETS = {"forward": 2.0, "forward+backward": 1.5}
+STEP_ROWS = [  # torch key, Go row, target
+    ("fno1d/eager", "BenchmarkFNOStep", 2.0),
+    ("fno1d/compile", "BenchmarkFNOStep", 1.0),
+    ("cnn/eager", "BenchmarkCNNStepCUDA", 2.0),
+]
+RESNET18_LAYERS = 11
+NEW_FAMILIES = r"ConvTiles|ConvShapes|PoolCUDA|FlashAttention|SelectiveScan|Rfft|SpectralConvCUDA|FNOStep|CNNStepCUDA"
+
+
+def go_ms(go, name):
+    rec = go.get(name)
+    return rec["ns"] / 1e6 if rec and rec.get("ns") else None
+
+
+def torch_family(torch, key):
+    """(rows, error): the family's rows {key: row} (keys starting with "_" left out), or {} and
+    the family's error when it failed or is absent."""
+    fam = torch.get(key)
+    if not isinstance(fam, dict):
+        return {}, "absent"
+    if "error" in fam and not isinstance(fam["error"], dict):
+        return {}, str(fam["error"])[:120]
+    return {k: v for k, v in fam.items() if not k.startswith("_") and isinstance(v, dict)}, None
+
+
+def keys_of(trows, go, patterns):
+    """The torch keys in their order, then the keys of Go rows matching patterns (regexps whose
+    group 1 is the key) that torch lacks, sorted."""
+    keys = list(trows)
+    extra = set()
+    for pat in patterns:
+        rx = re.compile(pat)
+        for name in go:
+            m = rx.match(name)
+            if m and m.group(1) not in trows:
+                extra.add(m.group(1))
+    return keys + sorted(extra)
+
+
+class Tally:
+    """PASS/MISS counts per family, in the order first seen."""
+
+    def __init__(self):
+        self.fams = {}
+
+    def add(self, fam, v):
+        c = self.fams.setdefault(fam, [0, 0])
+        c[0] += v == "PASS"
+        c[1] += v == "MISS"
+        return v
+
+    def total(self):
+        return sum(c[0] for c in self.fams.values()), sum(c[1] for c in self.fams.values())
+
+
+def row_line(label, ours, theirs, target, v, extra=""):
+    line = ROW % (label[:48], fmt(ours, "%.4f"), fmt(theirs, "%.4f"), fmt(ratio(theirs, ours), "%.3f"),
+                  "-" if target is None else ">=%.2f" % target, v)
+    return line + ("  " + extra if extra else "")
+
+
+def geomean(rs):
+    rs = [r for r in rs if r]
+    return math.exp(sum(math.log(r) for r in rs) / len(rs)) if rs else None
+
+
+def family_header(p, title, trows, err):
+    p(ROW % (title, "ours ms", "torch ms", "ratio", "target", ""))
+    if err:
+        p("   torch rows: %s" % err)
+    shapes = sorted({t["shape"] for t in trows.values() if t.get("shape")})
+    notes = sorted({t["note"] for t in trows.values() if t.get("note")})
+    for s in (shapes if len(shapes) <= 2 else []) + notes:
+        p("   torch: %s" % s)
+
+
+def section_conv(go, torch, p, tally):
+    trows, err = torch_family(torch, "conv")
+    keys = keys_of(trows, go, [r"^BenchmarkConvTiles/(.+)/tile$", r"^BenchmarkConvShapes/(.+)$"])
+    if not keys:
+        return
+    family_header(p, "conv (cuda; torch cuDNN fp32, TF32 off)", trows, err)
+    ratios = {"fwd": [], "bwd_input": [], "bwd_weight": []}
+    for key in keys:
+        op = key.rsplit("/", 1)[-1]
+        theirs = (trows.get(key) or {}).get("ms")
+        shapes = key.startswith(("depthwise1d/", "conv3d/"))
+        if shapes:
+            ours, extra = go_ms(go, "BenchmarkConvShapes/" + key), ""
+            target = DEPTHWISE_TARGET if key.startswith("depthwise1d/") else None
+        else:
+            ours = go_ms(go, "BenchmarkConvTiles/%s/tile" % key)
+            direct = go_ms(go, "BenchmarkConvTiles/%s/direct" % key)
+            extra = "direct %s ms" % fmt(direct, "%.4f") if direct is not None else ""
+            target = None
+            if key.startswith("c64x64/56x56/k3/s1/"):
+                target = CONV_FWD_TARGET if op == "fwd" else CONV_BWD_TARGET
+            if op in ratios:
+                ratios[op].append(ratio(theirs, ours))
+        p(row_line(key, ours, theirs, target, tally.add("conv", verdict(ratio(theirs, ours), target)), extra))
+    for op, rs in ratios.items():
+        if not rs:
+            continue
+        have = [r for r in rs if r is not None]
+        g = geomean(have)
+        target = CONV_FWD_TARGET if op == "fwd" else CONV_BWD_TARGET
+        v = verdict(g, target) if len(have) == RESNET18_LAYERS else "n/a"
+        label = "geomean ResNet-18 %s (%d of %d layers)" % (op, len(have), RESNET18_LAYERS)
+        p(ROW % (label, "", "", fmt(g, "%.3f"), ">=%.2f" % target, tally.add("conv", v)))
+
+
+def simple_section(go, torch, p, tally, fam, title, go_prefix, target_of):
+    """A family whose Go rows are go_prefix + key, one to one."""
+    trows, err = torch_family(torch, fam)
+    keys = keys_of(trows, go, ["^" + re.escape(go_prefix) + "(.+)$"])
+    if not keys:
+        return
+    family_header(p, title, trows, err)
+    for key in keys:
+        ours = go_ms(go, go_prefix + key)
+        theirs = (trows.get(key) or {}).get("ms")
+        target = target_of(key)
+        p(row_line(key, ours, theirs, target, tally.add(fam, verdict(ratio(theirs, ours), target))))
+
+
+def section_scan(go, torch, p, tally):
+    trows, err = torch_family(torch, "scan")
+    keys = keys_of(trows, go, [r"^BenchmarkSelectiveScan/(.+)$"])
+    if not keys:
+        return
+    copy = ((torch.get("scan") or {}).get("_hbm_copy") or {}).get("gbps") if isinstance(torch.get("scan"), dict) else None
+    src = "torch clone in the scan family"
+    if copy is None:
+        copy, src = (torch.get("copy") or {}).get("gbps"), "torch elementwise copy"
+    hdr = "%-48s %10s %10s %7s %8s %6s %7s %5s"
+    p(hdr % ("selective scan (cuda)", "ours ms", "loop ms", "ratio", "GB/s", "%hbm", "target", ""))
+    if err:
+        p("   torch rows: %s" % err)
+    p("   roofline: HBM copy %s GB/s (%s); ratio vs the PyTorch loop is informational"
+      % (fmt(copy), src if copy is not None else "not measured"))
+    for key in keys:
+        rec = go.get("BenchmarkSelectiveScan/" + key)
+        ours = rec["ns"] / 1e6 if rec and rec.get("ns") else None
+        gbps = rec["MB/s"] / 1e3 if rec and "MB/s" in rec else None
+        theirs = (trows.get(key) or {}).get("ms")
+        frac = ratio(gbps, copy)
+        target = SCAN_TARGETS.get(key.split("/", 1)[0])
+        v = tally.add("scan", verdict(frac, target))
+        p(hdr % (key[:48], fmt(ours, "%.4f"), fmt(theirs, "%.4f"), fmt(ratio(theirs, ours), "%.3f"), fmt(gbps),
+                 fmt(frac * 100 if frac is not None else None, "%.0f%%"),
+                 "-" if target is None else ">=%.0f%%" % (target * 100), v))
+
+
+def section_fft(go, torch, p, tally):
+    trows, err = torch_family(torch, "fft")
+    keys = keys_of(trows, go, [r"^BenchmarkFFTTier/(.+)/(?:exact|cufft)$", r"^BenchmarkRfft/(.+)$"])
+    if not keys:
+        return
+    family_header(p, "fft vs torch.fft (cuda)", trows, err)
+    for key in keys:
+        theirs = (trows.get(key) or {}).get("ms")
+        target = RFFT_TARGETS.get(key.split("/", 1)[0])
+        sources = [("BenchmarkFFTTier/%s/exact" % key, " exact", target),
+                   ("BenchmarkFFTTier/%s/cufft" % key, " cufft", None),
+                   ("BenchmarkRfft/%s" % key, "", target)]
+        present = [s for s in sources if s[0] in go] or [(None, "", target)]
+        for name, tag, tgt in present:
+            ours = go_ms(go, name) if name else None
+            p(row_line(key + tag, ours, theirs, tgt, tally.add("fft", verdict(ratio(theirs, ours), tgt))))
+
+
+def section_steps(go, torch, p, tally):
+    trows, err = torch_family(torch, "steps")
+    fixed = [k for k, _, _ in STEP_ROWS]
+    keys = fixed + [k for k in trows if k not in fixed]
+    if not trows and not any(g in go for _, g, _ in STEP_ROWS):
+        return
+    family_header(p, "training step (cuda, wall ms per step)", {}, err)
+    for key in keys:
+        gname, target = next(((g, t) for k, g, t in STEP_ROWS if k == key), (None, None))
+        t = trows.get(key) or {}
+        ours = go_ms(go, gname) if gname else None
+        extra = "(%s)" % t["shape"] if t.get("shape") else ""
+        if t.get("error"):
+            extra = "torch: %s" % str(t["error"])[:60]
+        p(row_line(key, ours, t.get("ms"), target, tally.add("steps", verdict(ratio(t.get("ms"), ours), target)), extra))
+
+
+def new_sections(go, torch, p, tally):
+    meta = torch.get("_meta", {})
+    if meta.get("quick") or meta.get("device_type") == "cpu":
+        p("note: torch_bench ran with --quick/--device %s: test shapes, not a baseline" % meta.get("device_type", "?"))
+    sections = [
+        ("conv", lambda: section_conv(go, torch, p, tally)),
+        ("pool", lambda: simple_section(go, torch, p, tally, "pool", "pooling (cuda)", "BenchmarkPoolCUDA/",
+                                        lambda k: POOL_TARGET)),
+        ("attention", lambda: simple_section(go, torch, p, tally, "attention", "attention fp32 (cuda)",
+                                             "BenchmarkFlashAttention/",
+                                             lambda k: ATTN_TARGET if k.startswith(ATTN_SHAPES) else None)),
+        ("scan", lambda: section_scan(go, torch, p, tally)),
+        ("fft", lambda: section_fft(go, torch, p, tally)),
+        ("spectral", lambda: simple_section(go, torch, p, tally, "spectral", "spectral conv vs rfft-einsum-irfft",
+                                            "BenchmarkSpectralConvCUDA/", lambda k: SPECTRAL_TARGETS.get(k))),
+        ("steps", lambda: section_steps(go, torch, p, tally)),
+    ]
+    for name, run in sections:
+        try:
+            run()
+        except Exception as ex:  # one section failing must not lose the table
+            p("compare: %s section failed: %r" % (name, ex))
 
 
 def _memcpy_rows(go):
