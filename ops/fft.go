@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -139,14 +140,20 @@ func fftRowPlan(cp *cpu.FFTPlan) (radices, rcs int, ok bool) {
 	if !fftRowKernels || cp.Blue != nil || cp.N > fftRowMax || len(cp.Stages) == 0 || len(cp.Stages) > fftRowStages {
 		return 0, 0, false
 	}
+	var rw, cw uint64
 	for s, st := range cp.Stages {
 		if st.Radix >= 1<<fftRowRadixBits || st.Rc >= 1<<fftRowRcBits {
 			return 0, 0, false
 		}
-		radices |= st.Radix << (fftRowRadixBits * s)
-		rcs |= st.Rc << (fftRowRcBits * s)
+		rw |= uint64(st.Radix) << (fftRowRadixBits * s)
+		cw |= uint64(st.Rc) << (fftRowRcBits * s)
 	}
-	return radices, rcs, true
+	// The words travel as ints (the launch sizes): where int has 32 bits (GOARCH=386, arm) a plan
+	// whose words need more takes the per-stage path, which gives the same bits.
+	if rw > math.MaxInt || cw > math.MaxInt {
+		return 0, 0, false
+	}
+	return int(rw), int(cw), true
 }
 
 // fftRowSteps decodes the plan words of fftRowPlan into the stages they describe, as the row

@@ -5,10 +5,12 @@ import (
 	bin "encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/cpu"
@@ -40,8 +42,12 @@ func TestFFTRowPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		radices, rcs, ok := fftRowPlan(p.C)
-		if !ok {
+		if !ok && fftRowWordsFit(p.C) {
 			t.Fatalf("n=%d: the row kernels refuse the plan of %d stages", n, len(p.C.Stages))
+		}
+		if !ok {
+			t.Logf("n=%d: the plan words need more than a %d-bit int: per-stage path", n, strconv.IntSize)
+			continue
 		}
 		if got := fftRowSteps(radices, rcs); !slices.Equal(got, p.C.Stages) {
 			t.Errorf("n=%d: the plan words decode to %v, want %v", n, got, p.C.Stages)
@@ -62,6 +68,18 @@ func TestFFTRowPlan(t *testing.T) {
 			t.Errorf("fftRowThreads(%d) = %d", c, th)
 		}
 	}
+}
+
+// fftRowWordsFit reports whether the constants' offsets of plan p fit fftRowPlan's words in an
+// int of this platform (always with 64-bit ints: 8 stages of fftRowRcBits = 8 bits).
+func fftRowWordsFit(p *cpu.FFTPlan) bool {
+	n := 0
+	for s, st := range p.Stages {
+		if st.Rc != 0 {
+			n = fftRowRcBits*s + bits.Len(uint(st.Rc))
+		}
+	}
+	return n < strconv.IntSize
 }
 
 // TestFFTRowMatchesStages: on the CPU, the transforms on the row kernels' twins give the bits of
