@@ -22,9 +22,10 @@
 # steps to skip: tests,sanitizer,coldstart,launch,torch), GPU_CHECK_RACECHECK=1,
 # GPU_CHECK_RACECHECK_SKIP (a regexp of mirror cases racecheck leaves out, e.g. the largest
 # products), GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240),
-# TORCH_BENCH_ARGS.
+# TORCH_BENCH_ARGS, GPU_CHECK_MODELS=1 (step f2, the model suite; GPU_CHECK_MODELS_ARGS,
+# GPU_CHECK_MODELS_BENCHTIME, GPU_CHECK_MODELS_COUNT).
 # Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, model-golden.txt,
-# bench-table.txt.
+# bench-table.txt (with GPU_CHECK_MODELS=1: models-go.log, models-torch.json, models-table.txt).
 # Exit status: the test runner's (step b); 2 when .gpu/run is missing.
 set -u
 
@@ -221,6 +222,34 @@ if ! skipped torch; then
   { echo "--- torch_bench (exit $rc)"; cat "$work/torch.stderr" "$work/torch.stdout"; } >> "$LOG"
   say "   exit $rc ($(elapsed "$t0")s)"
   [ $rc = 0 ] || tail -n 3 "$work/torch.stderr"
+fi
+
+# ---- f2. the model benchmark suite (GPU_CHECK_MODELS=1; issue 27, item 5): the examples'
+# BenchmarkModelStep rows (GPU_CHECK_MODELS_BENCHTIME, default 20x, GPU_CHECK_MODELS_COUNT runs,
+# default 3), torch_models.py (GPU_CHECK_MODELS_ARGS), models_table.py -> $OUT/models-table.txt ----
+if [ "${GPU_CHECK_MODELS:-0}" = 1 ]; then
+  step "f2. models (BenchmarkModelStep, torch_models.py, models_table.py)"
+  : > "$OUT/models-go.log"
+  for pkg in examples/fashionmnist examples/fno examples/gpt examples/ssm; do
+    bin=$root/.gpu/bin/$(tr '/.' '__' <<< "$pkg").test
+    [ -x "$bin" ] || { [ -f "$bin.gz" ] && gunzip -kf "$bin.gz" && chmod +x "$bin"; }
+    if [ -x "$bin" ]; then
+      t0=$(date +%s.%N)
+      (cd "$root/$pkg" && env -u TORCHLEAN_GOLDEN_OUT TORCHLEAN_REQUIRE_CUDA=1 "$bin" -test.run XXX -test.bench ModelStep \
+        -test.benchtime "${GPU_CHECK_MODELS_BENCHTIME:-20x}" -test.count "${GPU_CHECK_MODELS_COUNT:-3}") >> "$OUT/models-go.log" 2>&1
+      say "   $pkg exit $? ($(elapsed "$t0")s)"
+    else
+      say "   $bin missing: pack with internal/bench/gpu-pack.sh"
+    fi
+  done
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 python3 "$bench/torch_models.py" --out "$OUT/models-torch.json" ${GPU_CHECK_MODELS_ARGS:-} \
+    > /dev/null 2> "$work/models-torch.stderr"
+  say "   torch_models exit $? ($(elapsed "$t0")s)"
+  python3 "$bench/models_table.py" --go "$OUT/models-go.log" --torch "$OUT/models-torch.json" > "$OUT/models-table.txt" 2>> "$LOG"
+  { echo "--- torch_models"; cat "$work/models-torch.stderr"; echo "--- models table"; cat "$OUT/models-table.txt"; } >> "$LOG"
+  cat "$OUT/models-table.txt"
 fi
 
 # ---- g. the table, printed last ----
