@@ -4,6 +4,7 @@ BenchmarkModelStep/<model>/{eager,graph} from a benchmark log (examples/*/modelb
 next to internal/bench/torch_models.py's JSON, with the ratios against the issue's targets.
 
   python3 internal/bench/models_table.py --go models-go.log --torch models-torch.json [--markdown]
+  python3 internal/bench/models_table.py --go models-go.log --torch a.json --torch compile.json
 
 Columns, in ms per training step (the median where the log has several runs of a row):
 ours eager, ours graph (captured: "yes", or "no" when the capture refused the step or the
@@ -174,10 +175,27 @@ def render(table, notes, meta, markdown):
     return "\n".join(out)
 
 
+def merge(a, b):
+    """torch_models.py's JSON b merged into a: b's rows replace a's, except that a row without a
+    time does not replace one with a time; the first file's _meta is kept."""
+    if not a:
+        return b
+    models = a.setdefault("models", {})
+    for name, rows in b.get("models", {}).items():
+        dst = models.setdefault(name, {})
+        for key, row in rows.items():
+            if key in dst and torch_ms(dst[key]) is not None and torch_ms(row) is None:
+                continue
+            dst[key] = row
+    return a
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--go", required=True, help="a Go benchmark log with BenchmarkModelStep rows")
-    ap.add_argument("--torch", default="", help="torch_models.py's JSON (absent: the Go columns only)")
+    ap.add_argument("--torch", action="append", default=[],
+                    help="torch_models.py's JSON (absent: the Go columns only); repeated: merged, a row "
+                         "with a time replacing one without (runs split by --only or --variants)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table (BENCHMARKS.md)")
     ap.add_argument("--json", default="", help="also write the table's rows as JSON to this file")
     args = ap.parse_args()
@@ -187,12 +205,12 @@ def main():
         print("models_table: %s" % ex, file=sys.stderr)
         return 1
     tj = {}
-    if args.torch:
+    for path in args.torch:
         try:
-            with open(args.torch) as f:
-                tj = json.load(f)
+            with open(path) as f:
+                tj = merge(tj, json.load(f))
         except (OSError, ValueError) as ex:
-            print("models_table: %s: %s (the PyTorch columns are empty)" % (args.torch, ex), file=sys.stderr)
+            print("models_table: %s: %s (its PyTorch rows are missing)" % (path, ex), file=sys.stderr)
     table, notes = build(go, tj)
     if not table:
         print("models_table: no BenchmarkModelStep rows in %s and no models in the JSON" % args.go, file=sys.stderr)
