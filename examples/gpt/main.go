@@ -95,6 +95,7 @@ type options struct {
 	LR                       float64
 	Seed                     uint64
 	Warmup, EvalEvery        int
+	ValChars                 int // validation characters evaluated (0: the whole validation split)
 	Sample                   int
 	Temperature              float64
 	Prompt, Plot, Checkpoint string
@@ -128,6 +129,7 @@ func main() {
 	lr := flag.Float64("lr", 0, "peak AdamW learning rate (0: 5e-3 on the CPU, 1e-3 on a GPU)")
 	seed := flag.Uint64("seed", 1, "random seed (initialization, data order and sampling)")
 	evalEvery := flag.Int("eval-every", 0, "steps between validation losses (0: 200 on the CPU, 250 on a GPU)")
+	valChars := flag.Int("val-chars", 0, "validation characters each evaluation reads, from the start of the split (0: all)")
 	sample := flag.Int("sample", -1, "characters to generate at the end (-1: 500; 0: none)")
 	temperature := flag.Float64("temperature", 0.8, "sampling temperature (0: the likeliest character every time)")
 	prompt := flag.String("prompt", "The Colours of ", "text the sample continues")
@@ -177,7 +179,7 @@ func main() {
 		dst *int
 		v   int
 	}{{&o.Steps, *steps}, {&o.Batch, *batch}, {&o.Seq, *seq}, {&o.Width, *width}, {&o.Heads, *heads},
-		{&o.Layers, *layers}, {&o.EvalEvery, *evalEvery}, {&o.StopAfter, *stopAfter}} {
+		{&o.Layers, *layers}, {&o.EvalEvery, *evalEvery}, {&o.StopAfter, *stopAfter}, {&o.ValChars, *valChars}} {
 		if f.v != 0 {
 			*f.dst = f.v
 		}
@@ -321,6 +323,10 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 		world = wk.WorldSize
 	}
 	corpus := text.OpticksCorpus()
+	val := corpus.Val
+	if o.ValChars > 0 && o.ValChars < len(val) {
+		val = val[:o.ValChars]
+	}
 	cfg := config{Vocab: corpus.Vocab.Size(), Seq: o.Seq, Width: o.Width, Heads: o.Heads, Layers: o.Layers}
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -487,7 +493,7 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 				return fmt.Sprintf("train %.3f bpc  %s", sum/float64(n), rate(float64((step-first)*world*o.Batch*o.Seq)/time.Since(start).Seconds()))
 			})
 			if lead && (step%o.EvalEvery == 0 || step == last) {
-				val := evaluate(m, corpus.Val, o.Seq, o.Batch)
+				val := evaluate(m, val, o.Seq, o.Batch)
 				if err := s.Err(); err != nil {
 					return nil, err
 				}
@@ -522,7 +528,7 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 		fmt.Fprintf(w, "trained %d steps in %s (%s), validation loss %.3f bits per character\n", res.steps,
 			res.elapsed.Round(100*time.Millisecond), rate(float64(res.steps*world*o.Batch*o.Seq)/res.elapsed.Seconds()), res.val)
 	} else {
-		res.val = evaluate(m, corpus.Val, o.Seq, o.Batch)
+		res.val = evaluate(m, val, o.Seq, o.Batch)
 		fmt.Fprintf(w, "nothing left to train: validation loss %.3f bits per character\n", res.val)
 	}
 	if o.Plot != "" && len(res.curves.ValSteps) > 0 {

@@ -21,7 +21,7 @@ import (
 // tiny returns the settings of a model small enough to train in a test.
 func tiny() options {
 	return options{Steps: 60, Batch: 8, Seq: 16, Width: 32, Heads: 2, Layers: 1, LR: 1e-2, Seed: 3,
-		Warmup: 5, EvalEvery: 20, Sample: 40, Temperature: 0.8, Prompt: "The Light "}
+		Warmup: 5, EvalEvery: 20, ValChars: 4096, Sample: 40, Temperature: 0.8, Prompt: "The Light "}
 }
 
 // TestTrainSmall trains a tiny model on the CPU for a few steps: the validation loss must fall
