@@ -21,7 +21,8 @@
 # Environment: GPU_CHECK_GOLDEN=1 (regenerate the golden file first, step a2), GPU_CHECK_ARGS (arguments for every test binary), GPU_CHECK_SKIP (comma list of
 # steps to skip: tests,sanitizer,coldstart,launch,torch), GPU_CHECK_RACECHECK=1,
 # GPU_CHECK_RACECHECK_SKIP (a regexp of mirror cases racecheck leaves out, e.g. the largest
-# products), GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240),
+# products), GPU_CHECK_SANITIZER_ONLY (a regexp: both tools run only the mirror cases it
+# matches, e.g. '^(flash_attention|conv|rfft|irfft)' for new families), GPU_CHECK_SANITIZER_TIMEOUT (seconds per sanitizer run, default 240),
 # TORCH_BENCH_ARGS, GPU_CHECK_MODELS=1 (step f2, the model suite; GPU_CHECK_MODELS_ARGS,
 # GPU_CHECK_MODELS_BENCHTIME, GPU_CHECK_MODELS_COUNT).
 # Files under $OUT: gpu-check.log, gpu-tests.log, mirror-golden.txt, model-golden.txt,
@@ -140,6 +141,7 @@ if ! skipped sanitizer; then
       skip_cases=""
       [ "$tool" = racecheck ] && skip_cases=${GPU_CHECK_RACECHECK_SKIP:-}
       (cd "$ops_dir" && env -u TORCHLEAN_GOLDEN_OUT TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_MIRROR_SKIP="$skip_cases" \
+        TORCHLEAN_MIRROR_ONLY="${GPU_CHECK_SANITIZER_ONLY:-}" \
         timeout "$san_timeout" compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$ops_bin" -test.run 'TestMirror$' -test.v) > "$work/san.out" 2>&1
       rc=$?
