@@ -187,6 +187,17 @@ func (s *Session) Capture(f func() error) (*Step, error) {
 	for i, p := range s.params {
 		bufs[i] = p.buf
 	}
+	// The hyperparameters as they are now (a schedule may have moved the learning rate since the
+	// last step), uploaded before the capture: an optimizer step inside it then finds them in
+	// place instead of uploading, which a capture refuses.
+	for _, o := range st.optims {
+		if o.hyper == nil {
+			continue
+		}
+		if err := o.hyper(); err != nil {
+			return nil, s.fail(fmt.Errorf("autograd: capture: %s: %w", o.name, err))
+		}
+	}
 	graph, err := s.Device().Capture(func() error {
 		if err := f(); err != nil {
 			return err

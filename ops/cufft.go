@@ -366,14 +366,22 @@ func (p *cufftPlan) freeMask(g *cudaBackend) {
 	}
 }
 
-// destroy frees p: cufftDestroy after the queue is issued, then the mask. While the device
+// destroy frees p: cufftDestroy after the queue is issued and the stream has run it, then the
+// mask. While the device
 // captures a graph (no free is allowed then) p waits in c.dead. The caller holds c.mu.
 func (c *cufftCache) destroy(g *cudaBackend, p *cufftPlan) {
 	if g.capturing() != nil {
 		c.dead = append(c.dead, p)
 		return
 	}
-	if g.enter() == nil {
+	err := g.enter()
+	if err != nil { // the queue failed (the device's error is sticky): the handle still goes
+		err = g.ctx.Lock()
+	}
+	if err == nil {
+		// The plan's last executions have run before its work area goes: cuFFT does not
+		// document that cufftDestroy waits for them. (An eviction is rare; the wait is cheap.)
+		_ = g.ctx.StreamSynchronize(g.stream)
 		p.lib.Destroy(p.h) // an error leaves nothing to do: the handle is gone either way
 		g.ctx.Unlock()
 	}

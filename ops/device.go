@@ -185,6 +185,11 @@ func (d *Device) Collect(force bool) error {
 	if err := d.check(); err != nil || !force {
 		return err
 	}
+	if g, ok := d.be.(*cudaBackend); ok { // refused inside a capture before anything is dropped
+		if err := g.refuseCapturing("Device.Collect", whySync); err != nil {
+			return err
+		}
+	}
 	dropSpectralTables(d)
 	d.fft.drop() // the FFT plans' tables, freed once no op uses them
 	d.cufft.drop(d)
@@ -218,11 +223,12 @@ func envOn(v string) bool {
 	return true
 }
 
-// SetDeterministic turns deterministic-reductions mode on or off for the process. Of the kernels
-// so far only the scatter-adds read it: in fast mode they accumulate with atomics on a GPU (in
-// index order on the CPU), in deterministic mode they add each target's values in index order,
-// bit-identical on both. Every other kernel (reductions, broadcast adjoints, matmul) has one
-// fixed order in both modes. The initial value comes from TORCHLEAN_DETERMINISTIC (off for 0, f,
+// SetDeterministic turns deterministic-reductions mode on or off for the process. Two families
+// read it: the scatter-adds (in fast mode they accumulate with atomics on a GPU, in index order
+// on the CPU; in deterministic mode they add each target's values in index order, bit-identical
+// on both) and the real FFTs (in fast mode a GPU may use cuFFT, see Device.FFTBackend; in
+// deterministic mode always our exact FFT). Every other kernel (reductions, broadcast adjoints,
+// matmul) has one fixed order in both modes. The initial value comes from TORCHLEAN_DETERMINISTIC (off for 0, f,
 // false, n, no or off, in any case; on for any other non-empty value such as 1, true or on) or,
 // when that is unset or empty, from TorchLean's TORCHLEAN_CUDA_DETERMINISTIC_REDUCTIONS (on
 // unless unset, empty or 0). Both are read once, when the package is initialized.

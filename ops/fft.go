@@ -410,10 +410,12 @@ func fftArgs(op, name string, x *Buffer, batch, n, per, out int) (int, error) {
 // Rfft1dPacked is TorchLean's rfft1dPacked: the unnormalized forward real DFT of each row of the
 // (batch, n) matrix x, X[k] = sum_t x[t] exp(-2*pi*i*k*t/n) for k = 0 .. n/2, packed as a
 // (batch, n/2+1, 2) buffer of [re, im] pairs. n may be any length from 1 to 2^28 (mixed radix
-// 2, 3, 4, 5, 7, 11, 13, Bluestein beyond); batch 0 gives an empty buffer. The bits are the same
-// on every device (cpu.RfftPlan.Rfft states the arithmetic); the imaginary parts of bin 0 and,
-// for an even n, of bin n/2 are exact zeros. n = 0 or x of a length other than batch*n is an
-// error.
+// 2, 3, 4, 5, 7, 11, 13, Bluestein beyond); batch 0 gives an empty buffer. On the CPU, and on a
+// GPU in deterministic mode, this is our exact FFT: the same bits on every device
+// (cpu.RfftPlan.Rfft states the arithmetic), the imaginary parts of bin 0 and, for an even n, of
+// bin n/2 exact zeros. On a GPU in fast mode (the default) it may run through cuFFT instead
+// (Device.FFTBackend says which and why), accurate to a few units of rounding but with other
+// bits. n = 0 or x of a length other than batch*n is an error.
 func Rfft1dPacked(x *Buffer, batch, n int) (*Buffer, error) {
 	const op = "rfft1d_packed"
 	total, err := fftArgs(op, "x", x, batch, n, n, 2*(n/2+1))
@@ -471,8 +473,9 @@ func Rfft1dPacked(x *Buffer, batch, n int) (*Buffer, error) {
 // [n even] Re X[n/2] (-1)^t): the Hermitian spectrum's inverse, the interior bins counted twice
 // and the imaginary parts of bin 0 and of the Nyquist bin n/2 (n even) ignored. The scaling is
 // a float32 multiply by the float32 nearest to 1/n (TorchLean's 1.0f/n), after the unnormalized
-// inverse. Same bits on every device (cpu.RfftPlan.Irfft). n = 0 or a spec of a length other
-// than batch*(n/2+1)*2 is an error.
+// inverse. On the CPU, and on a GPU in deterministic mode, the same bits on every device
+// (cpu.RfftPlan.Irfft); on a GPU in fast mode, possibly cuFFT's (see Rfft1dPacked). n = 0 or a
+// spec of a length other than batch*(n/2+1)*2 is an error.
 func Irfft1dPacked(spec *Buffer, batch, n int) (*Buffer, error) {
 	const op = "irfft1d_packed"
 	if n < 1 {

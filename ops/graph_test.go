@@ -181,3 +181,44 @@ func TestFakeCaptureRefusals(t *testing.T) {
 	}
 	checkFake(t, f)
 }
+
+// TestFakeCaptureOptimizerParams: an optimizer step whose hyperparameters changed since its last
+// upload uploads them, which a capture refuses; SetParams before the capture (what autograd's
+// Session.Capture does with a schedule's new learning rate) leaves nothing to upload inside it.
+func TestFakeCaptureOptimizerParams(t *testing.T) {
+	d, _ := newFakeDevice(t, driver.FakeOptions{})
+	param, err := Full(d, 64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer param.Release()
+	grad, err := Full(d, 64, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grad.Release()
+	sgd, err := NewSGD(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sgd.Release()
+	if err := sgd.Step(param, grad, nil, SGDParams{LR: 0.1}, true); err != nil {
+		t.Fatal(err)
+	}
+	step := func(lr float64) error {
+		return sgd.Step(param, grad, nil, SGDParams{LR: lr}, false)
+	}
+	if _, err := d.Capture(func() error { return step(0.09) }); !errors.Is(err, ErrCapturing) {
+		t.Fatalf("a step with a new learning rate inside a capture: %v, want ErrCapturing (its upload)", err)
+	}
+	if err := sgd.SetParams(SGDParams{LR: 0.08}); err != nil {
+		t.Fatal(err)
+	}
+	graph, err := d.Capture(func() error { return step(0.08) })
+	if err != nil {
+		t.Fatalf("a step with the learning rate set before the capture: %v", err)
+	}
+	if err := graph.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

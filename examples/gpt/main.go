@@ -270,6 +270,8 @@ func (o options) check() error {
 	switch {
 	case o.Steps < 1 || o.Batch < 1 || o.Seq < 1 || o.Width < 1 || o.Heads < 1 || o.Layers < 1 || o.EvalEvery < 1:
 		return errors.New("gpt: -steps, -batch, -seq, -d, -heads, -layers and -eval-every must be positive")
+	case o.ValChars < 0 || (o.ValChars > 0 && o.ValChars <= o.Seq):
+		return fmt.Errorf("gpt: -val-chars must be 0 (all) or more than -seq (%d), to hold a window and its next character", o.Seq)
 	case !(o.LR > 0) || math.IsInf(o.LR, 1):
 		return errors.New("gpt: -lr must be positive and finite")
 	case !(o.Temperature >= 0) || math.IsInf(o.Temperature, 1):
@@ -340,6 +342,9 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 	}
 	fmt.Fprintf(w, "data: Newton's Opticks, %d characters (%d distinct): %d for training, %d for validation\n",
 		len(corpus.Train)+len(corpus.Val), cfg.Vocab, len(corpus.Train), len(corpus.Val))
+	if len(val) < len(corpus.Val) {
+		fmt.Fprintf(w, "validation: the first %d characters (-val-chars)\n", len(val))
+	}
 
 	s := autograd.NewSession(autograd.Options{Device: d, Seed: o.Seed})
 	defer func() {

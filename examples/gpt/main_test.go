@@ -224,10 +224,12 @@ func TestOptionsCheck(t *testing.T) {
 		t.Errorf("GPU defaults: %v", err)
 	}
 	for name, f := range map[string]func(*options){
-		"steps":       func(o *options) { o.Steps = 0 },
-		"lr":          func(o *options) { o.LR = math.Inf(1) },
-		"temperature": func(o *options) { o.Temperature = -1 },
-		"plot":        func(o *options) { o.Plot = "/nonexistent/dir/gpt.png" },
+		"steps":         func(o *options) { o.Steps = 0 },
+		"lr":            func(o *options) { o.LR = math.Inf(1) },
+		"temperature":   func(o *options) { o.Temperature = -1 },
+		"plot":          func(o *options) { o.Plot = "/nonexistent/dir/gpt.png" },
+		"val-chars<0":   func(o *options) { o.ValChars = -1 },
+		"val-chars=seq": func(o *options) { o.ValChars = o.Seq },
 	} {
 		o := defaults(false)
 		f(&o)
