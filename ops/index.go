@@ -37,7 +37,8 @@ var (
 // Indices is an array of row indices prepared for one device: checked, converted to uint32 and
 // uploaded once, so that a gather and the scatter-add of its backward pass (or many steps over
 // the same batch) share one upload; the deterministic scatter's sorted form is built once per
-// target row count and kept. Release frees the device memory and the host copy (once the ops
+// target row count and kept. Update refills them (and those sorted forms) in place, for a CUDA
+// graph that reads them across replays. Release frees the device memory and the host copy (once the ops
 // using them are done; a GC cleanup is a safety net). Indices are safe for concurrent use, like
 // Buffers.
 type Indices struct {
@@ -57,6 +58,17 @@ func NewIndices(d *Device, idx []int) (*Indices, error) { return prepareIndices(
 
 // prepareIndices checks and converts idx on all cores, then uploads it.
 func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
+	host, err := checkIndices(op, idx)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := newIndices(d, host)
+	return ix, opErr(op, err)
+}
+
+// checkIndices checks idx (a negative index or one above math.MaxUint32 is op's error) and
+// returns it converted to uint32 in an array of scratchU32.
+func checkIndices(op string, idx []int) ([]uint32, error) {
 	host := scratchU32(len(idx))
 	var bad atomic.Bool
 	cpu.Parallel(len(idx), 1<<16, func(lo, hi int) {
@@ -79,8 +91,82 @@ func prepareIndices(op string, d *Device, idx []int) (*Indices, error) {
 			}
 		}
 	}
-	ix, err := newIndices(d, host)
-	return ix, opErr(op, err)
+	return host, nil
+}
+
+// Update replaces the indices with idx, of the same length, in place: the device buffer, the
+// host copy and every sorted form built so far for the deterministic scatter (recomputed on the
+// host) keep their memory, so that a CUDA graph captured over ops reading these Indices reads
+// the new values at its next replay. The checks are NewIndices' (a negative index or one above
+// math.MaxUint32 is an error, and leaves the indices unchanged). Update uploads, ordered with the
+// device's work (the ops queued before it read the old values): it is refused inside a capture
+// (ops.ErrCapturing), like any upload, and is meant to run between replays.
+func (ix *Indices) Update(idx []int) error {
+	const op = "indices update"
+	if err := ix.live(); err != nil {
+		return err
+	}
+	if len(idx) != ix.n {
+		return fmt.Errorf("ops: %s: %d indices for Indices of length %d", op, len(idx), ix.n)
+	}
+	host, err := checkIndices(op, idx)
+	if err != nil {
+		return err
+	}
+	defer putScratchU32(host)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.released {
+		return fmt.Errorf("ops: %s: %w (Indices)", op, ErrReleased)
+	}
+	if err := refill(op, ix, host); err != nil { // first: a refused upload changes nothing
+		return err
+	}
+	for rows, s := range ix.sorted {
+		o, st := sortedRows(ix.host, rows)
+		o = padOrder(o, ix.n)
+		err := refill(op, s[0], o)
+		if err == nil {
+			err = refill(op, s[1], st)
+		}
+		putScratchU32(o)
+		putScratchU32(st)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refill uploads host (of ix's length) into ix's device buffer, then copies it into ix's host
+// copy (which the CPU twins read).
+func refill(op string, ix *Indices, host []uint32) error {
+	if len(host) == 0 {
+		return nil
+	}
+	if err := ix.buf.useIn(op); err != nil {
+		return err
+	}
+	defer ix.buf.done()
+	if err := ix.dev.be.uploadIndex(ix.buf.mem, host); err != nil {
+		return opErr(op, err)
+	}
+	copy(ix.host, host)
+	return nil
+}
+
+// padOrder returns the order array of sortedRows with n slots (the slots past its entries are
+// zeros that no start range reaches), so that Update can refill it in place whatever the count
+// of in-range indices; o goes back to the scratch pool when it is replaced.
+func padOrder(o []uint32, n int) []uint32 {
+	if len(o) >= n {
+		return o
+	}
+	p := scratchU32(n)
+	copy(p, o)
+	clear(p[len(o):])
+	putScratchU32(o)
+	return p
 }
 
 // newIndices uploads host, which comes from scratchU32 and belongs to the result (or, on error,
@@ -189,6 +275,7 @@ func (ix *Indices) sortedFor(rows int) (order, start *Indices, err error) {
 		return s[0], s[1], nil
 	}
 	o, st := sortedRows(ix.host, rows)
+	o = padOrder(o, ix.n) // Update refills it in place
 	if order, err = newIndices(ix.dev, o); err != nil {
 		return nil, nil, err
 	}
