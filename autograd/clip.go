@@ -54,6 +54,96 @@ func ClipGradNorm(params []*Param, maxNorm float64) (float64, error) {
 	return total, nil
 }
 
+// ClipGradNormDevice is ClipGradNorm computed on the device, with no download and no host
+// branch, so that a captured step may clip (ClipGradNorm reads the norm back, which a capture
+// refuses). Its arithmetic is a deliberate float32 definition composed of existing exact
+// kernels, the same bits on every device, but not ClipGradNorm's (which adds in float64 on the
+// host): over the parameters with a gradient, in the order of params,
+//
+//	sq_p   = ops.Sum(ops.Mul(g_p, g_p))                  // float32, one element
+//	total  = ((sq_0 + sq_1) + sq_2) + ...                // ops.Add, in parameter order
+//	norm   = sqrt(total)                                  // ops.Sqrt
+//	coef   = min(1, float32(maxNorm) / (norm + float32(1e-6)))  // ops.Add, ops.Div, ops.Clamp(·, 0, 1)
+//	g_p    = g_p * coef                                   // ops.Mul with coef broadcast (ops.BroadcastVecToRows)
+//
+// Every gradient is scaled, by exactly 1 when the norm is within maxNorm (which leaves its bits
+// unchanged). A NaN norm gives a NaN coefficient and an infinite one a zero coefficient, as in
+// ClipGradNorm. It returns norm, a one-element buffer on the session's device (the caller's to
+// release; read it after the step), or nil when no parameter has a gradient. A maxNorm that is
+// not positive and finite as a float32 is an error that changes nothing; a device error is
+// recorded in the parameters' session.
+func ClipGradNormDevice(params []*Param, maxNorm float64) (*ops.Buffer, error) {
+	if m := float32(maxNorm); !(m > 0) || math.IsInf(float64(m), 1) {
+		return nil, fmt.Errorf("autograd: clip grad norm (device): max norm %v, want a positive number finite as a float32", maxNorm)
+	}
+	grads, err := clipGrads("clip grad norm (device)", params)
+	if err != nil || len(grads) == 0 {
+		return nil, err
+	}
+	s := grads[0].s
+	fail := func(p *Param, err error) (*ops.Buffer, error) {
+		return nil, s.fail(fmt.Errorf("autograd: clip grad norm (device): %s: %w", p.name, err))
+	}
+	var total *ops.Buffer
+	for _, p := range grads {
+		sq, err := then(p.grad, func(g *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(g, g) }, ops.Sum)
+		if err == nil && total != nil {
+			sum := total
+			total, err = ops.Add(sum, sq)
+			sum.Release()
+			sq.Release()
+		} else if err == nil {
+			total = sq
+		}
+		if err != nil {
+			total.Release()
+			return fail(p, err)
+		}
+	}
+	d := total.Device()
+	norm, err := ops.Sqrt(total)
+	total.Release()
+	if err != nil {
+		return fail(grads[0], err)
+	}
+	coef, err := clipCoef(d, norm, maxNorm)
+	if err != nil {
+		norm.Release()
+		return fail(grads[0], err)
+	}
+	defer coef.Release()
+	for _, p := range grads {
+		if err := p.mapGrad(func(g *ops.Buffer) (*ops.Buffer, error) {
+			return then(coef,
+				func(c *ops.Buffer) (*ops.Buffer, error) { return ops.BroadcastVecToRows(c, g.Len(), 1) },
+				func(c *ops.Buffer) (*ops.Buffer, error) { return ops.Mul(g, c) })
+		}); err != nil {
+			norm.Release()
+			return fail(p, err)
+		}
+	}
+	return norm, nil
+}
+
+// clipCoef returns ClipGradNormDevice's coefficient min(1, float32(maxNorm)/(norm +
+// float32(1e-6))), one element on d.
+func clipCoef(d *ops.Device, norm *ops.Buffer, maxNorm float64) (*ops.Buffer, error) {
+	eps, err := ops.Full(d, 1, 1e-6)
+	if err != nil {
+		return nil, err
+	}
+	defer eps.Release()
+	m, err := ops.Full(d, 1, maxNorm)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Release()
+	return then(norm,
+		func(n *ops.Buffer) (*ops.Buffer, error) { return ops.Add(n, eps) },
+		func(den *ops.Buffer) (*ops.Buffer, error) { return ops.Div(m, den) },
+		func(c *ops.Buffer) (*ops.Buffer, error) { return ops.Clamp(c, 0, 1) })
+}
+
 // ClipGradValue clamps every element of the accumulated gradients of params to [-clip, clip]
 // (ops.Clamp; a NaN stays NaN): PyTorch's torch.nn.utils.clip_grad_value_(params, clip).
 // Parameters without a gradient are skipped. A clip that is not positive and finite is an error

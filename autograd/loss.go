@@ -118,7 +118,57 @@ func (t *Tape) CrossEntropyWith(logits Var, labels []int, o CrossEntropyOptions)
 		}
 		work = append(work, rows)
 	}
-	ls, err := ops.LogSoftmax(vx.buf, r, c)
+	return t.crossEntropyAt(op, logits, vx.buf, r, c, ix, rows, k, eps, work)
+}
+
+// CrossEntropyIdx is CrossEntropy with the labels prepared on the device, as a captured step
+// needs (see capture.go; refill them between steps with ops.Indices.Update): pos holds, for
+// every row that counts, row*classes + label, its position in the (rows, classes) logits
+// (LabelPositions computes them, leaving out ignored rows). The loss is the mean over those
+// pos.Len() rows of -log softmax(logits)[pos], with the bits of CrossEntropy (CrossEntropyIgnore
+// when rows are left out) over the same labels. pos is borrowed: it must stay live until the
+// tape is Reset. Its values are on the device and not checked: a position beyond the logits
+// reads 0 and passes no gradient (the gather's totalization).
+func (t *Tape) CrossEntropyIdx(logits Var, pos *ops.Indices) Var {
+	const op = "cross_entropy"
+	vx, ok := t.arg(op, logits)
+	switch {
+	case !ok:
+		return Var{}
+	case pos == nil:
+		return t.failf(op, "nil label positions")
+	case len(vx.shape) == 0:
+		return t.failf(op, "logits of shape %v", vx.shape)
+	}
+	r, c := lastAxis(vx.shape)
+	if pos.Len() > r {
+		return t.failf(op, "%d label positions for logits of shape %v", pos.Len(), vx.shape)
+	}
+	return t.crossEntropyAt(op, logits, vx.buf, r, c, pos, nil, pos.Len(), 0, nil)
+}
+
+// LabelPositions returns the positions of labels (one per row of (len(labels), classes) logits)
+// that CrossEntropyIdx takes: row*classes + label for every row, or, with ignore, every row
+// whose label is not ignoreIndex. A label outside [0, classes) is an error.
+func LabelPositions(labels []int, classes int, ignore bool, ignoreIndex int) ([]int, error) {
+	pos := make([]int, 0, len(labels))
+	for i, l := range labels {
+		if ignore && l == ignoreIndex {
+			continue
+		}
+		if l < 0 || l >= classes {
+			return nil, fmt.Errorf("autograd: label positions: label %d at position %d is outside [0, %d)", l, i, classes)
+		}
+		pos = append(pos, i*classes+l)
+	}
+	return pos, nil
+}
+
+// crossEntropyAt records the cross-entropy of the (r, c) logits (x their buffer) at the k label
+// positions ix, smoothed by eps over the kept rows rows (nil without smoothing); work holds
+// what the tape owns.
+func (t *Tape) crossEntropyAt(op string, logits Var, x *ops.Buffer, r, c int, ix, rows *ops.Indices, k int, eps float64, work []releaser) Var {
+	ls, err := ops.LogSoftmax(x, r, c)
 	var y *ops.Buffer
 	if err == nil {
 		y, err = then(ls,
