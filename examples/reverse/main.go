@@ -15,13 +15,16 @@
 //	go run ./examples/reverse                   # default device
 //	go run ./examples/reverse -device cpu -steps 200
 //
-// With -graph the step is offered to autograd.Session.Capture after the first eager step. It
-// cannot be captured yet, and the capture's refusal names the call: the tokens and the targets
-// are []int uploaded inside the step (Embedding.Forward, CrossEntropyIgnore: a graph needs them
-// in static device buffers, and there is no static form of ops.Indices), the causal mask is
-// uploaded per step, and ClipGradNorm adds the squared norms up on the host (a download) and
-// decides there whether to scale. So the steps run eagerly, with -graph's results equal to the
-// eager ones bit for bit.
+// With -graph the training step is captured into a CUDA graph after the first eager step and
+// replayed (graphstep.Offered; on the CPU and wherever the device cannot capture, the same step
+// runs eagerly). The graph reads fixed device memory, so the step reads its batch from buffers
+// made once and refilled between steps: the tokens and the targets' label positions as
+// ops.Indices refilled with Update (the embedding lookups through GatherIdx, the loss through
+// CrossEntropyIdx, with the bits of Embedding.Forward and CrossEntropyIgnore), the positions
+// and the causal mask made once. Clipping must not read the norm back, so -graph clips with
+// autograd.ClipGradNormDevice (float32 on the device) instead of ClipGradNorm (a float64 sum on
+// the host): -graph changes the clipping arithmetic in the last bits, and its results equal
+// those of an eager run that clips on the device, bit for bit.
 package main
 
 import (
@@ -59,7 +62,7 @@ func main() {
 	lr := flag.Float64("lr", 3e-3, "peak AdamW learning rate")
 	seed := flag.Uint64("seed", 1, "random seed (initialization and data)")
 	save := flag.String("save", "", "safetensors file for the trained parameters (empty: none)")
-	graph := flag.Bool("graph", graphDefault, "try to capture the training step into a CUDA graph (on a GPU); this model's step cannot be captured yet (it says why) and runs eagerly, with the same results; the default is the constant graphDefault")
+	graph := flag.Bool("graph", graphDefault, "capture the training step into a CUDA graph and replay it (on a GPU; eager elsewhere); -graph clips the gradients on the device in float32 (ClipGradNormDevice), which changes the clipping arithmetic, and so the results, in the last bits; the default is the constant graphDefault")
 	flag.Parse()
 	if flag.NArg() > 0 || *steps < 1 || *batch < 1 || !(*lr > 0) || math.IsInf(*lr, 1) {
 		log.Fatal("reverse: -steps, -batch and -lr must be positive (-lr finite); flags only (see -h)")
@@ -140,12 +143,90 @@ func (m *model) logits(tokens []int, batch int) autograd.Var {
 		positions[i] = i % seqLen
 	}
 	h := s.Add(m.tok.Forward(tokens, batch, seqLen), m.pos.Forward(positions, batch, seqLen))
+	return m.body(h, s.Input(m.mask, seqLen, seqLen), batch)
+}
+
+// body records the layer on the embedded tokens h (batch, seqLen, width) with the causal mask
+// (seqLen, seqLen) and returns the logits.
+func (m *model) body(h, mask autograd.Var, batch int) autograd.Var {
+	s := m.s
 	a := m.ln1.Forward(h)
 	scores := s.Scale(s.BmmWithTranspose(m.q.Forward(a), m.k.Forward(a), false, true), 1/math.Sqrt(width))
-	causal := s.BroadcastTo(s.Input(m.mask, seqLen, seqLen), batch, seqLen, seqLen)
+	causal := s.BroadcastTo(mask, batch, seqLen, seqLen)
 	h = s.Add(h, m.o.Forward(s.Bmm(s.MaskedSoftmax(scores, causal), m.v.Forward(a))))
 	h = s.Add(h, m.fc2.Forward(s.Gelu(m.fc1.Forward(m.ln2.Forward(h)))))
 	return m.head.Forward(m.lnf.Forward(h))
+}
+
+// static holds the device memory a captured step reads: made once, the batch refilled before
+// each step (load).
+type static struct {
+	tokens, positions *ops.Indices // batch*seqLen tokens; their positions i % seqLen
+	targets           *ops.Indices // the label positions of the targets (autograd.LabelPositions)
+	mask              *autograd.StaticInput
+}
+
+// newStatic makes the static inputs of batches of batch sequences.
+func (m *model) newStatic(batch int) (*static, error) {
+	d := m.s.Device()
+	st := &static{}
+	positions := make([]int, batch*seqLen)
+	for i := range positions {
+		positions[i] = i % seqLen
+	}
+	var err error
+	if st.tokens, err = ops.NewIndices(d, make([]int, batch*seqLen)); err == nil {
+		st.positions, err = ops.NewIndices(d, positions)
+	}
+	if err == nil {
+		st.targets, err = ops.NewIndices(d, make([]int, batch*(seqLen-digits))) // the targets from SEP on
+	}
+	if err == nil {
+		st.mask, err = m.s.NewStaticInput(seqLen, seqLen)
+	}
+	if err == nil {
+		err = st.mask.Set(m.mask)
+	}
+	if err != nil {
+		st.release()
+		return nil, fmt.Errorf("reverse: graph: %w", err)
+	}
+	return st, nil
+}
+
+// load copies a batch into the static inputs (between steps).
+func (st *static) load(tokens, targets []int) error {
+	pos, err := autograd.LabelPositions(targets, vocab, true, ignore)
+	if err == nil {
+		err = st.tokens.Update(tokens)
+	}
+	if err == nil {
+		err = st.targets.Update(pos)
+	}
+	if err != nil {
+		return fmt.Errorf("reverse: graph: %w", err)
+	}
+	return nil
+}
+
+func (st *static) release() {
+	st.tokens.Release()
+	st.positions.Release()
+	st.targets.Release()
+	if st.mask != nil {
+		st.mask.Release()
+	}
+}
+
+// staticLoss records the forward pass and the loss on the static inputs: logits and
+// CrossEntropyIgnore's bits, the tokens and targets read from the device.
+func (m *model) staticLoss(st *static, batch int) autograd.Var {
+	s := m.s
+	embed := func(e *nn.Embedding, ix *ops.Indices) autograd.Var { // Embedding.Forward's ops
+		return s.Reshape(s.GatherIdx(s.Use(e.Weight), ix), batch, seqLen, e.Dim)
+	}
+	h := s.Add(embed(m.tok, st.tokens), embed(m.pos, st.positions))
+	return s.CrossEntropyIdx(m.body(h, st.mask.Var(), batch), st.targets)
 }
 
 // sequences draws batch sequences: the inputs x0 .. x3 SEP r0 r1 r2 (r = x reversed) and the
@@ -172,17 +253,30 @@ func sequences(rng *rand.Rand, batch int) (tokens, targets []int) {
 	return tokens, targets
 }
 
-// graphDefault is -graph's default: off, since the step cannot be captured yet (see the
-// package comment); one line to flip once it can and a GPU measurement shows it faster.
+// graphDefault is -graph's default: off until a GPU measurement shows the captured step faster;
+// one line to flip.
 const graphDefault = false
+
+// mode is how train runs its steps.
+type mode struct {
+	graph      bool // the step offered to the capture, reading static inputs (implies deviceClip)
+	deviceClip bool // ClipGradNormDevice instead of ClipGradNorm
+}
 
 // train trains a model for steps steps on device d (AdamW, a linear warm-up over the first 20
 // steps into a cosine decay, gradients clipped to norm 1), logging to w when it is not nil, and
 // returns the model (its session is the caller's to close) and its token accuracy on 256 fresh
-// sequences. With graph it offers the step to Session.Capture after the first step
-// (graphstep.Offered: a graph replayed, or the step called eagerly on a device that cannot
-// capture), and when the capture refuses a call of the step it logs why and goes on eagerly.
+// sequences. With graph the step reads static inputs, clips on the device, and is offered to
+// Session.Capture after the first step (graphstep.Offered: a graph replayed, or the step called
+// eagerly on a device that cannot capture); when the capture refuses a call of the step it logs
+// why and goes on eagerly.
 func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer, graph bool) (*model, float64, error) {
+	return trainMode(d, steps, batch, lr, seed, w, mode{graph: graph, deviceClip: graph})
+}
+
+// trainMode is train with the mode spelled out (an eager run that clips on the device gives
+// -graph's bits).
+func trainMode(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer, md mode) (*model, float64, error) {
 	s := autograd.NewSession(autograd.Options{Device: d, Seed: seed})
 	m := newModel(s)
 	o := autograd.DefaultAdamW()
@@ -195,12 +289,29 @@ func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var tokens, targets []int // the current batch
+	var st *static
+	if md.graph {
+		if st, err = m.newStatic(batch); err != nil {
+			return m, 0, err
+		}
+		defer st.release() // after offered.Close
+	}
 	var loss autograd.Var
 	stepFn := func() error {
 		s.Reset()
-		loss = s.CrossEntropyIgnore(m.logits(tokens, batch), targets, ignore)
+		if st != nil {
+			loss = m.staticLoss(st, batch)
+		} else {
+			loss = s.CrossEntropyIgnore(m.logits(tokens, batch), targets, ignore)
+		}
 		s.Backward(loss)
-		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if md.graph || md.deviceClip {
+			norm, err := autograd.ClipGradNormDevice(params, 1)
+			if err != nil {
+				return err
+			}
+			norm.Release()
+		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
 			return err
 		}
 		opt.Step()
@@ -211,10 +322,15 @@ func train(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Writer
 	if w != nil {
 		logf = func(line string) { fmt.Fprintln(w, line) }
 	}
-	offered := graphstep.NewOffered(s, stepFn, graph, logf) // -graph: offered before the second step
+	offered := graphstep.NewOffered(s, stepFn, md.graph, logf) // -graph: offered before the second step
 	defer offered.Close()
 	for step := range steps {
 		tokens, targets = sequences(rng, batch)
+		if st != nil {
+			if err := st.load(tokens, targets); err != nil {
+				return m, 0, err
+			}
+		}
 		if err := offered.Run(); err != nil {
 			return m, 0, err
 		}

@@ -2,9 +2,9 @@
 // offered to autograd.Session.Capture, replayed as one CUDA graph launch when the capture takes
 // it and run eagerly, with the reason, when the capture refuses one of its calls.
 //
-// Offer is the offer itself. Offered runs a step function that reads its batch from the host
-// (the examples whose steps upload []int tokens or download a norm: reverse, ssm, gpt): the
-// step is offered once, before its second Run. Steps runs steps that read their batch from
+// Offer is the offer itself. Offered runs a step function whose batch the caller sets before each
+// Run (reverse, ssm, gpt: with -graph, static inputs refilled between steps, the tokens and
+// labels as ops.Indices refilled with Update): the step is offered once, before its second Run. Steps runs steps that read their batch from
 // static inputs (fashionmnist, fno): one captured step per batch size, the batch copied in
 // before each replay, the loss copied out after it.
 //
@@ -25,6 +25,9 @@ import (
 // the refusal, which names the call, follows it.
 const RefusedPrefix = "graph: the step cannot be captured, running eagerly: "
 
+// CapturedLine is the line that Offered logs when the capture takes the step.
+const CapturedLine = "graph: the training step was captured; the steps replay one CUDA graph each"
+
 // Offer offers f, one whole training step, to s.Capture. It returns the Step (a graph, or f
 // itself on a device that cannot capture); or, when the capture refused a call of f (an error
 // wrapping ops.ErrCapturing, which names the call), a nil Step and the refusal, with the
@@ -43,7 +46,8 @@ func Offer(s *autograd.Session, f func() error) (step *autograd.Step, refused, e
 // before each Run. With graph on, the step is offered to the capture (Offer) at its second Run
 // (the first is eager: it creates the optimizers' state): from then on Run replays the graph,
 // or calls the function eagerly when the device cannot capture or the capture refused a call
-// of it, a refusal logged once.
+// of it, a refusal logged once (and a capture logged once: CapturedLine). The caller refills the
+// step's static inputs before each Run, outside the function.
 type Offered struct {
 	s     *autograd.Session
 	f     func() error
@@ -68,8 +72,12 @@ func (o *Offered) Run() error {
 		if err != nil {
 			return err
 		}
-		if refused != nil && o.log != nil {
+		switch {
+		case o.log == nil:
+		case refused != nil:
 			o.log(RefusedPrefix + refused.Error())
+		case step.Captured():
+			o.log(CapturedLine)
 		}
 		o.step = step
 	}
@@ -79,6 +87,9 @@ func (o *Offered) Run() error {
 	}
 	return o.f()
 }
+
+// Captured reports whether Run replays a graph.
+func (o *Offered) Captured() bool { return o.step != nil && o.step.Captured() }
 
 // Close frees the graph, if any. Idempotent.
 func (o *Offered) Close() error {

@@ -177,8 +177,8 @@ func TestOffered(t *testing.T) {
 		for _, b := range in {
 			b.X.Release()
 		}
-		if calls != len(in) || len(logged) != 0 {
-			t.Errorf("graph %v: %d calls for %d Runs, log %q", graph, calls, len(in), logged)
+		if calls != len(in) || len(logged) != 0 || o.Captured() {
+			t.Errorf("graph %v: %d calls for %d Runs, log %q, captured %v", graph, calls, len(in), logged, o.Captured())
 		}
 		r.close(t)
 	}
