@@ -20,13 +20,16 @@
 // per character after about 150 steps (35 s) and ends near 1.68, in about two minutes on two
 // shared cores. On a GPU: 6 blocks of width 384, 3000 steps of 64 windows of 256 characters.
 //
-// With -graph the step is offered to autograd.Session.Capture after the first eager step. It
-// cannot be captured yet, and the capture's refusal names the call: the tokens and the labels
-// are []int uploaded inside the step (the embedding, CrossEntropy: a graph needs them in static
-// device buffers, and there is no static form of ops.Indices), the blocks upload their zero
-// initial states and convolution padding per step (Session.Input), and ClipGradNorm adds the
-// squared norms up on the host (a download) and decides there whether to scale. So the steps
-// run eagerly, with -graph's results equal to the eager ones bit for bit.
+// With -graph the training step is captured into a CUDA graph after the first eager step and
+// replayed (graphstep.Offered; on the CPU and wherever the device cannot capture, the same step
+// runs eagerly). The graph reads fixed device memory, so the step reads its batch from buffers
+// made once and refilled between steps: the tokens and the labels' positions as ops.Indices
+// refilled with Update (the embedding through GatherIdx, the loss through CrossEntropyIdx, with
+// the bits of Embedding.Forward and CrossEntropy), the blocks' zero initial states and
+// convolution padding as static inputs made once. Clipping must not read the norm back, so
+// -graph clips with autograd.ClipGradNormDevice (float32 on the device) instead of ClipGradNorm
+// (a float64 sum on the host): -graph changes the clipping arithmetic in the last bits, and its
+// results equal those of an eager run that clips on the device, bit for bit.
 package main
 
 import (
@@ -67,8 +70,9 @@ type options struct {
 	Prompt            string
 	Plot, Checkpoint  string
 	StopAfter         int
-	EvalWindows       int // validation windows per evaluation (0: all of them)
-	Graph             bool
+	EvalWindows       int  // validation windows per evaluation (0: all of them)
+	Graph             bool // capture the step (static inputs, ClipGradNormDevice)
+	DeviceClip        bool // eager steps that clip with ClipGradNormDevice, as -graph does
 }
 
 // defaults returns the default settings on a device of kind k: a small model on the CPU, a
@@ -100,7 +104,7 @@ func main() {
 	checkpoint := flag.String("checkpoint", "", "safetensors file saved at every evaluation and resumed from when it exists (empty: none)")
 	stopAfter := flag.Int("stop-after", 0, "stop after this step (0: run every step), to resume later from -checkpoint")
 	cpuProfile := flag.String("cpuprofile", "", "file for a CPU profile of the run (go tool pprof; empty: none)")
-	graph := flag.Bool("graph", graphDefault, "try to capture the training step into a CUDA graph (on a GPU); this model's step cannot be captured yet (it says why) and runs eagerly, with the same results; the default is the constant graphDefault")
+	graph := flag.Bool("graph", graphDefault, "capture the training step into a CUDA graph and replay it (on a GPU; eager elsewhere); -graph clips the gradients on the device in float32 (ClipGradNormDevice), which changes the clipping arithmetic, and so the results, in the last bits; the default is the constant graphDefault")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("ssm: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -250,12 +254,29 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	bar := newProgress(w, "train", o.Steps)
 	bar.done = first
 	var batch *nn.Batch // the current batch
+	var st *static
+	if o.Graph {
+		if st, err = newStatic(m, o.Batch, o.Seq); err != nil {
+			return nil, err
+		}
+		defer st.release() // after offered.Close
+	}
 	var loss autograd.Var
 	stepFn := func() error {
 		s.Reset()
-		loss = s.CrossEntropy(m.logits(timeMajor(batch.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(batch.Labels, o.Batch, o.Seq))
+		if st != nil {
+			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, o.Seq, o.Batch), st.labels)
+		} else {
+			loss = s.CrossEntropy(m.logits(timeMajor(batch.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(batch.Labels, o.Batch, o.Seq))
+		}
 		s.Backward(loss)
-		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if o.Graph || o.DeviceClip {
+			norm, err := autograd.ClipGradNormDevice(params, 1)
+			if err != nil {
+				return err
+			}
+			norm.Release()
+		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
 			return err
 		}
 		opt.Step()
@@ -268,6 +289,11 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 		epoch, at := step/perEpoch, step%perEpoch
 		for b := range loader.EpochFrom(epoch, at) {
 			batch = b
+			if st != nil {
+				if err := st.load(b, o.Batch, o.Seq); err != nil {
+					return nil, err
+				}
+			}
 			if err := offered.Run(); err != nil {
 				return nil, err
 			}
@@ -331,9 +357,65 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	return res, s.Err()
 }
 
-// graphDefault is -graph's default: off, since the step cannot be captured yet (see the
-// package comment); one line to flip once it can and a GPU measurement shows it faster.
+// graphDefault is -graph's default: off until a GPU measurement shows the captured step faster;
+// one line to flip.
 const graphDefault = false
+
+// static is the device memory a captured step reads: made once, the batch refilled before each
+// step (load).
+type static struct {
+	m              *model
+	tokens, labels *ops.Indices // time-major tokens; the labels' positions (autograd.LabelPositions)
+	zeros          *zeroInputs
+}
+
+// newStatic makes the static inputs of batches of batch windows of seq characters, and gives
+// the blocks their zero inputs.
+func newStatic(m *model, batch, seq int) (*static, error) {
+	d := m.s.Device()
+	st := &static{m: m}
+	var err error
+	if st.tokens, err = ops.NewIndices(d, make([]int, seq*batch)); err == nil {
+		st.labels, err = ops.NewIndices(d, make([]int, seq*batch))
+	}
+	if err == nil {
+		st.zeros, err = newZeroInputs(m.s, m.cfg, batch)
+	}
+	if err != nil {
+		st.release()
+		return nil, fmt.Errorf("ssm: graph: %w", err)
+	}
+	for _, b := range m.blocks {
+		b.zeros = st.zeros
+	}
+	return st, nil
+}
+
+// load copies the batch b into the static inputs (between steps).
+func (st *static) load(b *nn.Batch, batch, seq int) error {
+	pos, err := autograd.LabelPositions(timeMajor(b.Labels, batch, seq), st.m.cfg.Vocab, false, 0)
+	if err == nil {
+		err = st.tokens.Update(timeMajor(b.Tokens, batch, seq))
+	}
+	if err == nil {
+		err = st.labels.Update(pos)
+	}
+	if err != nil {
+		return fmt.Errorf("ssm: graph: %w", err)
+	}
+	return nil
+}
+
+func (st *static) release() {
+	for _, b := range st.m.blocks {
+		b.zeros = nil
+	}
+	st.tokens.Release()
+	st.labels.Release()
+	if st.zeros != nil {
+		st.zeros.release()
+	}
+}
 
 // schedule returns the learning-rate schedule of a run of steps steps: a linear warm-up from
 // a tenth of the peak over the first 5% of the steps (at most 100), then a cosine decay to a

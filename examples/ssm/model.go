@@ -7,6 +7,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/ops"
 )
 
 // config is the model's shape.
@@ -54,6 +55,7 @@ type block struct {
 	dtProj       *nn.Linear
 	aLog, dSkip  *autograd.Param
 	outProj      *nn.Linear
+	zeros        *zeroInputs // nil: zeros uploaded per step (Session.Input)
 }
 
 // paramSet is a module of bare parameters (the block's conv1d: weight and bias).
@@ -152,7 +154,7 @@ func (b *block) Forward(x autograd.Var) autograd.Var {
 	negA := s.Scale(s.Exp(s.Use(b.aLog)), -1)
 	a := s.Exp(s.Mul(dt, negA))
 	flat := []int{T, batch * inner}
-	h0 := s.Input(make([]float32, batch*inner), batch*inner)
+	h0 := b.zeroState(batch, inner)
 	y := s.SelectiveScanVar(s.Reshape(a, flat...), s.Reshape(dt, flat...), s.Reshape(u, flat...), h0)
 	y = s.Add(s.Reshape(y, T, batch, inner), s.Mul(u, s.Use(b.dSkip)))
 	y = s.Mul(y, silu(s, z))
@@ -168,12 +170,60 @@ func (b *block) causalConv(u autograd.Var, T, batch, inner int) autograd.Var {
 	out := s.Use(b.convB)
 	up := u
 	if b.conv > 1 {
-		up = s.Cat(0, s.Input(make([]float32, (b.conv-1)*batch*inner), b.conv-1, batch, inner), u)
+		up = s.Cat(0, b.zeroPad(batch, inner), u)
 	}
 	for j := range b.conv {
 		out = s.Add(out, s.Mul(s.Narrow(up, 0, j, T), s.Reshape(s.Narrow(w, 0, j, 1), inner)))
 	}
 	return out
+}
+
+// zeroInputs are the blocks' zero initial state (batch·inner) and zero convolution padding
+// (conv-1, batch, inner) for batches of batch sequences, made once as static inputs for a
+// captured step (Session.Input would upload them inside the step). Zeros either way: the same
+// bits as the uploads.
+type zeroInputs struct {
+	batch      int
+	state, pad *autograd.StaticInput
+}
+
+// newZeroInputs makes the zero inputs of batches of batch sequences.
+func newZeroInputs(s *autograd.Session, c config, batch int) (*zeroInputs, error) {
+	z := &zeroInputs{batch: batch}
+	var err error
+	if z.state, err = s.NewStaticInput(batch * c.Inner); err == nil && c.Conv > 1 {
+		z.pad, err = s.NewStaticInput(c.Conv-1, batch, c.Inner)
+	}
+	if err != nil {
+		z.release()
+		return nil, err
+	}
+	return z, nil
+}
+
+func (z *zeroInputs) release() {
+	if z.state != nil {
+		z.state.Release()
+	}
+	if z.pad != nil {
+		z.pad.Release()
+	}
+}
+
+// zeroState returns the zero initial state of the scan (batch·inner).
+func (b *block) zeroState(batch, inner int) autograd.Var {
+	if z := b.zeros; z != nil && z.batch == batch {
+		return z.state.Var()
+	}
+	return b.s.Input(make([]float32, batch*inner), batch*inner)
+}
+
+// zeroPad returns the zero padding in front of the convolution's input (conv-1, batch, inner).
+func (b *block) zeroPad(batch, inner int) autograd.Var {
+	if z := b.zeros; z != nil && z.batch == batch {
+		return z.pad.Var()
+	}
+	return b.s.Input(make([]float32, (b.conv-1)*batch*inner), b.conv-1, batch, inner)
 }
 
 // model is the language model: an embedding, the blocks, a final RMSNorm and a Linear head.
@@ -209,7 +259,18 @@ func newModel(s *autograd.Session, c config) *model {
 // logits records the forward pass of batch sequences of T tokens, time-major (tokens[t·batch + i]
 // is token t of sequence i), and returns the logits (T, batch, Vocab).
 func (m *model) logits(tokens []int, T, batch int) autograd.Var {
-	x := m.embed.Forward(tokens, T, batch)
+	return m.logitsOf(m.embed.Forward(tokens, T, batch))
+}
+
+// logitsIdx is logits with the tokens prepared on the device (Embedding.Forward's ops through
+// GatherIdx), as a captured step reads them.
+func (m *model) logitsIdx(tokens *ops.Indices, T, batch int) autograd.Var {
+	s := m.s
+	return m.logitsOf(s.Reshape(s.GatherIdx(s.Use(m.embed.Weight), tokens), T, batch, m.embed.Dim))
+}
+
+// logitsOf returns the logits of the embedded tokens x (T, batch, D).
+func (m *model) logitsOf(x autograd.Var) autograd.Var {
 	for _, b := range m.blocks {
 		x = b.Forward(x)
 	}
