@@ -7,7 +7,7 @@
 //	go run ./examples/gpt -device cpu -steps 300 -sample 1000 -temperature 0.6
 //	go run ./examples/gpt -checkpoint run.safetensors -stop-after 200   # then again to resume
 //	go run ./examples/gpt -ddp                   # data parallel: every local GPU, else 2 CPU ranks
-//	go run ./examples/gpt -graph                 # offer the step to the CUDA graph capture (GPU)
+//	go run ./examples/gpt -graph                 # capture the training step into a CUDA graph (GPU)
 //	RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 ./gpt  # one rank of a torchrun-style group (one per GPU)
 //
 // The model is GPT-2's, small: token and position embeddings, -layers pre-norm blocks
@@ -43,13 +43,17 @@
 // machines, put it where all of them see it). -exact makes NCCL's all-reduce the fixed-order one,
 // whose results equal the same ranks simulated on the CPU bit for bit (in deterministic mode).
 //
-// With -graph the step is offered to autograd.Session.Capture after the first eager step
-// (examples/internal/graphstep). It cannot be captured yet, and the capture's refusal names the
-// call: the tokens, the positions and the labels are []int uploaded inside the step (the
-// embeddings, CrossEntropy: a graph needs them in static device buffers, and there is no static
-// form of ops.Indices), and ClipGradNorm adds the squared norms up on the host (a download) and
-// decides there whether to scale. So the steps run eagerly, logging the refusal, with -graph's
-// results equal to the eager ones bit for bit. With -ddp graphs are not used (the run says so):
+// With -graph the training step is captured into a CUDA graph after the first eager step and
+// replayed (examples/internal/graphstep; on the CPU and wherever the device cannot capture, the
+// same step runs eagerly). The graph reads fixed device memory, so the step reads its batch from
+// buffers made once and refilled between steps: the tokens and the labels' positions as
+// ops.Indices refilled with Update (the embeddings through GatherIdx, the loss through
+// CrossEntropyIdx, with the bits of Embedding.Forward and CrossEntropy), the positions made once.
+// Clipping must not read the norm back, so -graph clips with autograd.ClipGradNormDevice
+// (float32 on the device) instead of ClipGradNorm (a float64 sum on the host): -graph changes
+// the clipping arithmetic in the last bits, and its results equal those of an eager run that
+// clips on the device, bit for bit. With -ddp graphs are not used (the run says so, and clips
+// on the host):
 // the gradients' all-reduces are NCCL calls, or host exchanges between the CPU ranks, that a
 // capture refuses, and a refused all-reduce aborts the whole group (dist.DDP.Backward) instead
 // of falling back.
@@ -103,7 +107,8 @@ type options struct {
 	DDP                      bool // data parallel over the local devices (or ranks of Init)
 	Ranks                    int  // in-process CPU ranks of -ddp when no GPU is used
 	Exact                    bool // the fixed-order all-reduce on NCCL too
-	Graph                    bool // offer the step to the CUDA graph capture (not with DDP)
+	Graph                    bool // capture the step: static inputs, ClipGradNormDevice (not with DDP)
+	DeviceClip               bool // eager steps that clip with ClipGradNormDevice, as -graph does
 }
 
 // defaults returns the default settings: a small model on the CPU, a larger one trained longer
@@ -140,7 +145,7 @@ func main() {
 	ddp := flag.Bool("ddp", false, "data parallel: a rank per local GPU, else -ranks CPU ranks (torchrun-style when RANK and WORLD_SIZE are set)")
 	ranks := flag.Int("ranks", 2, "in-process CPU ranks of -ddp when no GPU is used")
 	exact := flag.Bool("exact", false, "with -ddp on GPUs, the fixed-order all-reduce (the CPU ranks' bits) instead of NCCL's")
-	graph := flag.Bool("graph", graphDefault, "try to capture the training step into a CUDA graph (on a GPU; not with -ddp); this model's step cannot be captured yet (it says why) and runs eagerly, with the same results; the default is the constant graphDefault")
+	graph := flag.Bool("graph", graphDefault, "capture the training step into a CUDA graph and replay it (on a GPU, eager elsewhere; not with -ddp); -graph clips the gradients on the device in float32 (ClipGradNormDevice), which changes the clipping arithmetic, and so the results, in the last bits; the default is the constant graphDefault")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		log.Fatalf("gpt: unexpected argument %q (flags go before it; see -h)", flag.Arg(0))
@@ -455,14 +460,32 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 	winSum, winN := 0.0, 0
 	step := first
 	var batch *nn.Batch // the current batch
+	var st *static
+	if graph {
+		if st, err = newStatic(m, o.Batch, o.Seq); err != nil {
+			return nil, err
+		}
+		defer st.release() // after offered.Close
+	}
+	deviceClip := graph || (o.DeviceClip && wk == nil)
 	var loss autograd.Var
 	stepFn := func() error { // one optimizer step on batch, the gradients from backward
 		s.Reset()
-		loss = s.CrossEntropy(m.logits(batch.Tokens, batch.TokensShape[0], batch.TokensShape[1]), batch.Labels)
+		if st != nil {
+			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, st.positions, o.Batch, o.Seq), st.labels)
+		} else {
+			loss = s.CrossEntropy(m.logits(batch.Tokens, batch.TokensShape[0], batch.TokensShape[1]), batch.Labels)
+		}
 		if err := backward(loss); err != nil {
 			return err
 		}
-		if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if deviceClip {
+			norm, err := autograd.ClipGradNormDevice(params, 1)
+			if err != nil {
+				return err
+			}
+			norm.Release()
+		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
 			return err
 		}
 		opt.Step()
@@ -480,6 +503,11 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 				continue
 			}
 			batch = b
+			if st != nil {
+				if err := st.load(b); err != nil {
+					return nil, err
+				}
+			}
 			if err := offered.Run(); err != nil {
 				return nil, err
 			}
@@ -579,9 +607,64 @@ func digest(params []*autograd.Param) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// graphDefault is -graph's default: off, since the step cannot be captured yet (see the
-// package comment); one line to flip once it can and a GPU measurement shows it faster.
+// graphDefault is -graph's default: off until a GPU measurement shows the captured step faster;
+// one line to flip.
 const graphDefault = false
+
+// static is the device memory a captured step reads: made once, the batch refilled before each
+// step (load).
+type static struct {
+	vocab, batch, seq int
+	tokens, labels    *ops.Indices // batch·seq tokens; the labels' positions (autograd.LabelPositions)
+	positions         *ops.Indices // 0 .. seq-1
+}
+
+// newStatic makes the static inputs of batches of batch windows of seq characters.
+func newStatic(m *gpt, batch, seq int) (*static, error) {
+	d := m.s.Device()
+	st := &static{vocab: m.cfg.Vocab, batch: batch, seq: seq}
+	positions := make([]int, seq)
+	for i := range positions {
+		positions[i] = i
+	}
+	var err error
+	if st.tokens, err = ops.NewIndices(d, make([]int, batch*seq)); err == nil {
+		st.labels, err = ops.NewIndices(d, make([]int, batch*seq))
+	}
+	if err == nil {
+		st.positions, err = ops.NewIndices(d, positions)
+	}
+	if err != nil {
+		st.release()
+		return nil, fmt.Errorf("gpt: graph: %w", err)
+	}
+	return st, nil
+}
+
+// load copies the batch b (batch windows of seq characters) into the static inputs (between
+// steps).
+func (st *static) load(b *nn.Batch) error {
+	if len(b.Tokens) != st.batch*st.seq {
+		return fmt.Errorf("gpt: graph: a batch of %d tokens, want %d", len(b.Tokens), st.batch*st.seq)
+	}
+	pos, err := autograd.LabelPositions(b.Labels, st.vocab, false, 0)
+	if err == nil {
+		err = st.tokens.Update(b.Tokens)
+	}
+	if err == nil {
+		err = st.labels.Update(pos)
+	}
+	if err != nil {
+		return fmt.Errorf("gpt: graph: %w", err)
+	}
+	return nil
+}
+
+func (st *static) release() {
+	st.tokens.Release()
+	st.labels.Release()
+	st.positions.Release()
+}
 
 // evaluate returns the model's loss in bits per character on the tokens val, cut into windows
 // of seq characters (each predicting its characters from those before it in the window) read in

@@ -13,6 +13,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
@@ -250,11 +251,12 @@ func TestOptionsCheck(t *testing.T) {
 }
 
 // graphRun trains tiny's model for 12 steps on d (an evaluation every 6, a short sample, no
-// plot) with or without -graph and returns the result and the log.
-func graphRun(t *testing.T, d *ops.Device, graph bool) (*result, string) {
+// plot) with -graph, or eagerly clipping on the device as -graph does (deviceClip), or plainly,
+// and returns the result and the log.
+func graphRun(t *testing.T, d *ops.Device, graph, deviceClip bool) (*result, string) {
 	t.Helper()
 	o := tiny()
-	o.Steps, o.EvalEvery, o.Sample, o.Graph = 12, 6, 20, graph
+	o.Steps, o.EvalEvery, o.Sample, o.Graph, o.DeviceClip = 12, 6, 20, graph, deviceClip
 	base := d.Stats().LiveBytes
 	var log strings.Builder
 	res, err := run(d, o, &log)
@@ -285,24 +287,32 @@ func checkGraphRun(t *testing.T, d *ops.Device, got, want *result) {
 	}
 }
 
-// TestGraphSteps: with -graph the training gives the eager training's losses, parameters and
-// sample bit for bit (on the CPU the offered Step runs the function eagerly, with a schedule
-// changing the learning rate every step), and logs no refusal there.
+// TestGraphSteps: -graph (static inputs refilled between steps, the device clipping, the step
+// offered to the capture: on the CPU it runs eagerly, with a schedule changing the learning rate
+// every step) gives the losses, parameters and sample of an eager run that clips on the device
+// bit for bit, and logs no graph line there. The plain eager run clips with ClipGradNorm: its
+// digest is reported when it differs (the clippings agree bit for bit while the norm stays under
+// 1).
 func TestGraphSteps(t *testing.T) {
-	want, _ := graphRun(t, ops.CPU(), false)
-	got, log := graphRun(t, ops.CPU(), true)
+	want, _ := graphRun(t, ops.CPU(), false, true)
+	got, log := graphRun(t, ops.CPU(), true, false)
 	checkGraphRun(t, ops.CPU(), got, want)
 	if strings.Contains(log, "graph:") {
 		t.Errorf("a graph line on the CPU:\n%s", log)
 	}
+	if plain, _ := graphRun(t, ops.CPU(), false, false); plain.digest != want.digest {
+		t.Logf("ClipGradNorm's digest %s, the device clipping's %s", plain.digest, want.digest)
+	}
 }
 
-// TestGPUGraph (GPU): the capture refuses the step, naming the call, and the training goes on
-// eagerly with the bits of a run without -graph (deterministic mode).
+// TestGPUGraph (GPU): the step is captured, and its replays give the bits of eager steps that
+// clip on the device (deterministic mode).
 func TestGPUGraph(t *testing.T) {
-	d := graphtest.CUDA(t, false)
-	want, _ := graphRun(t, d, false)
-	got, log := graphRun(t, d, true)
+	d := graphtest.CUDA(t, true)
+	want, _ := graphRun(t, d, false, true)
+	got, log := graphRun(t, d, true, false)
 	checkGraphRun(t, d, got, want)
-	graphtest.CheckRefused(t, log)
+	if !strings.Contains(log, graphstep.CapturedLine) {
+		t.Errorf("the step was not captured; log:\n%s", log)
+	}
 }

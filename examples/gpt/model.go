@@ -161,3 +161,17 @@ func (m *gpt) logits(tokens []int, batch, t int) autograd.Var {
 	h := m.s.Add(m.wte.Forward(tokens, batch, t), m.wpe.Forward(positions, t)) // (batch, t, d) + (t, d)
 	return m.head.Forward(m.lnf.Forward(m.blocks.Forward(h)))
 }
+
+// logitsIdx is logits with the tokens (batch·t) and the positions 0 .. t-1 prepared on the
+// device, as a captured step reads them: Embedding.Forward's ops through GatherIdx, the same
+// bits.
+func (m *gpt) logitsIdx(tokens, positions *ops.Indices, batch, t int) autograd.Var {
+	s := m.s
+	if t > m.cfg.Seq {
+		s.Fail(fmt.Errorf("gpt: %d positions for a model of context %d", t, m.cfg.Seq))
+		return autograd.Var{}
+	}
+	tok := s.Reshape(s.GatherIdx(s.Use(m.wte.Weight), tokens), batch, t, m.wte.Dim)
+	pos := s.Reshape(s.GatherIdx(s.Use(m.wpe.Weight), positions), t, m.wpe.Dim)
+	return m.head.Forward(m.lnf.Forward(m.blocks.Forward(s.Add(tok, pos))))
+}
