@@ -468,8 +468,7 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 		defer st.release() // after offered.Close
 	}
 	deviceClip := graph || (o.DeviceClip && wk == nil)
-	var loss autograd.Var
-	stepFn := func() error { // one optimizer step on batch, the gradients from backward
+	stepFn := func() (loss autograd.Var, err error) { // one optimizer step on batch, the gradients from backward
 		s.Reset()
 		if st != nil {
 			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, st.positions, o.Batch, o.Seq), st.labels)
@@ -477,22 +476,22 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 			loss = s.CrossEntropy(m.logits(batch.Tokens, batch.TokensShape[0], batch.TokensShape[1]), batch.Labels)
 		}
 		if err := backward(loss); err != nil {
-			return err
+			return loss, err
 		}
 		if deviceClip {
 			norm, err := autograd.ClipGradNormDevice(params, 1)
 			if err != nil {
-				return err
+				return loss, err
 			}
 			norm.Release()
 		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
-			return err
+			return loss, err
 		}
 		opt.Step()
 		opt.ZeroGrad()
-		return nil
+		return loss, nil
 	}
-	offered := graphstep.NewOffered(s, stepFn, graph, bar.log) // -graph: offered before the run's second step
+	offered := graphstep.NewOfferedLoss(s, stepFn, graph, bar.log) // -graph: offered before the run's second step
 	defer offered.Close()
 	for step < last {
 		if _, err := loaderFor(step / perEpoch); err != nil {
@@ -511,7 +510,11 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 			if err := offered.Run(); err != nil {
 				return nil, err
 			}
-			bits := float64(s.Item(loss)) / math.Ln2 // this rank's batch, in bits per character
+			l, err := offered.Loss()
+			if err != nil {
+				return nil, err
+			}
+			bits := float64(l) / math.Ln2 // this rank's batch, in bits per character
 			if err := s.Err(); err != nil {
 				return nil, err
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
-	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
@@ -312,7 +311,5 @@ func TestGPUGraph(t *testing.T) {
 	want, _ := graphRun(t, d, false, true)
 	got, log := graphRun(t, d, true, false)
 	checkGraphRun(t, d, got, want)
-	if !strings.Contains(log, graphstep.CapturedLine) {
-		t.Errorf("the step was not captured; log:\n%s", log)
-	}
+	graphtest.CheckCaptured(t, log)
 }

@@ -296,8 +296,7 @@ func trainMode(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Wr
 		}
 		defer st.release() // after offered.Close
 	}
-	var loss autograd.Var
-	stepFn := func() error {
+	stepFn := func() (loss autograd.Var, err error) {
 		s.Reset()
 		if st != nil {
 			loss = m.staticLoss(st, batch)
@@ -308,21 +307,21 @@ func trainMode(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Wr
 		if md.graph || md.deviceClip {
 			norm, err := autograd.ClipGradNormDevice(params, 1)
 			if err != nil {
-				return err
+				return loss, err
 			}
 			norm.Release()
 		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
-			return err
+			return loss, err
 		}
 		opt.Step()
 		opt.ZeroGrad()
-		return nil
+		return loss, nil
 	}
 	var logf func(string) // the refusal's line
 	if w != nil {
 		logf = func(line string) { fmt.Fprintln(w, line) }
 	}
-	offered := graphstep.NewOffered(s, stepFn, md.graph, logf) // -graph: offered before the second step
+	offered := graphstep.NewOfferedLoss(s, stepFn, md.graph, logf) // -graph: offered before the second step
 	defer offered.Close()
 	for step := range steps {
 		tokens, targets = sequences(rng, batch)
@@ -336,7 +335,11 @@ func trainMode(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Wr
 		}
 		sched.Step()
 		if w != nil && (step%50 == 0 || step == steps-1) {
-			fmt.Fprintf(w, "step %4d  loss %.4f\n", step, s.Item(loss))
+			l, err := offered.Loss()
+			if err != nil {
+				return m, 0, err
+			}
+			fmt.Fprintf(w, "step %4d  loss %.4f\n", step, l)
 		}
 	}
 	acc := m.accuracy(rng)

@@ -261,8 +261,7 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 		}
 		defer st.release() // after offered.Close
 	}
-	var loss autograd.Var
-	stepFn := func() error {
+	stepFn := func() (loss autograd.Var, err error) {
 		s.Reset()
 		if st != nil {
 			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, o.Seq, o.Batch), st.labels)
@@ -273,17 +272,17 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 		if o.Graph || o.DeviceClip {
 			norm, err := autograd.ClipGradNormDevice(params, 1)
 			if err != nil {
-				return err
+				return loss, err
 			}
 			norm.Release()
 		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
-			return err
+			return loss, err
 		}
 		opt.Step()
 		opt.ZeroGrad()
-		return nil
+		return loss, nil
 	}
-	offered := graphstep.NewOffered(s, stepFn, o.Graph, bar.log) // -graph: offered before the run's second step
+	offered := graphstep.NewOfferedLoss(s, stepFn, o.Graph, bar.log) // -graph: offered before the run's second step
 	defer offered.Close()
 	for step < last {
 		epoch, at := step/perEpoch, step%perEpoch
@@ -298,7 +297,11 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 				return nil, err
 			}
 			sched.Step()
-			bpc := float64(s.Item(loss)) / math.Ln2
+			l, err := offered.Loss()
+			if err != nil {
+				return nil, err
+			}
+			bpc := float64(l) / math.Ln2
 			if err := s.Err(); err != nil {
 				return nil, err
 			}

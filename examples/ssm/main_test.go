@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd/nn"
-	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/graphstep/graphtest"
 	"github.com/torchlean-go/torchlean/internal/testenv"
 	"github.com/torchlean-go/torchlean/ops"
@@ -175,7 +174,5 @@ func TestGPUGraph(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Error("-graph's replays changed the losses")
 	}
-	if !strings.Contains(log, graphstep.CapturedLine) {
-		t.Errorf("the step was not captured; log:\n%s", log)
-	}
+	graphtest.CheckCaptured(t, log)
 }

@@ -4,7 +4,8 @@
 //
 // Offer is the offer itself. Offered runs a step function whose batch the caller sets before each
 // Run (reverse, ssm, gpt: with -graph, static inputs refilled between steps, the tokens and
-// labels as ops.Indices refilled with Update): the step is offered once, before its second Run. Steps runs steps that read their batch from
+// labels as ops.Indices refilled with Update): the step is offered once, before its second Run;
+// made by NewOfferedLoss, it also keeps the step's loss readable after a replay (Loss). Steps runs steps that read their batch from
 // static inputs (fashionmnist, fno): one captured step per batch size, the batch copied in
 // before each replay, the loss copied out after it.
 //
@@ -55,6 +56,10 @@ type Offered struct {
 	log   func(string)
 	runs  int
 	step  *autograd.Step // nil: f itself
+
+	body func() (autograd.Var, error) // NewOfferedLoss's step
+	loss autograd.Var                 // the loss body recorded last
+	out  *ops.Buffer                  // with graph: the loss, copied inside the step
 }
 
 // NewOffered returns the step f of session s, offered to the capture when graph is on; the
@@ -64,9 +69,40 @@ func NewOffered(s *autograd.Session, f func() error, graph bool, log func(string
 	return &Offered{s: s, f: f, graph: graph, log: log}
 }
 
+// NewOfferedLoss is NewOffered for a step that returns its loss, which Loss reads after each
+// Run. With graph on the step copies the loss into a one-element buffer of its own, inside the
+// step: a replay writes it there, while the Var recorded at the capture goes stale at the
+// session's next Reset (an evaluation between steps, say). Without graph Loss reads the Var
+// the step recorded (Session.Item): the same bits.
+func NewOfferedLoss(s *autograd.Session, step func() (autograd.Var, error), graph bool, log func(string)) *Offered {
+	o := &Offered{s: s, graph: graph, log: log, body: step}
+	o.f = func() error {
+		v, err := o.body()
+		o.loss = v
+		if err != nil {
+			return err
+		}
+		if o.out == nil {
+			return nil
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return ops.CopyInto(o.out, s.Value(v))
+	}
+	return o
+}
+
 // Run runs one training step: f, or the Step made at the offer. An error of the capture other
 // than a refusal is returned.
 func (o *Offered) Run() error {
+	if o.graph && o.body != nil && o.out == nil {
+		out, err := ops.Zeros(o.s.Device(), 1)
+		if err != nil {
+			return fmt.Errorf("graph: the loss's buffer: %w", err)
+		}
+		o.out = out
+	}
 	if o.graph && o.runs == 1 {
 		step, refused, err := Offer(o.s, o.f)
 		if err != nil {
@@ -88,11 +124,29 @@ func (o *Offered) Run() error {
 	return o.f()
 }
 
+// Loss returns the loss of the last Run of a step made by NewOfferedLoss (a download: it waits
+// for the step).
+func (o *Offered) Loss() (float32, error) {
+	switch {
+	case o.body == nil:
+		return 0, errors.New("graph: Loss of a step made without its loss (NewOffered)")
+	case o.out != nil:
+		v, err := o.out.Float32s()
+		if err != nil {
+			return 0, err
+		}
+		return v[0], nil
+	}
+	v := o.s.Item(o.loss)
+	return v, o.s.Err()
+}
+
 // Captured reports whether Run replays a graph.
 func (o *Offered) Captured() bool { return o.step != nil && o.step.Captured() }
 
-// Close frees the graph, if any. Idempotent.
+// Close frees the graph, if any, and the loss's buffer. Idempotent.
 func (o *Offered) Close() error {
+	o.out.Release()
 	if o.step == nil {
 		return nil
 	}

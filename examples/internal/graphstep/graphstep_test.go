@@ -183,3 +183,51 @@ func TestOffered(t *testing.T) {
 		r.close(t)
 	}
 }
+
+// TestOfferedLoss: Loss reads the loss of the last Run, with graph off (the Var) and on (the
+// copy made inside the step), the same bits, also after a Reset between Runs; the loss's buffer
+// is freed by Close.
+func TestOfferedLoss(t *testing.T) {
+	var losses [2][]uint32
+	for k, graph := range []bool{false, true} {
+		r := newRegression(t)
+		var b *nn.Batch
+		o := NewOfferedLoss(r.s, func() (autograd.Var, error) {
+			loss := r.body(func() autograd.Var { return r.s.Const(b.X, b.XShape) })
+			return loss, r.s.Err()
+		}, graph, nil)
+		in := batches(t)
+		for _, b = range in {
+			if err := o.Run(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := o.Loss()
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses[k] = append(losses[k], math.Float32bits(l))
+			if graph {
+				r.s.Reset() // an evaluation between steps: the copy stays readable
+				if l2, err := o.Loss(); err != nil || math.Float32bits(l2) != math.Float32bits(l) {
+					t.Errorf("Loss after Reset: %v, %v; want %v", l2, err, l)
+				}
+			}
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range in {
+			b.X.Release()
+		}
+		if (o.out != nil) != graph || o.out.Release() {
+			t.Errorf("graph %v: the loss's buffer %v, not released by Close", graph, o.out)
+		}
+		r.close(t)
+	}
+	if len(losses[0]) == 0 || !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses %v without graph, %v with", losses[0], losses[1])
+	}
+	if _, err := NewOffered(nil, nil, false, nil).Loss(); err == nil {
+		t.Error("Loss of a step made by NewOffered succeeded")
+	}
+}

@@ -141,3 +141,12 @@ func CheckRefused(t testing.TB, log string) {
 		t.Errorf("no refusal naming the call in the log:\n%s", log)
 	}
 }
+
+// CheckCaptured checks that log holds graphstep.Offered's line of a captured step, and no
+// refusal.
+func CheckCaptured(t testing.TB, log string) {
+	t.Helper()
+	if !strings.Contains(log, graphstep.CapturedLine) || strings.Contains(log, graphstep.RefusedPrefix) {
+		t.Errorf("the step was not captured; log:\n%s", log)
+	}
+}
