@@ -286,6 +286,15 @@ func (st *Step) Run() error {
 			return s.failf("step", "parameter %s changed its buffer after the capture (LoadState, Close): capture again", p.name)
 		}
 	}
+	// The random draws of eager steps run since the last Reset go to the device's count first,
+	// as the eager step's own Reset would add them: the graph reads the count (without this, a
+	// replay right after an eager step drew that step's dropout masks again).
+	if s.draws != nil && s.counter != s.drawBase {
+		if err := s.draws.Add(s.counter - s.drawBase); err != nil {
+			return s.fail(fmt.Errorf("autograd: step: %w", err))
+		}
+		s.drawBase = s.counter
+	}
 	for _, o := range st.optims {
 		if o.hyper == nil {
 			continue

@@ -20,6 +20,7 @@ type captureModel struct {
 	x, y   *autograd.StaticInput
 	opt    *autograd.Adam
 	loss   autograd.Var
+	out    *ops.Buffer // the last step's loss, copied inside the step (readable after any Run)
 	params []*autograd.Param
 }
 
@@ -42,6 +43,9 @@ func newCaptureModel(t *testing.T, d *ops.Device) *captureModel {
 	if m.y, err = s.NewStaticInput(8, 1); err != nil {
 		t.Fatal(err)
 	}
+	if m.out, err = ops.Zeros(d, 1); err != nil {
+		t.Fatal(err)
+	}
 	return m
 }
 
@@ -54,7 +58,12 @@ func (m *captureModel) step() error {
 	s.Backward(m.loss)
 	m.opt.Step()
 	m.opt.ZeroGrad()
-	return s.Err()
+	if err := s.Err(); err != nil {
+		return err
+	}
+	// The loss Var of a captured step goes stale at the next eager step's Reset: the copy in out
+	// is what every Run leaves readable.
+	return ops.CopyInto(m.out, s.Value(m.loss))
 }
 
 // feed copies step k's batch into the static inputs.
@@ -88,12 +97,17 @@ func (m *captureModel) state(t *testing.T) []uint32 {
 			out = append(out, math.Float32bits(v))
 		}
 	}
-	out = append(out, math.Float32bits(m.s.Item(m.loss)))
+	l, err := m.out.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, math.Float32bits(l[0]))
 	_, draws := m.s.RandomState()
 	return append(out, uint32(draws))
 }
 
 func (m *captureModel) close(t *testing.T) {
+	m.out.Release()
 	m.x.Release()
 	m.y.Release()
 	if err := m.s.Close(); err != nil {
