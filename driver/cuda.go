@@ -20,6 +20,7 @@ type DevicePtr uint64
 type CUDA struct {
 	path string
 	lib  uintptr
+	fake bool // made by NewFake: no real library behind the entry points
 	fn   cudaFuncs
 	gfn  graphFuncs // optional: stream capture and graphs (graph.go)
 	// lost holds the first sticky Result seen by any call, 0 while healthy.
@@ -178,6 +179,10 @@ func versionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10
 
 // Path returns the library path that was opened.
 func (c *CUDA) Path() string { return c.path }
+
+// Fake reports whether c is NewFake's stand-in: its device addresses are not real, so no real
+// library (cuFFT, NCCL) may be handed them.
+func (c *CUDA) Fake() bool { return c.fake }
 
 // call issues one libcuda call and turns its Result into an *Error,
 // recording sticky results. Pointer arguments converted in the call

@@ -73,7 +73,7 @@ var (
 func NewFake(o FakeOptions) (*Fake, *Context) {
 	f := &Fake{o: o, next: fakeBase, live: map[uint64]uint64{}, funcs: map[uintptr]string{}, launched: map[string]int64{}, gr: newFakeGraphs()}
 	fakeCurrent.Store(f)
-	c := &CUDA{path: "fake"}
+	c := &CUDA{path: "fake", fake: true}
 	syms := fakeSymbols()
 	for _, s := range c.fn.symbols() {
 		if p, ok := syms[s.name]; ok {

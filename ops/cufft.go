@@ -124,8 +124,12 @@ var cufftProcess struct {
 }
 
 // cufftOpen returns the process's libcufft (driver.LoadCUFFT, once: TORCHLEAN_CUFFT or the usual
-// names). Tests replace it.
-var cufftOpen = func() (cufftLib, error) {
+// names) for the device g; none for a device on the fake driver, whose addresses the real library
+// cannot use. Tests replace it.
+var cufftOpen = func(g *cudaBackend) (cufftLib, error) {
+	if g.ctx.CUDA().Fake() {
+		return nil, errors.New("the device runs on the fake driver, whose addresses the real libcufft cannot use")
+	}
 	cufftProcess.once.Do(func() { cufftProcess.lib, cufftProcess.err = driver.LoadCUFFT() })
 	if cufftProcess.err != nil {
 		return nil, cufftProcess.err
@@ -207,7 +211,7 @@ func cufftFor(d *Device, n, batch int) (*cudaBackend, string) {
 	defer c.mu.Unlock()
 	if !c.ready {
 		c.ready = true
-		lib, err := cufftOpen()
+		lib, err := cufftOpen(g)
 		if err != nil || lib == nil {
 			c.reason = fmt.Sprintf("no cuFFT: %v", err)
 		} else {

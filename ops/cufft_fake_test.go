@@ -296,7 +296,7 @@ func TestCUFFTMissingLibrary(t *testing.T) {
 	old := cufftOpen
 	defer func() { cufftOpen = old }()
 	t.Setenv("TORCHLEAN_CUFFT", "/nonexistent/libcufft.so.11")
-	cufftOpen = func() (cufftLib, error) {
+	cufftOpen = func(*cudaBackend) (cufftLib, error) {
 		lib, err := driver.LoadCUFFT()
 		if err != nil {
 			return nil, err
@@ -323,4 +323,17 @@ func TestCUFFTMissingLibrary(t *testing.T) {
 		t.Errorf("CPU FFTBackend = %v %q", tier, why)
 	}
 	checkFake(t, f)
+}
+
+// TestFakeCUFFTRefusesRealLibrary: a device on the fake driver never hands its addresses to the
+// process's real libcufft (on a machine that has one, TestKernelCoverage's fake device ran the
+// real cufftExecR2C on fake pointers and crashed): the tier is ours, with the reason.
+func TestFakeCUFFTRefusesRealLibrary(t *testing.T) {
+	d, _ := newFakeDevice(t, driver.FakeOptions{})
+	defer SetDeterministic(Deterministic())
+	SetDeterministic(false)
+	tierOf, why := d.FFTBackend(1024, 1)
+	if tierOf != FFTExact || !strings.Contains(why, "fake driver") {
+		t.Errorf("FFTBackend on the fake driver: %v, %q; want our FFT, the fake driver named", tierOf, why)
+	}
 }
