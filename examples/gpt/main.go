@@ -478,13 +478,7 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 		if err := backward(loss); err != nil {
 			return loss, err
 		}
-		if deviceClip {
-			norm, err := autograd.ClipGradNormDevice(params, 1)
-			if err != nil {
-				return loss, err
-			}
-			norm.Release()
-		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if err := graphstep.ClipGradNorm(params, 1, deviceClip); err != nil {
 			return loss, err
 		}
 		opt.Step()

@@ -304,13 +304,7 @@ func trainMode(d *ops.Device, steps, batch int, lr float64, seed uint64, w io.Wr
 			loss = s.CrossEntropyIgnore(m.logits(tokens, batch), targets, ignore)
 		}
 		s.Backward(loss)
-		if md.graph || md.deviceClip {
-			norm, err := autograd.ClipGradNormDevice(params, 1)
-			if err != nil {
-				return loss, err
-			}
-			norm.Release()
-		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if err := graphstep.ClipGradNorm(params, 1, md.graph || md.deviceClip); err != nil {
 			return loss, err
 		}
 		opt.Step()

@@ -269,13 +269,7 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 			loss = s.CrossEntropy(m.logits(timeMajor(batch.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(batch.Labels, o.Batch, o.Seq))
 		}
 		s.Backward(loss)
-		if o.Graph || o.DeviceClip {
-			norm, err := autograd.ClipGradNormDevice(params, 1)
-			if err != nil {
-				return loss, err
-			}
-			norm.Release()
-		} else if _, err := autograd.ClipGradNorm(params, 1); err != nil {
+		if err := graphstep.ClipGradNorm(params, 1, o.Graph || o.DeviceClip); err != nil {
 			return loss, err
 		}
 		opt.Step()

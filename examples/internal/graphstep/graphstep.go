@@ -335,3 +335,20 @@ func (g *Steps) Close() error {
 	g.sizes = map[int]*size{}
 	return first
 }
+
+// ClipGradNorm clips the gradients of params to the global norm maxNorm: with onDevice, through
+// autograd.ClipGradNormDevice (float32 on the device, no host read, so a captured step can do
+// it), else through autograd.ClipGradNorm (a float64 sum on the host, read back). The two differ
+// in the last bits; an example uses the device form whenever -graph is on.
+func ClipGradNorm(params []*autograd.Param, maxNorm float64, onDevice bool) error {
+	if !onDevice {
+		_, err := autograd.ClipGradNorm(params, maxNorm)
+		return err
+	}
+	norm, err := autograd.ClipGradNormDevice(params, maxNorm)
+	if err != nil {
+		return err
+	}
+	norm.Release()
+	return nil
+}
