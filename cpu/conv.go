@@ -506,6 +506,18 @@ type gatherSpec struct {
 	cols    []stepCol // packPosBySteps' scratch
 }
 
+// firstAxis returns the first of the leading axes (all but the last) that can reject a cell or
+// move the base: the axes before it have size 1, one position and offset 0 (the unused axes of
+// a low-rank convolution), so the packers skip them.
+func (gs *gatherSpec) firstAxis() int {
+	for a := range ConvMaxRank - 1 {
+		if gs.lim[a] != 1 || gs.pos[a] != 1 || len(gs.koff[a]) != 1 || gs.koff[a][0] != 0 {
+			return a
+		}
+	}
+	return ConvMaxRank - 1
+}
+
 // offsets returns step t's per-axis offsets (t = c*nk + kk).
 func (gs *gatherSpec) offsets(o *[ConvMaxRank]int, kk int) {
 	for a := ConvMaxRank - 1; a >= 0; a-- {
@@ -515,11 +527,12 @@ func (gs *gatherSpec) offsets(o *[ConvMaxRank]int, kk int) {
 	}
 }
 
-// packRowsK packs steps [k0, k0+kc) x positions [j0, j0+cols) into dst as panels of nr
+// packStepsByPos packs steps [k0, k0+kc) x positions [j0, j0+cols) into dst as panels of nr
 // positions (B(step, position)): dst[(j - j%nr)*kc + k*nr + j%nr].
 func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
 	var off, pc [ConvMaxRank]int
 	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
+	a0 := gs.firstAxis()
 	for k := 0; k < kc; k++ {
 		t := k0 + k
 		c := t / gs.nk
@@ -529,7 +542,7 @@ func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
 		j := 0
 		for j < cols {
 			base, ok := 0, true
-			for a := range ConvMaxRank - 1 {
+			for a := a0; a < ConvMaxRank-1; a++ {
 				i := pc[a]*gs.ps[a] + off[a]
 				ok = ok && i >= 0 && i < gs.lim[a]
 				base = base*gs.lim[a] + i
@@ -612,14 +625,7 @@ type stepCol struct {
 func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0, kc, nr int) {
 	runs := gs.posRuns(nPos, k0, kc)
 	s7, l7 := gs.ps[7], gs.lim[7]
-	// the leading axes that can reject a cell or move the base (the others have size 1 and offset 0)
-	a0 := ConvMaxRank - 1
-	for a := range ConvMaxRank - 1 {
-		if gs.lim[a] != 1 || gs.pos[a] != 1 || len(gs.koff[a]) != 1 || gs.koff[a][0] != 0 {
-			a0 = a
-			break
-		}
-	}
+	a0 := gs.firstAxis()
 	scols := gs.cols[:0]
 	for j := range cols {
 		t := j0 + j
