@@ -470,11 +470,7 @@ func runRank(d *ops.Device, o options, w io.Writer, wk *dist.Worker) (res *resul
 	deviceClip := graph || (o.DeviceClip && wk == nil)
 	stepFn := func() (loss autograd.Var, err error) { // one optimizer step on batch, the gradients from backward
 		s.Reset()
-		if st != nil {
-			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, st.positions, o.Batch, o.Seq), st.labels)
-		} else {
-			loss = s.CrossEntropy(m.logits(batch.Tokens, batch.TokensShape[0], batch.TokensShape[1]), batch.Labels)
-		}
+		loss = m.stepLoss(st, batch)
 		if err := backward(loss); err != nil {
 			return loss, err
 		}
@@ -661,6 +657,16 @@ func (st *static) release() {
 	st.tokens.Release()
 	st.labels.Release()
 	st.positions.Release()
+}
+
+// stepLoss records a training step's loss: on the static inputs st (-graph) when st is not nil,
+// else on the host batch b.
+func (m *gpt) stepLoss(st *static, b *nn.Batch) autograd.Var {
+	s := m.s
+	if st != nil {
+		return s.CrossEntropyIdx(m.logitsIdx(st.tokens, st.positions, st.batch, st.seq), st.labels)
+	}
+	return s.CrossEntropy(m.logits(b.Tokens, b.TokensShape[0], b.TokensShape[1]), b.Labels)
 }
 
 // evaluate returns the model's loss in bits per character on the tokens val, cut into windows

@@ -5,6 +5,7 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
+	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/stepbench"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
@@ -21,9 +22,10 @@ import (
 //
 // The step is runRank's: cross-entropy over the 91 characters, backward, ClipGradNorm to 1,
 // AdamW (betas 0.9 and 0.99, weight decay 0.1), the warm-up and cosine schedule stepped after
-// it. The capture refuses it today (the tokens and labels are []int uploaded inside the step,
-// ClipGradNorm reads the norm back): the graph row reports captured 0 and times eager steps.
-// The tokens and labels are random ids, the same every step. gpt is Large.
+// it. The eager row uploads the []int batch each step and clips on the host, as the example
+// without -graph does; the graph row is -graph's step (the batch refilled into the static
+// index buffers before each replay, the clipping on the device). The tokens and labels are
+// random ids, the same every step. gpt is Large.
 func BenchmarkModelStep(b *testing.B) {
 	stepbench.Run(b, []stepbench.Case{
 		{Name: "gpt", Large: true, Build: func(d *ops.Device) (*stepbench.Step, error) {
@@ -56,25 +58,39 @@ func gptStep(d *ops.Device, o options) (*stepbench.Step, error) {
 		s.Close()
 		return nil, err
 	}
-	tokens := stepbench.Tokens(1, o.Batch*o.Seq, cfg.Vocab)
-	labels := stepbench.Tokens(2, o.Batch*o.Seq, cfg.Vocab)
+	b := &nn.Batch{Tokens: stepbench.Tokens(1, o.Batch*o.Seq, cfg.Vocab), TokensShape: []int{o.Batch, o.Seq},
+		Labels: stepbench.Tokens(2, o.Batch*o.Seq, cfg.Vocab)}
+	var st *static                   // made by Load: the eager row runs without it, as the example without -graph
+	step := func(on *static) error { // runRank's stepFn: on the host batch b (on nil), or -graph's on the static inputs
+		s.Reset()
+		s.Backward(m.stepLoss(on, b))
+		if err := graphstep.ClipGradNorm(params, 1, on != nil); err != nil {
+			return err
+		}
+		if err := opt.Step(); err != nil {
+			return err
+		}
+		opt.ZeroGrad()
+		return s.Err()
+	}
 	return &stepbench.Step{
-		Sess: s,
-		Eager: func() error { // runRank's stepFn
-			s.Reset()
-			loss := s.CrossEntropy(m.logits(tokens, o.Batch, o.Seq), labels)
-			s.Backward(loss)
-			if _, err := autograd.ClipGradNorm(params, 1); err != nil {
-				return err
+		Sess:  s,
+		Eager: func() error { return step(nil) },
+		Body:  func() error { return step(st) },
+		Load: func() error { // -graph's static inputs, made at the graph row's first step
+			if st == nil {
+				var err error
+				if st, err = newStatic(m, o.Batch, o.Seq); err != nil {
+					return err
+				}
 			}
-			if err := opt.Step(); err != nil {
-				return err
-			}
-			opt.ZeroGrad()
-			return s.Err()
+			return st.load(b)
 		},
 		Sched: sched,
 		Close: func() {
+			if st != nil {
+				st.release()
+			}
 			opt.Close()
 			s.Close()
 		},

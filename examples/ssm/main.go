@@ -263,11 +263,7 @@ func run(d *ops.Device, o options, w io.Writer) (res *result, err error) {
 	}
 	stepFn := func() (loss autograd.Var, err error) {
 		s.Reset()
-		if st != nil {
-			loss = s.CrossEntropyIdx(m.logitsIdx(st.tokens, o.Seq, o.Batch), st.labels)
-		} else {
-			loss = s.CrossEntropy(m.logits(timeMajor(batch.Tokens, o.Batch, o.Seq), o.Seq, o.Batch), timeMajor(batch.Labels, o.Batch, o.Seq))
-		}
+		loss = m.stepLoss(st, batch, o.Batch, o.Seq)
 		s.Backward(loss)
 		if err := graphstep.ClipGradNorm(params, 1, o.Graph || o.DeviceClip); err != nil {
 			return loss, err
@@ -401,6 +397,15 @@ func (st *static) load(b *nn.Batch, batch, seq int) error {
 		return fmt.Errorf("ssm: graph: %w", err)
 	}
 	return nil
+}
+
+// stepLoss records a training step's loss on batch windows of seq characters: on the static
+// inputs st (-graph) when st is not nil, else on the host batch b.
+func (m *model) stepLoss(st *static, b *nn.Batch, batch, seq int) autograd.Var {
+	if st != nil {
+		return m.s.CrossEntropyIdx(m.logitsIdx(st.tokens, seq, batch), st.labels)
+	}
+	return m.s.CrossEntropy(m.logits(timeMajor(b.Tokens, batch, seq), seq, batch), timeMajor(b.Labels, batch, seq))
 }
 
 func (st *static) release() {
