@@ -664,6 +664,19 @@ func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0,
 	}
 }
 
+// kernelOffsets lists, per axis, the input offset of each kernel tap from an output position's
+// first input cell: t*dilation - padding for t < kernel size.
+func (g *convGeom) kernelOffsets() [ConvMaxRank][]int {
+	var koff [ConvMaxRank][]int
+	for a := range ConvMaxRank {
+		koff[a] = make([]int, g.k[a])
+		for t := range koff[a] {
+			koff[a][t] = t*g.d[a] - g.p[a]
+		}
+	}
+	return koff
+}
+
 // convFwdGemm is ConvFwd as one implicit GEMM per (sample, group): y_g (cout/groups, outProd)
 // = w_g (cout/groups, cin/groups*kProd) · patches (cin/groups*kProd, outProd), K in ConvFwd's
 // order (channel, then kernel offset).
@@ -673,13 +686,7 @@ func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout
 	P := g.outProd
 	chunk := colChunks(P, batch*groups, k.nr)
 	nChunks := ceilDiv(P, chunk)
-	koff := [ConvMaxRank][]int{}
-	for a := range ConvMaxRank {
-		koff[a] = make([]int, g.k[a])
-		for t := range koff[a] {
-			koff[a][t] = t*g.d[a] - g.p[a]
-		}
-	}
+	koff := g.kernelOffsets()
 	convRun(batch*groups*nChunks, batch*cout*P*kk, func(it int, s *gemmScratch) {
 		ng, ch := it/nChunks, it%nChunks
 		n, grp := ng/groups, ng%groups
@@ -703,13 +710,7 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 	inner := batch * P
 	chunk := colChunks(cols, groups, k.nr)
 	nChunks := ceilDiv(cols, chunk)
-	koff := [ConvMaxRank][]int{}
-	for a := range ConvMaxRank {
-		koff[a] = make([]int, g.k[a])
-		for t := range koff[a] {
-			koff[a][t] = t*g.d[a] - g.p[a]
-		}
-	}
+	koff := g.kernelOffsets()
 	convRun(groups*nChunks, cout*cols*inner, func(it int, s *gemmScratch) {
 		grp, ch := it/nChunks, it%nChunks
 		gs := gatherSpec{src: x[grp*cing*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
