@@ -501,9 +501,31 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 	ov, iv := p.oh*p.ow, p.h*p.w
 	c, r := lo/ov, lo%ov
 	oy, ox := r/p.ow, r%p.ow
+	fa, fb := p.fullCols()
 	for i := lo; i < hi; i++ {
 		xs := x[c*iv:]
 		r0, r1, sy := p.r0[oy], p.r1[oy], p.y0[oy]
+		if ox >= fa && ox < fb && r0 == sy && r1 == sy+p.kh {
+			// A run of windows wholly inside the input.
+			n := min(fb-ox, hi-i)
+			rows := xs[sy*p.w:]
+			if p.kh == 2 && p.kw == 2 {
+				max2x2Run(y[i:i+n], rows, rows[p.w:], p.x0[ox:ox+n], arg)
+			} else {
+				p.maxRun(y[i:i+n], rows, p.x0[ox:ox+n], arg)
+			}
+			i += n - 1
+			if ox += n - 1; ox < p.ow-1 {
+				ox++
+				continue
+			}
+			ox = 0
+			if oy++; oy == p.oh {
+				oy = 0
+				c++
+			}
+			continue
+		}
 		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
 		best, at := float32(0), 0
 		if r0 < r1 && c0 < c1 {
@@ -544,6 +566,90 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 			}
 		}
 	}
+}
+
+// fullCols returns the output columns [fa, fb) whose windows lie wholly inside the input's
+// columns (fb <= fa when none); they are contiguous, as the windows move right with ox.
+func (p *pool2) fullCols() (fa, fb int) {
+	fa = p.ow
+	for ox := range p.ow {
+		if p.c0[ox] == p.x0[ox] && p.c1[ox] == p.x0[ox]+p.kw {
+			fa, fb = min(fa, ox), ox+1
+		}
+	}
+	return fa, fb
+}
+
+// maxRun is maxPool's loop for windows wholly inside the input: y[j] is the maximum (its window
+// offset with arg) of the window whose first cell is rows[x0[j]], rows holding the input from
+// the windows' first row on. It compares as maxPool does (poolKey, the first NaN ends the scan),
+// branch-free (maxStep), as where the maximum sits is unpredictable.
+func (p *pool2) maxRun(y, rows []float32, x0 []int, arg bool) {
+	w, kh, kw := p.w, p.kh, p.kw
+	for j, s := range x0[:len(y)] {
+		win := rows[s:]
+		bb, at := math.Float32bits(win[0]), 0
+		kb := poolKey(bb)
+	scan:
+		for rr := range kh {
+			t := rr * kw
+			for jj, v := range win[rr*w : rr*w+kw] {
+				vb := math.Float32bits(v)
+				if v != v {
+					if bb&0x7fffffff <= 0x7f800000 {
+						bb, at = vb, t+jj
+					}
+					break scan
+				}
+				bb, kb, at = maxStep(bb, kb, at, vb, t+jj)
+			}
+		}
+		if arg {
+			y[j] = float32(at)
+		} else {
+			y[j] = math.Float32frombits(bb)
+		}
+	}
+}
+
+// max2x2Run is maxRun for 2x2 windows, top and bottom the windows' two input rows: three
+// branch-free steps in the window's row-major order, after one test for a NaN (rare) that sends
+// the window to the scan's rule.
+func max2x2Run(y, top, bottom []float32, x0 []int, arg bool) {
+	for j, s := range x0[:len(y)] {
+		a, b, c, d := top[s], top[s+1], bottom[s], bottom[s+1]
+		var bb uint32
+		var at int
+		if a != a || b != b || c != c || d != d {
+			bb, at = math.Float32bits(a), 0
+			for t, v := range [4]float32{a, b, c, d} {
+				if v != v {
+					bb, at = math.Float32bits(v), t
+					break
+				}
+			}
+		} else {
+			bb = math.Float32bits(a)
+			kb := poolKey(bb)
+			bb, kb, at = maxStep(bb, kb, at, math.Float32bits(b), 1)
+			bb, kb, at = maxStep(bb, kb, at, math.Float32bits(c), 2)
+			bb, _, at = maxStep(bb, kb, at, math.Float32bits(d), 3)
+		}
+		if arg {
+			y[j] = float32(at)
+		} else {
+			y[j] = math.Float32frombits(bb)
+		}
+	}
+}
+
+// maxStep is one branch-free step of a window's scan: the cell vb (not NaN) at offset t
+// replaces the best so far (bits bb, key kb, offset at) where its key is greater, by a mask
+// from the sign of kb - kv (in 64 bits, as the keys span the int32 range).
+func maxStep(bb uint32, kb int32, at int, vb uint32, t int) (uint32, int32, int) {
+	kv := poolKey(vb)
+	m := int32((int64(kb) - int64(kv)) >> 63) // -1 where kv > kb
+	return bb ^ (bb^vb)&uint32(m), kb ^ (kb^kv)&m, at ^ (at^t)&int(m)
 }
 
 // poolKey maps the bits of a float32 that is not NaN to an int32 ordered as the floats are
@@ -596,6 +702,10 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 	if lo >= hi {
 		return
 	}
+	if p.sh >= p.kh && p.sw >= p.kw {
+		p.maxPoolBwdDisjoint(dx, idx, gO, lo, hi)
+		return
+	}
 	p.covers()
 	ov, iv := p.oh*p.ow, p.h*p.w
 	c, r := lo/iv, lo%iv
@@ -623,6 +733,64 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 				c++
 			}
 		}
+	}
+}
+
+// b2i is 1 for true, 0 for false (a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// maxPoolBwdDisjoint is maxPoolBwd where the windows do not overlap (strides at least the
+// window on both axes), PyTorch's default: an input cell lies in at most one window o, so its
+// sum has at most one term, dx = 0 + gO[o] where idx[o] is the cell's offset in o, else +0.
+// Per input row, the covering output row and the cell's row in it are found once; per column,
+// the covering output column and the cell's column in it come from a table built once. Same
+// bits as the per-cell loop, without its loops over the covering windows.
+func (p *pool2) maxPoolBwdDisjoint(dx, idx, gO []float32, lo, hi int) {
+	ov, iv := p.oh*p.ow, p.h*p.w
+	// Per input column: the covering output column (0 with colIn -1 when none) and the
+	// column's offset in that window.
+	colOut, colIn := make([]int32, p.w), make([]int32, p.w)
+	for ix := range p.w {
+		tx := ix + p.pw
+		if ox := tx / p.sw; ox < p.ow && tx-ox*p.sw < p.kw {
+			colOut[ix], colIn[ix] = int32(ox), int32(tx-ox*p.sw)
+		} else {
+			colIn[ix] = -1
+		}
+	}
+	for i := lo; i < hi; {
+		c, r := i/iv, i%iv
+		iy, ix := r/p.w, r%p.w
+		end := min(p.w, ix+hi-i) // the segment [ix, end) of input row iy
+		seg := dx[i : i+end-ix]
+		i += len(seg)
+		ty := iy + p.ph
+		oy := ty / p.sh
+		if oy >= p.oh || ty-oy*p.sh >= p.kh {
+			clear(seg) // a row no window holds
+			continue
+		}
+		wy := (ty - oy*p.sh) * p.kw
+		base := c*ov + oy*p.ow
+		maxBwdRow(seg, gO[base:base+p.ow], idx[base:base+p.ow], colOut[ix:end], colIn[ix:end], wy)
+	}
+}
+
+// maxBwdRow writes one input row segment of maxPoolBwdDisjoint: seg[j] = 0 + g[ox] where
+// a[ox] == float32(wy + cx), else +0, with ox, cx = colOut[j], colIn[j] (cx = -1: no term).
+// Branch-free, as where the argmax sits is unpredictable; kept small so that its loop runs in
+// registers.
+func maxBwdRow(seg, g, a []float32, colOut, colIn []int32, wy int) {
+	colOut, colIn = colOut[:len(seg)], colIn[:len(seg)]
+	for j := range seg {
+		ox, cx := colOut[j], colIn[j]
+		m := b2i(a[ox] == float32(wy+int(cx))) & b2i(cx >= 0)
+		seg[j] = math.Float32frombits(math.Float32bits(0+g[ox]) & -uint32(m))
 	}
 }
 
