@@ -702,8 +702,11 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 	if lo >= hi {
 		return
 	}
-	if p.sh >= p.kh && p.sw >= p.kw {
-		p.maxPoolBwdDisjoint(dx, idx, gO, lo, hi)
+	if p.disjoint() {
+		// dx = 0 + gO[o] where idx[o] is the cell's offset in its window o, else +0.
+		p.disjointRows(dx, lo, hi, func(seg []float32, base, ry, _ int, colOut, colIn []int32) {
+			maxBwdRow(seg, gO[base:base+p.ow], idx[base:base+p.ow], colOut, colIn, ry*p.kw)
+		})
 		return
 	}
 	p.covers()
@@ -744,16 +747,19 @@ func b2i(b bool) int {
 	return 0
 }
 
-// maxPoolBwdDisjoint is maxPoolBwd where the windows do not overlap (strides at least the
-// window on both axes), PyTorch's default: an input cell lies in at most one window o, so its
-// sum has at most one term, dx = 0 + gO[o] where idx[o] is the cell's offset in o, else +0.
-// Per input row, the covering output row and the cell's row in it are found once; per column,
-// the covering output column and the cell's column in it come from a table built once. Same
-// bits as the per-cell loop, without its loops over the covering windows.
-func (p *pool2) maxPoolBwdDisjoint(dx, idx, gO []float32, lo, hi int) {
+// disjoint reports whether the windows do not overlap (strides at least the window on both
+// axes, PyTorch's default): an input cell then lies in at most one window, and a backward sum
+// has at most one term.
+func (p *pool2) disjoint() bool { return p.sh >= p.kh && p.sw >= p.kw }
+
+// disjointRows walks the input cells [lo, hi) of disjoint windows one input row segment at a
+// time, for the backward twins: seg is dx's segment of input row iy (channel c), its columns
+// [ix, ix+len(seg)). Rows no window holds are zeroed. For the others, row(seg, base, ry, ix)
+// gets base, the index of the covering output row's first output (c*oh*ow + oy*ow), and ry, the
+// row's offset in those windows; the tables colOut and colIn (built once per call) give, per
+// input column, the covering output column and the column's offset in it (colIn -1: none).
+func (p *pool2) disjointRows(dx []float32, lo, hi int, row func(seg []float32, base, ry, ix int, colOut, colIn []int32)) {
 	ov, iv := p.oh*p.ow, p.h*p.w
-	// Per input column: the covering output column (0 with colIn -1 when none) and the
-	// column's offset in that window.
 	colOut, colIn := make([]int32, p.w), make([]int32, p.w)
 	for ix := range p.w {
 		tx := ix + p.pw
@@ -766,22 +772,20 @@ func (p *pool2) maxPoolBwdDisjoint(dx, idx, gO []float32, lo, hi int) {
 	for i := lo; i < hi; {
 		c, r := i/iv, i%iv
 		iy, ix := r/p.w, r%p.w
-		end := min(p.w, ix+hi-i) // the segment [ix, end) of input row iy
+		end := min(p.w, ix+hi-i)
 		seg := dx[i : i+end-ix]
 		i += len(seg)
 		ty := iy + p.ph
 		oy := ty / p.sh
 		if oy >= p.oh || ty-oy*p.sh >= p.kh {
-			clear(seg) // a row no window holds
+			clear(seg)
 			continue
 		}
-		wy := (ty - oy*p.sh) * p.kw
-		base := c*ov + oy*p.ow
-		maxBwdRow(seg, gO[base:base+p.ow], idx[base:base+p.ow], colOut[ix:end], colIn[ix:end], wy)
+		row(seg, c*ov+oy*p.ow, ty-oy*p.sh, ix, colOut[ix:end], colIn[ix:end])
 	}
 }
 
-// maxBwdRow writes one input row segment of maxPoolBwdDisjoint: seg[j] = 0 + g[ox] where
+// maxBwdRow writes one input row segment of maxPoolBwd over disjoint windows: seg[j] = 0 + g[ox] where
 // a[ox] == float32(wy + cx), else +0, with ox, cx = colOut[j], colIn[j] (cx = -1: no term).
 // Branch-free, as where the argmax sits is unpredictable; kept small so that its loop runs in
 // registers.
@@ -794,10 +798,40 @@ func maxBwdRow(seg, g, a []float32, colOut, colIn []int32, wy int) {
 	}
 }
 
+// avgBwdRow writes one input row segment of avgPoolBwd over disjoint windows: seg[j] =
+// 0 + g[ox]/den[ox] with ox = colOut[j], or +0 where colIn[j] = -1 (no window holds the cell).
+func avgBwdRow(seg, g, den []float32, colOut, colIn []int32) {
+	colOut, colIn = colOut[:len(seg)], colIn[:len(seg)]
+	for j := range seg {
+		ox := colOut[j]
+		v := 0 + g[ox]/den[ox]
+		if colIn[j] < 0 {
+			v = 0
+		}
+		seg[j] = v
+	}
+}
+
 // avgPoolBwd is avgPoolBwd of the generic path on the rank-2 geometry: a covering window's
 // in-bounds count is the product of its rows' and columns' counts.
 func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 	if lo >= hi {
+		return
+	}
+	if p.disjoint() {
+		// dx = 0 + gO[o]/den(o) for the cell's window o, +0 where none holds it.
+		den := make([]float32, p.ow)
+		p.disjointRows(dx, lo, hi, func(seg []float32, base, _, _ int, colOut, colIn []int32) {
+			oy := base % (p.oh * p.ow) / p.ow
+			for ox := range den {
+				count := p.kv
+				if !countIncludePad {
+					count = (p.r1[oy] - p.r0[oy]) * (p.c1[ox] - p.c0[ox])
+				}
+				den[ox] = float32(count)
+			}
+			avgBwdRow(seg, gO[base:base+p.ow], den, colOut, colIn)
+		})
 		return
 	}
 	p.covers()
