@@ -5,8 +5,8 @@
 #
 #   bash internal/bench/gpu-pack.sh                       # the after: .gpu/bin
 #   git worktree add /tmp/before 97e6231 && (cd /tmp/before && for p in ops autograd; do
-#     CGO_ENABLED=0 go test -c -ldflags='-s -w' -o /tmp/b/$p.test ./$p && gzip -9 /tmp/b/$p.test; done)
-#   mkdir -p .gpu/before && cp /tmp/b/*.test.gz .gpu/before/
+#     CGO_ENABLED=0 go test -c -ldflags='-s -w' -o /tmp/b/$p.test ./$p && xz -9e /tmp/b/$p.test; done)
+#   mkdir -p .gpu/before && cp /tmp/b/*.test.xz .gpu/before/     (gzip works too)
 #
 # then on the GPU machine, from the repository root: bash internal/bench/gpu-before-after.sh
 # Environment: BA_ROUNDS (default 3), BA_BENCH (the benchmarks both builds have; default the
@@ -21,11 +21,11 @@ rounds=${BA_ROUNDS:-3}
 bench=${BA_BENCH:-'^(BenchmarkDispatch|BenchmarkElementwise|BenchmarkKernels|BenchmarkLaunchVariants|BenchmarkLayout|BenchmarkMemcpy|BenchmarkReduce|BenchmarkSortedRows|BenchmarkTrainStep)$'}
 for side in before bin; do
   for p in ops autograd; do
-    if [ ! -f ".gpu/$side/$p.test.gz" ]; then
-      echo "gpu-before-after: .gpu/$side/$p.test.gz missing (see the header)" >&2
+    if ! compgen -G ".gpu/$side/$p.test.*" >/dev/null; then
+      echo "gpu-before-after: .gpu/$side/$p.test.xz (or .gz) missing (see the header)" >&2
       exit 2
     fi
-    gunzip -kf ".gpu/$side/$p.test.gz" && chmod +x ".gpu/$side/$p.test"
+    bash .gpu/unpack ".gpu/$side/$p.test"
   done
 done
 export TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_BENCH_DEVICES=cuda

@@ -85,14 +85,14 @@ fi
 # ---- a2. golden first (GPU_CHECK_GOLDEN=1): after a kernel change, the mirror test writes the
 # new GPU hashes into this copy's ops/testdata (and $OUT) before the whole suite runs, so that
 # the CPU-side golden test of the same run checks them. ----
-if [ "${GPU_CHECK_GOLDEN:-0}" = 1 ] && [ -f .gpu/bin/ops.test.gz ]; then
+if [ "${GPU_CHECK_GOLDEN:-0}" = 1 ] && compgen -G '.gpu/bin/ops.test.*' >/dev/null; then
   step "a2. golden (TestMirror writes ops/testdata/mirror-golden.txt)"
-  gunzip -kf .gpu/bin/ops.test.gz && chmod +x .gpu/bin/ops.test
+  bash .gpu/unpack .gpu/bin/ops.test
   (cd ops && TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_GOLDEN_OUT=testdata ../.gpu/bin/ops.test -test.run 'TestMirror$') > "$work/golden.out" 2>&1
   say "   exit $? ($(tail -n 1 "$work/golden.out"))"
   cp ops/testdata/mirror-golden.txt "$OUT/mirror-golden.txt" 2>/dev/null
-  if [ -f .gpu/bin/autograd.test.gz ]; then
-    gunzip -kf .gpu/bin/autograd.test.gz && chmod +x .gpu/bin/autograd.test
+  if compgen -G '.gpu/bin/autograd.test.*' >/dev/null; then
+    bash .gpu/unpack .gpu/bin/autograd.test
     mkdir -p autograd/testdata
     (cd autograd && TORCHLEAN_REQUIRE_CUDA=1 TORCHLEAN_GOLDEN_OUT=testdata ../.gpu/bin/autograd.test -test.run 'TestModelMirror$' -test.v) > "$work/model.out" 2>&1
     say "   model mirror exit $? ($(grep -E 'final loss|FAIL' "$work/model.out" | head -n 2 | tr '\n' ' '))"
@@ -119,12 +119,10 @@ else
   say "   runner exit $test_rc ($(elapsed "$t0")s); mirror-golden.txt: $([ -s "$OUT/mirror-golden.txt" ] && echo written || echo absent)"
 fi
 
-# The ops test binary (the runner unpacks it; unpack it here if the runner did not).
+# The ops test binary, unpacked anew (a warm machine keeps the last call's files).
 ops_dir=$root/ops
 ops_bin=$root/.gpu/bin/ops.test
-if [ ! -x "$ops_bin" ] && [ -f "$ops_bin.gz" ]; then
-  gunzip -kf "$ops_bin.gz" && chmod +x "$ops_bin"
-fi
+bash .gpu/unpack "$ops_bin"
 
 # ---- c. compute-sanitizer ----
 step "c. compute-sanitizer (TestMirror)"
@@ -199,8 +197,8 @@ if ! skipped launch; then
     # Dispatch interleaved: nine rounds of the C launch and Go's BenchmarkDispatch/cuda, one
     # after the other, so that both sides see the same state of the machine (single passes of
     # either vary by 10-50%); compare.py takes the median of each side.
-    if [ -f .gpu/bin/ops.test.gz ]; then
-      gunzip -kf .gpu/bin/ops.test.gz && chmod +x .gpu/bin/ops.test
+    bash .gpu/unpack .gpu/bin/ops.test
+    if [ -x .gpu/bin/ops.test ]; then
       for round in 1 2 3 4 5 6 7 8 9; do
         "$work/launch" "$root/ptx/elementwise.ptx" --launches 100000 >> "$work/dispatch_c.jsonl" 2>> "$LOG"
         (cd ops && TORCHLEAN_REQUIRE_CUDA=1 ../.gpu/bin/ops.test -test.run XXX -test.bench 'Dispatch/cuda' \
@@ -234,7 +232,7 @@ if [ "${GPU_CHECK_MODELS:-0}" = 1 ]; then
   : > "$OUT/models-go.log"
   for pkg in examples/fashionmnist examples/fno examples/gpt examples/ssm; do
     bin=$root/.gpu/bin/$(tr '/.' '__' <<< "$pkg").test
-    [ -x "$bin" ] || { [ -f "$bin.gz" ] && gunzip -kf "$bin.gz" && chmod +x "$bin"; }
+    bash .gpu/unpack "$bin"
     if [ -x "$bin" ]; then
       t0=$(date +%s.%N)
       (cd "$root/$pkg" && env -u TORCHLEAN_GOLDEN_OUT TORCHLEAN_REQUIRE_CUDA=1 "$bin" -test.run XXX -test.bench ModelStep \
