@@ -74,7 +74,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -88,6 +87,7 @@ import (
 	"github.com/torchlean-go/torchlean/autograd/dist"
 	"github.com/torchlean-go/torchlean/autograd/nn"
 	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
+	"github.com/torchlean-go/torchlean/examples/internal/term"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
 )
@@ -209,7 +209,7 @@ func main() {
 		}
 		fmt.Println()
 	}
-	stopProfile, err := startProfile(*cpuProfile)
+	stopProfile, err := term.StartProfile(*cpuProfile)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -870,24 +870,4 @@ func (p *progress) finish() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 	p.shown = false
-}
-
-// startProfile starts a CPU profile written to path (none when path is empty) and returns the
-// function that stops it and closes the file.
-func startProfile(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
