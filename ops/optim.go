@@ -115,10 +115,9 @@ func SGDStep(param, grad, buf *Buffer, p SGDParams, first bool) error {
 // queued or captured before a change of the learning rate read the rate of their turn only if
 // they run after it (the upload is ordered with the device's work). Safe for concurrent use.
 type SGD struct {
-	mu  sync.Mutex
-	sc  *Buffer
-	p   SGDParams
-	set bool
+	mu   sync.Mutex
+	sc   *Buffer
+	last uploaded[SGDParams]
 }
 
 // NewSGD returns the SGD state on d.
@@ -186,15 +185,9 @@ func (o *SGD) SetParams(p SGDParams) error {
 
 // setParams is SetParams with o.mu held and p checked.
 func (o *SGD) setParams(p SGDParams) error {
-	if o.set && o.p == p {
-		return nil
-	}
-	sc := []float32{float32(p.LR), float32(p.WeightDecay), float32(p.Momentum), float32(1 - p.Dampening)}
-	if err := upload("sgd_step", o.sc, sc); err != nil {
-		return err
-	}
-	o.p, o.set = p, true
-	return nil
+	return o.last.update("sgd_step", o.sc, p, func(p SGDParams) []float32 {
+		return []float32{float32(p.LR), float32(p.WeightDecay), float32(p.Momentum), float32(1 - p.Dampening)}
+	})
 }
 
 // RMSpropParams are the hyperparameters of RMSprop with PyTorch's names and semantics
@@ -258,10 +251,9 @@ func RMSpropStep(param, grad, squareAvg, gradAvg, buf *Buffer, p RMSpropParams) 
 // for SGD: a step captured into a CUDA graph replays with the learning rate of its turn. Safe
 // for concurrent use.
 type RMSprop struct {
-	mu  sync.Mutex
-	sc  *Buffer
-	p   RMSpropParams
-	set bool
+	mu   sync.Mutex
+	sc   *Buffer
+	last uploaded[RMSpropParams]
 }
 
 // NewRMSprop returns the RMSprop state on d.
@@ -328,16 +320,10 @@ func (o *RMSprop) SetParams(p RMSpropParams) error {
 
 // setParams is SetParams with o.mu held and p checked.
 func (o *RMSprop) setParams(p RMSpropParams) error {
-	if o.set && o.p == p {
-		return nil
-	}
-	sc := []float32{float32(p.LR), float32(p.Alpha), float32(1 - p.Alpha), float32(p.Eps),
-		float32(p.WeightDecay), float32(p.Momentum)}
-	if err := upload("rmsprop_step", o.sc, sc); err != nil {
-		return err
-	}
-	o.p, o.set = p, true
-	return nil
+	return o.last.update("rmsprop_step", o.sc, p, func(p RMSpropParams) []float32 {
+		return []float32{float32(p.LR), float32(p.Alpha), float32(1 - p.Alpha), float32(p.Eps),
+			float32(p.WeightDecay), float32(p.Momentum)}
+	})
 }
 
 // AdamParams are the hyperparameters of Adam and AdamW with PyTorch's names and semantics
@@ -420,8 +406,7 @@ type Adam struct {
 	sc      *Buffer // cpu.AdamScalarCount scalars per tensor
 	list    *Indices
 	listed  []int // the tensors of list
-	p       AdamParams
-	set     bool
+	last    uploaded[AdamParams]
 }
 
 // NewAdam returns the state of tensors parameter tensors on d, every step count 0.
@@ -506,13 +491,25 @@ func (o *Adam) SetParams(p AdamParams) error {
 
 // setParams is SetParams with o.mu held and p checked.
 func (o *Adam) setParams(p AdamParams) error {
-	if o.set && o.p == p {
+	return o.last.update("adam_step", o.hyper, p, adamHyper)
+}
+
+// uploaded remembers the hyperparameters an optimizer's state last uploaded to its device.
+type uploaded[P comparable] struct {
+	p   P
+	set bool
+}
+
+// update uploads scalars(p) to dst (ordered with the device's work) unless p is the set last
+// uploaded.
+func (u *uploaded[P]) update(op string, dst *Buffer, p P, scalars func(P) []float32) error {
+	if u.set && u.p == p {
 		return nil
 	}
-	if err := upload("adam_step", o.hyper, adamHyper(p)); err != nil {
+	if err := upload(op, dst, scalars(p)); err != nil {
 		return err
 	}
-	o.p, o.set = p, true
+	u.p, u.set = p, true
 	return nil
 }
 
