@@ -445,13 +445,17 @@ func colChunks(p, have, nr int) int {
 func fillRun(dst []float32, ds int, src []float32, i0, ss, n, lim int) {
 	// the r with 0 <= i0 + r*ss < lim: [rlo, rhi)
 	rlo, rhi := 0, n
-	if i0 < 0 {
-		rlo = min(n, (-i0+ss-1)/ss)
-	}
-	if last := lim - i0; last <= 0 {
-		rhi = 0
+	if ss == 1 { // the common stride, without the divisions
+		rlo, rhi = min(n, max(0, -i0)), min(n, max(0, lim-i0))
 	} else {
-		rhi = min(n, (last+ss-1)/ss)
+		if i0 < 0 {
+			rlo = min(n, (-i0+ss-1)/ss)
+		}
+		if last := lim - i0; last <= 0 {
+			rhi = 0
+		} else {
+			rhi = min(n, (last+ss-1)/ss)
+		}
 	}
 	rhi = max(rhi, rlo)
 	if ds == 1 {
