@@ -494,55 +494,70 @@ func fillRun(dst []float32, ds int, src []float32, i0, ss, n, lim int) {
 }
 
 // gatherSpec describes the patch operand of an implicit GEMM over one (sample, group): the
-// element of step (channel c, kernel offset t) and position o (coordinates o_a in pos) is
-// src[c*cstride + i] with i_a = o_a*ps_a + off_a(t), +0 where some i_a is outside [0, lim_a).
-// off_a(t) = koff[a][kidx[t][a]]: the kernel offsets are listed per axis, kidx maps each K step
-// within a channel to its per-axis entries (row-major over the listed offsets).
+// element of step t = c*len(steps) + kk (channel c, kernel step kk) and position o (coordinates
+// o_a in pos) is src[c*cstride + i] with i_a = o_a*ps_a + steps[kk][a], +0 where some i_a is
+// outside [0, lim_a).
 type gatherSpec struct {
 	src     []float32
 	cstride int
-	lim     [ConvMaxRank]int // source sizes
-	pos     [ConvMaxRank]int // position grid
-	ps      [ConvMaxRank]int // position strides in the source
-	koff    [ConvMaxRank][]int
-	nk      int       // kernel offsets per channel (the product of len(koff[a]))
-	runs    []posRun  // packPosBySteps' scratch
-	cols    []stepCol // packPosBySteps' scratch
+	lim     [ConvMaxRank]int   // source sizes
+	pos     [ConvMaxRank]int   // position grid
+	ps      [ConvMaxRank]int   // position strides in the source
+	steps   [][ConvMaxRank]int // per kernel step of a channel, its offsets per axis (stepOffsets)
+	runs    []posRun           // packPosBySteps' scratch
+	cols    []stepCol          // packPosBySteps' scratch
+}
+
+// stepOffsets lists the kernel steps of a channel, row-major over the offsets koff lists per
+// axis, each as its offset on every axis (built once per call, shared by the work items).
+func stepOffsets(koff [ConvMaxRank][]int) [][ConvMaxRank]int {
+	n := 1
+	for a := range koff {
+		n *= len(koff[a])
+	}
+	steps := make([][ConvMaxRank]int, n)
+	for kk := range steps {
+		r := kk
+		for a := ConvMaxRank - 1; a >= 0; a-- {
+			l := len(koff[a])
+			steps[kk][a] = koff[a][r%l]
+			r /= l
+		}
+	}
+	return steps
 }
 
 // firstAxis returns the first of the leading axes (all but the last) that can reject a cell or
-// move the base: the axes before it have size 1, one position and offset 0 (the unused axes of
-// a low-rank convolution), so the packers skip them.
+// move the base: the axes before it have size 1, one position and offset 0 for every step (the
+// unused axes of a low-rank convolution), so the packers skip them.
 func (gs *gatherSpec) firstAxis() int {
 	for a := range ConvMaxRank - 1 {
-		if gs.lim[a] != 1 || gs.pos[a] != 1 || len(gs.koff[a]) != 1 || gs.koff[a][0] != 0 {
+		if gs.lim[a] != 1 || gs.pos[a] != 1 {
 			return a
+		}
+		for _, st := range gs.steps {
+			if st[a] != 0 {
+				return a
+			}
 		}
 	}
 	return ConvMaxRank - 1
 }
 
-// offsets returns step t's per-axis offsets (t = c*nk + kk).
-func (gs *gatherSpec) offsets(o *[ConvMaxRank]int, kk int) {
-	for a := ConvMaxRank - 1; a >= 0; a-- {
-		l := len(gs.koff[a])
-		o[a] = gs.koff[a][kk%l]
-		kk /= l
-	}
-}
-
 // packStepsByPos packs steps [k0, k0+kc) x positions [j0, j0+cols) into dst as panels of nr
 // positions (B(step, position)): dst[(j - j%nr)*kc + k*nr + j%nr].
 func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
-	var off, pc [ConvMaxRank]int
+	var pc0 [ConvMaxRank]int
+	coords(&pc0, j0, &gs.pos)
 	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
 	a0 := gs.firstAxis()
+	nk := len(gs.steps)
 	for k := 0; k < kc; k++ {
 		t := k0 + k
-		c := t / gs.nk
-		gs.offsets(&off, t-c*gs.nk)
+		c := t / nk
+		off := &gs.steps[t-c*nk]
 		src := gs.src[c*gs.cstride:]
-		coords(&pc, j0, &gs.pos)
+		pc := pc0
 		j := 0
 		for j < cols {
 			base, ok := 0, true
@@ -631,12 +646,11 @@ func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0,
 	s7, l7 := gs.ps[7], gs.lim[7]
 	a0 := gs.firstAxis()
 	scols := gs.cols[:0]
+	nk := len(gs.steps)
 	for j := range cols {
 		t := j0 + j
-		c := t / gs.nk
-		sc := stepCol{csrc: c * gs.cstride}
-		gs.offsets(&sc.off, t-c*gs.nk)
-		scols = append(scols, sc)
+		c := t / nk
+		scols = append(scols, stepCol{csrc: c * gs.cstride, off: gs.steps[t-c*nk]})
 	}
 	gs.cols = scols
 	for ri := range runs {
@@ -690,12 +704,12 @@ func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout
 	P := g.outProd
 	chunk := colChunks(P, batch*groups, k.nr)
 	nChunks := ceilDiv(P, chunk)
-	koff := g.kernelOffsets()
+	steps := stepOffsets(g.kernelOffsets())
 	convRun(batch*groups*nChunks, batch*cout*P*kk, func(it int, s *gemmScratch) {
 		ng, ch := it/nChunks, it%nChunks
 		n, grp := ng/groups, ng%groups
 		gs := gatherSpec{src: x[(n*cin+grp*cing)*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
-			koff: koff, nk: g.kProd}
+			steps: steps}
 		wg := w[grp*coutg*kk : (grp+1)*coutg*kk]
 		pa := func(dst []float32, i0, rows, k0, kc, mr int) { packA(dst, wg, coutg, kk, i0, rows, k0, kc, mr, false) }
 		pb := func(dst []float32, j0, cols, k0, kc, nr int) { gs.packStepsByPos(dst, j0, cols, k0, kc, nr) }
@@ -714,11 +728,11 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 	inner := batch * P
 	chunk := colChunks(cols, groups, k.nr)
 	nChunks := ceilDiv(cols, chunk)
-	koff := g.kernelOffsets()
+	steps := stepOffsets(g.kernelOffsets())
 	convRun(groups*nChunks, cout*cols*inner, func(it int, s *gemmScratch) {
 		grp, ch := it/nChunks, it%nChunks
 		gs := gatherSpec{src: x[grp*cing*g.inProd:], cstride: g.inProd, lim: g.in, pos: g.out, ps: g.s,
-			koff: koff, nk: g.kProd}
+			steps: steps}
 		// A(i, k) = dy[n][grp*coutg + i][o], k = n*P + o
 		// (runs of positions outer, rows inner: a run's rows of the panel stay in the cache)
 		pa := func(dst []float32, i0, rows, k0, kc, mr int) {
@@ -773,7 +787,7 @@ func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, ci
 	type class struct {
 		cnt   [ConvMaxRank]int
 		r     [ConvMaxRank]int
-		koff  [ConvMaxRank][]int // e_a per taking offset
+		steps [][ConvMaxRank]int // e_a per taking offset, per step (stepOffsets)
 		kidx  []int              // flat kernel index of each taking offset (row-major)
 		nPos  int
 		inner int
@@ -785,22 +799,20 @@ func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, ci
 		var cl class
 		cl.r = rc
 		cl.nPos = 1
-		var ks [ConvMaxRank][]int
+		var ks, koff [ConvMaxRank][]int
 		for a := range ConvMaxRank {
 			cl.cnt[a] = max(0, ceilDiv(g.in[a]-rc[a], g.s[a]))
 			cl.nPos *= cl.cnt[a]
 			for t := 0; t < g.k[a]; t++ {
 				v := rc[a] + g.p[a] - t*g.d[a]
 				if q := v / g.s[a]; q*g.s[a] == v {
-					cl.koff[a] = append(cl.koff[a], q)
+					koff[a] = append(koff[a], q)
 					ks[a] = append(ks[a], t)
 				}
 			}
 		}
-		nk := 1
-		for a := range ConvMaxRank {
-			nk *= len(ks[a])
-		}
+		cl.steps = stepOffsets(koff)
+		nk := len(cl.steps)
 		cl.kidx = make([]int, nk)
 		var kc [ConvMaxRank]int
 		for t := range nk {
@@ -832,7 +844,7 @@ func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, ci
 			return
 		}
 		gs := gatherSpec{src: dy[(n*cout+grp*coutg)*g.outProd:], cstride: g.outProd, lim: g.out, pos: cl.cnt,
-			koff: cl.koff, nk: len(cl.kidx)}
+			steps: cl.steps}
 		for a := range ConvMaxRank {
 			gs.ps[a] = 1
 		}
