@@ -14,10 +14,33 @@ type PoolParams = ops.PoolParams
 // has ops.PoolOutShape(shape, p) (an axis whose padding exceeds half its window, or whose padded
 // input is shorter than the window, is empty: the seeds' poolOutDim). Each output is the first
 // maximum of its window's in-bounds cells (NaN counts as the maximum; padding is skipped), and
-// its gradient goes to that element only (ops.MaxPoolND, ops.MaxPoolNDBackward; fixed order, no
-// atomics).
+// its gradient goes to that element only (fixed order, no atomics). Where x requires grad, the
+// forward also keeps each output's argmax offset (ops.MaxPoolNDWithOffsets: one float per
+// output, retained until Reset, as PyTorch keeps its indices) and the backward reads it
+// (ops.MaxPoolNDBackwardOffsets); elsewhere it computes the values only (ops.MaxPoolND).
 func (t *Tape) MaxPool(x Var, p PoolParams) Var {
-	return t.pool("max_pool", x, p, ops.MaxPoolND, ops.MaxPoolNDBackward)
+	const op = "max_pool"
+	vx, ok := t.arg(op, x)
+	if !ok || !t.liveArgs(op, []value{vx}) {
+		return Var{}
+	}
+	if t.noGrad || !t.nodes[x.id].requires {
+		return t.pool(op, x, p, ops.MaxPoolND, ops.MaxPoolNDBackward)
+	}
+	p = clonePool(p) // the caller may reuse its slices
+	shape := vx.shape
+	y, offsets, err := ops.MaxPoolNDWithOffsets(vx.buf, shape, p)
+	var out []int
+	if err == nil {
+		out, err = ops.PoolOutShape(shape, p)
+	}
+	var work []releaser
+	if offsets != nil {
+		work = []releaser{offsets}
+	}
+	return t.record(op, out, y, err, work, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) { return ops.MaxPoolNDBackwardOffsets(offsets, g, shape, p) })
+	})
 }
 
 // AvgPool returns the average pooling of x (shapes as MaxPool): each window's in-bounds cells

@@ -188,27 +188,58 @@ func (g *PoolGeom) covering(i int, f func(o, w, count int)) {
 // The first maximum wins ties, and the first NaN is the maximum (PyTorch's rule). Every
 // window of a non-empty output holds an in-bounds cell (padding <= k/2).
 func MaxPoolFwd(y, x []float32, geom []uint32, nc int, lo, hi int) {
-	g := NewPoolGeom(geom, nc)
-	if p := newPool2(g); p != nil {
-		p.maxPool(y, x, false, lo, hi)
-		return
-	}
-	maxPool(y, x, g, false, lo, hi)
+	maxPoolOut(maxOut{y: y}, x, geom, nc, lo, hi)
 }
 
 // MaxPoolArgmax writes, for the outputs [lo, hi), float32(w) with w the window offset of the
 // maximum MaxPoolFwd selects (exact: the window volume is below 2^24).
 func MaxPoolArgmax(idx, x []float32, geom []uint32, nc int, lo, hi int) {
-	g := NewPoolGeom(geom, nc)
-	if p := newPool2(g); p != nil {
-		p.maxPool(idx, x, true, lo, hi)
-		return
-	}
-	maxPool(idx, x, g, true, lo, hi)
+	maxPoolOut(maxOut{idx: idx}, x, geom, nc, lo, hi)
 }
 
-// maxPool is MaxPoolFwd (MaxPoolArgmax with arg) on the generic geometry (any rank).
-func maxPool(y, x []float32, g *PoolGeom, arg bool, lo, hi int) {
+// MaxPoolFwdArgmax writes both MaxPoolFwd's y and MaxPoolArgmax's idx for the outputs [lo, hi)
+// in one pass.
+func MaxPoolFwdArgmax(y, idx, x []float32, geom []uint32, nc int, lo, hi int) {
+	maxPoolOut(maxOut{y: y, idx: idx}, x, geom, nc, lo, hi)
+}
+
+// maxOut is where max pooling writes: the maxima (y) and their window offsets (idx), either
+// nil when not wanted.
+type maxOut struct{ y, idx []float32 }
+
+// put writes output i: the maximum's bits bb and its window offset at.
+func (m maxOut) put(i int, bb uint32, at int) {
+	if m.y != nil {
+		m.y[i] = math.Float32frombits(bb)
+	}
+	if m.idx != nil {
+		m.idx[i] = float32(at)
+	}
+}
+
+// from returns the outputs from i on.
+func (m maxOut) from(i int) maxOut {
+	if m.y != nil {
+		m.y = m.y[i:]
+	}
+	if m.idx != nil {
+		m.idx = m.idx[i:]
+	}
+	return m
+}
+
+// maxPoolOut runs max pooling into out on the rank-2 fast path or the generic one.
+func maxPoolOut(out maxOut, x []float32, geom []uint32, nc int, lo, hi int) {
+	g := NewPoolGeom(geom, nc)
+	if p := newPool2(g); p != nil {
+		p.maxPool(out, x, lo, hi)
+		return
+	}
+	maxPool(out, x, g, lo, hi)
+}
+
+// maxPool is MaxPoolFwd and MaxPoolArgmax on the generic geometry (any rank).
+func maxPool(out maxOut, x []float32, g *PoolGeom, lo, hi int) {
 	var start [PoolAxes]int
 	for i := lo; i < hi; i++ {
 		xs := x[g.window(i, &start):]
@@ -221,11 +252,7 @@ func maxPool(y, x []float32, g *PoolGeom, arg bool, lo, hi int) {
 				}
 			}
 		})
-		if arg {
-			y[i] = float32(at)
-		} else {
-			y[i] = best
-		}
+		out.put(i, math.Float32bits(best), at)
 	}
 }
 
@@ -494,7 +521,7 @@ func coverRanges(n, out, k, s, pad int) (lo, hi []int) {
 // cell seeds best (the generic loop takes it unconditionally); comparing it again changes
 // nothing (v > v is false). v > best is compared on order-preserving integer keys (poolKey)
 // while neither is NaN; the first NaN ends the window's scan, as no later cell can replace it.
-func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
+func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 	if lo >= hi {
 		return
 	}
@@ -510,9 +537,9 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 			n := min(fb-ox, hi-i)
 			rows := xs[sy*p.w:]
 			if p.kh == 2 && p.kw == 2 {
-				max2x2Run(y[i:i+n], rows, rows[p.w:], p.x0[ox:ox+n], arg)
+				max2x2Run(out.from(i), rows, rows[p.w:], p.x0[ox:ox+n])
 			} else {
-				p.maxRun(y[i:i+n], rows, p.x0[ox:ox+n], arg)
+				p.maxRun(out.from(i), rows, p.x0[ox:ox+n])
 			}
 			i += n - 1
 			if ox += n - 1; ox < p.ow-1 {
@@ -527,7 +554,7 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 			continue
 		}
 		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
-		best, at := float32(0), 0
+		best, at := uint32(0), 0
 		if r0 < r1 && c0 < c1 {
 			bb, at0 := math.Float32bits(xs[r0*p.w+c0]), (r0-sy)*p.kw+c0-sx
 			kb := poolKey(bb)
@@ -551,13 +578,9 @@ func (p *pool2) maxPool(y, x []float32, arg bool, lo, hi int) {
 					}
 				}
 			}
-			best, at = math.Float32frombits(bb), at0
+			best, at = bb, at0
 		}
-		if arg {
-			y[i] = float32(at)
-		} else {
-			y[i] = best
-		}
+		out.put(i, best, at)
 		if ox++; ox == p.ow {
 			ox = 0
 			if oy++; oy == p.oh {
@@ -580,13 +603,13 @@ func (p *pool2) fullCols() (fa, fb int) {
 	return fa, fb
 }
 
-// maxRun is maxPool's loop for windows wholly inside the input: y[j] is the maximum (its window
-// offset with arg) of the window whose first cell is rows[x0[j]], rows holding the input from
-// the windows' first row on. It compares as maxPool does (poolKey, the first NaN ends the scan),
+// maxRun is maxPool's loop for windows wholly inside the input: output j (of out) is the
+// maximum of the window whose first cell is rows[x0[j]], rows holding the input from the
+// windows' first row on. It compares as maxPool does (poolKey, the first NaN ends the scan),
 // branch-free (maxStep), as where the maximum sits is unpredictable.
-func (p *pool2) maxRun(y, rows []float32, x0 []int, arg bool) {
+func (p *pool2) maxRun(out maxOut, rows []float32, x0 []int) {
 	w, kh, kw := p.w, p.kh, p.kw
-	for j, s := range x0[:len(y)] {
+	for j, s := range x0 {
 		win := rows[s:]
 		bb, at := math.Float32bits(win[0]), 0
 		kb := poolKey(bb)
@@ -604,19 +627,15 @@ func (p *pool2) maxRun(y, rows []float32, x0 []int, arg bool) {
 				bb, kb, at = maxStep(bb, kb, at, vb, t+jj)
 			}
 		}
-		if arg {
-			y[j] = float32(at)
-		} else {
-			y[j] = math.Float32frombits(bb)
-		}
+		out.put(j, bb, at)
 	}
 }
 
 // max2x2Run is maxRun for 2x2 windows, top and bottom the windows' two input rows: three
 // branch-free steps in the window's row-major order, after one test for a NaN (rare) that sends
 // the window to the scan's rule.
-func max2x2Run(y, top, bottom []float32, x0 []int, arg bool) {
-	for j, s := range x0[:len(y)] {
+func max2x2Run(out maxOut, top, bottom []float32, x0 []int) {
+	for j, s := range x0 {
 		a, b, c, d := top[s], top[s+1], bottom[s], bottom[s+1]
 		var bb uint32
 		var at int
@@ -635,11 +654,7 @@ func max2x2Run(y, top, bottom []float32, x0 []int, arg bool) {
 			bb, kb, at = maxStep(bb, kb, at, math.Float32bits(c), 2)
 			bb, _, at = maxStep(bb, kb, at, math.Float32bits(d), 3)
 		}
-		if arg {
-			y[j] = float32(at)
-		} else {
-			y[j] = math.Float32frombits(bb)
-		}
+		out.put(j, bb, at)
 	}
 }
 

@@ -113,11 +113,15 @@ func checkPoolFast(t *testing.T, r *rand.Rand, nc int, in, k, s, p []int) {
 		}
 	}
 	want := make([]float32, ov)
-	maxPool(want, x, g, false, 0, ov)
+	maxPool(maxOut{y: want}, x, g, 0, ov)
 	cmp("max", want, func(y []float32, lo, hi int) { MaxPoolFwd(y, x, geom, nc, lo, hi) })
 	idx := make([]float32, ov)
-	maxPool(idx, x, g, true, 0, ov)
+	maxPool(maxOut{idx: idx}, x, g, 0, ov)
 	cmp("argmax", idx, func(y []float32, lo, hi int) { MaxPoolArgmax(y, x, geom, nc, lo, hi) })
+	// The fused pass writes both, the same bits as the two passes.
+	both := make([]float32, ov)
+	cmp("max of the fused pass", want, func(y []float32, lo, hi int) { MaxPoolFwdArgmax(y, both, x, geom, nc, lo, hi) })
+	cmp("argmax of the fused pass", idx, func(y []float32, lo, hi int) { MaxPoolFwdArgmax(both, y, x, geom, nc, lo, hi) })
 	// Some offsets another argmax would give, so that covering windows disagree.
 	for i := range idx {
 		if r.IntN(4) == 0 {
@@ -244,6 +248,11 @@ func BenchmarkPool2(b *testing.B) {
 			MaxPoolArgmax(y, x, geom, nc, 0, ov)
 		}
 	})
+	b.Run("MaxFwdArgmax", func(b *testing.B) {
+		for b.Loop() {
+			MaxPoolFwdArgmax(y, gO, x, geom, nc, 0, ov)
+		}
+	})
 	b.Run("MaxBwd", func(b *testing.B) {
 		for b.Loop() {
 			MaxPoolBwd(dx, idx, gO, geom, nc, 0, len(dx))
@@ -252,7 +261,7 @@ func BenchmarkPool2(b *testing.B) {
 	g := NewPoolGeom(geom, nc)
 	b.Run("MaxFwdGeneric", func(b *testing.B) {
 		for b.Loop() {
-			maxPool(y, x, g, false, 0, ov)
+			maxPool(maxOut{y: y}, x, g, 0, ov)
 		}
 	})
 	b.Run("MaxBwdGeneric", func(b *testing.B) {

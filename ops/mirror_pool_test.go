@@ -79,7 +79,8 @@ func poolInputs(n, m int, ties, specials bool, seed uint64) (x, g []float32) {
 }
 
 // poolCases are the mirror cases of the pooling family: max, average (count_include_pad on and
-// off) and smooth max (β 1, -0.5 and 8) pooling, forward and backward, at every geometry of
+// off) and smooth max (β 1, -0.5 and 8) pooling, forward and backward, and max pooling's
+// one-pass forward with offsets and the backward from them, at every geometry of
 // poolMirrorGeoms, on random inputs, on inputs with ties, and with NaN, ±Inf and -0.
 func poolCases() []mirrorCase {
 	type kind struct {
@@ -145,6 +146,30 @@ func poolCases() []mirrorCase {
 							return []*Buffer{dx}, err
 						}})
 			}
+			// Max pooling's one-pass forward (values and offsets) and the backward from its
+			// offsets: the same bits as max_pool_fwd and max_pool_bwd above.
+			seed := uint64(gi*131 + len(variant))
+			p := geo.p
+			cases = append(cases, mirrorCase{name: "max_pool_offsets/" + geo.tag + variant, sizes: []int{n},
+				run: func(d *Device, _ []*Buffer, _ int) ([]*Buffer, error) {
+					xv, gv := poolInputs(n, m, variant == "/ties", variant == "/special", seed)
+					x, err := FromFloat32(d, xv)
+					if err != nil {
+						return nil, err
+					}
+					defer x.Release()
+					g, err := FromFloat32(d, gv)
+					if err != nil {
+						return nil, err
+					}
+					defer g.Release()
+					y, offsets, err := MaxPoolNDWithOffsets(x, geo.shape, p)
+					if err != nil {
+						return nil, err
+					}
+					dx, err := MaxPoolNDBackwardOffsets(offsets, g, geo.shape, p)
+					return []*Buffer{y, offsets, dx}, err
+				}})
 		}
 	}
 	return cases

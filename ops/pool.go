@@ -43,6 +43,11 @@ var (
 	maxPoolArgmaxOp = row(&kernelOp{name: "max_pool_argmax", kernel: ptx.MaxPoolArgmax, outs: 1, ins: 1, idx: 1,
 		grid: strided(product(0, 2)), units: product(0, 2),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.MaxPoolArgmax(h.b[0], h.b[1], h.idx[0], h.s[0], lo, hi) }})
+	maxPoolFwdArgmaxOp = row(&kernelOp{name: "max_pool_fwd_argmax", kernel: ptx.MaxPoolFwdArgmax, outs: 2, ins: 1, idx: 1,
+		grid: strided(product(0, 2)), units: product(0, 2),
+		cpu: func(h *hostArgs, lo, hi int) {
+			cpu.MaxPoolFwdArgmax(h.b[0], h.b[1], h.b[2], h.idx[0], h.s[0], lo, hi)
+		}})
 	maxPoolBwdOp = row(&kernelOp{name: "max_pool_bwd", kernel: ptx.MaxPoolBwd, outs: 1, ins: 2, idx: 1,
 		grid: strided(product(0, 1)), units: product(0, 1),
 		cpu: func(h *hostArgs, lo, hi int) { cpu.MaxPoolBwd(h.b[0], h.b[1], h.b[2], h.idx[0], h.s[0], lo, hi) }})
@@ -222,6 +227,15 @@ func poolBeta(op string, beta float64) (float32, error) {
 
 // poolForward checks x against the plan and runs a forward row.
 func poolForward(op string, kop *kernelOp, x *Buffer, inShape []int, p PoolParams, scalars ...float32) (*Buffer, error) {
+	outs, err := poolForwardN(op, kop, 1, x, inShape, p, scalars...)
+	if err != nil {
+		return nil, err
+	}
+	return outs[0], nil
+}
+
+// poolForwardN is poolForward for a row of n outputs, each of the output's length.
+func poolForwardN(op string, kop *kernelOp, n int, x *Buffer, inShape []int, p PoolParams, scalars ...float32) ([]*Buffer, error) {
 	pl, err := planPool(op, inShape, p)
 	if err != nil {
 		return nil, err
@@ -236,10 +250,23 @@ func poolForward(op string, kop *kernelOp, x *Buffer, inShape []int, p PoolParam
 	if kop == avgPoolFwdOp {
 		sizes = append(sizes, b2i(p.CountIncludePad))
 	}
-	if pl.outN == 0 {
-		return newBuffer(x.dev, 0)
+	outLens := make([]int, n)
+	for i := range outLens {
+		outLens[i] = pl.outN
 	}
-	return pl.run1(kop, pl.outN, []*Buffer{x}, sizes, scalars...)
+	if pl.outN == 0 {
+		outs := make([]*Buffer, 0, n)
+		for range n {
+			b, err := newBuffer(x.dev, 0)
+			if err != nil {
+				releaseAll(outs)
+				return nil, err
+			}
+			outs = append(outs, b)
+		}
+		return outs, nil
+	}
+	return pl.run(kop, outLens, []*Buffer{x}, sizes, scalars...)
 }
 
 // poolBackward checks the operands of a backward (x may be nil where the backward does not read
@@ -290,6 +317,18 @@ func MaxPoolND(x *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
 	return poolForward("max_pool", maxPoolFwdOp, x, inShape, p)
 }
 
+// MaxPoolNDWithOffsets returns MaxPoolND's result and, from the same pass, each output's argmax
+// offset: the row-major position of the chosen cell in its window, as a float32
+// (cpu.MaxPoolFwdArgmax). A training step keeps the offsets (one float per output, as PyTorch
+// keeps its indices) and hands them to MaxPoolNDBackwardOffsets, which then does not read x.
+func MaxPoolNDWithOffsets(x *Buffer, inShape []int, p PoolParams) (y, offsets *Buffer, err error) {
+	outs, err := poolForwardN("max_pool", maxPoolFwdArgmaxOp, 2, x, inShape, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs[0], outs[1], nil
+}
+
 // MaxPoolNDBackward returns the gradient of MaxPoolND with respect to x for the output gradient
 // gradOut: each output's gradient goes to its window's first maximum (the argmax, computed again
 // from x), summed per input element over the windows in ascending order (cpu.MaxPoolBwd).
@@ -304,12 +343,34 @@ func MaxPoolNDBackward(x, gradOut *Buffer, inShape []int, p PoolParams) (*Buffer
 		return nil, opErr(op, err)
 	}
 	defer ix.Release()
-	idx, err := maxPoolArgmaxOp.call1(pl.outN, []*Buffer{x}, []*Indices{ix}, pl.sizes)
+	offsets, err := maxPoolArgmaxOp.call1(pl.outN, []*Buffer{x}, []*Indices{ix}, pl.sizes)
 	if err != nil {
 		return nil, err
 	}
-	defer idx.Release()
-	return maxPoolBwdOp.call1(pl.inN, []*Buffer{idx, gradOut}, []*Indices{ix}, pl.sizes)
+	defer offsets.Release()
+	return maxPoolBwdOp.call1(pl.inN, []*Buffer{offsets, gradOut}, []*Indices{ix}, pl.sizes)
+}
+
+// MaxPoolNDBackwardOffsets is MaxPoolNDBackward from the offsets of MaxPoolNDWithOffsets (of
+// the same x, inShape and p) instead of x: the same result, one pass fewer. Offsets that name
+// no cell of their window (not an integer in [0, window volume), or a padded cell) send no
+// gradient.
+func MaxPoolNDBackwardOffsets(offsets, gradOut *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
+	const op = "max_pool_bwd"
+	if offsets == nil {
+		return nil, fmt.Errorf("ops: %s: offsets is nil", op)
+	}
+	pl, z, err := poolBackward(op, nil, gradOut, false, inShape, p)
+	if pl == nil {
+		return z, err
+	}
+	if err := checkLen(op, offsets, pl.outN, fmt.Sprintf("offsets %v", pl.outShape)); err != nil {
+		return nil, err
+	}
+	if err := onDevice(op, offsets, gradOut.dev); err != nil {
+		return nil, err
+	}
+	return pl.run1(maxPoolBwdOp, pl.inN, []*Buffer{offsets, gradOut}, pl.sizes)
 }
 
 // AvgPoolND returns the average pooling of x (shape inShape as MaxPoolND's): the in-bounds cells

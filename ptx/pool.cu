@@ -137,11 +137,12 @@ __device__ __forceinline__ u64 pool_cover(const PoolGeom& g, u64 i, int* t) {
   return r;
 }
 
-// max_pool_fwd / max_pool_argmax: the first maximum of the in-bounds cells (the first NaN is the
-// maximum), its value or float(w) of its window offset (cpu.MaxPoolFwd, cpu.MaxPoolArgmax).
-template <bool ARG>
-__device__ __forceinline__ void max_pool(float* __restrict__ y, const float* __restrict__ x,
-                                         const PoolGeom& g, u64 nc, u64 inVol, u64 outVol) {
+// max_pool_fwd / max_pool_argmax / max_pool_fwd_argmax: the first maximum of the in-bounds
+// cells (the first NaN is the maximum): its value into y and float(w) of its window offset into
+// idx, each where not null (cpu.MaxPoolFwd, cpu.MaxPoolArgmax, cpu.MaxPoolFwdArgmax).
+__device__ __forceinline__ void max_pool(float* __restrict__ y, float* __restrict__ idx,
+                                         const float* __restrict__ x, const PoolGeom& g, u64 nc,
+                                         u64 inVol, u64 outVol) {
   TL_FOR(i, nc * outVol) {
     int start[POOL_AXES];
     const float* xs = x + pool_window(g, inVol, i, start);
@@ -158,18 +159,25 @@ __device__ __forceinline__ void max_pool(float* __restrict__ y, const float* __r
       }
     };
     PoolCells<0>::walk(g, start, 0, 0, true, f);
-    y[i] = ARG ? (float)at : best;
+    if (y) y[i] = best;
+    if (idx) idx[i] = (float)at;
   }
 }
 
 extern "C" __global__ void max_pool_fwd(float* __restrict__ y, const float* __restrict__ x, POOL_PARAMS) {
   POOL_GEOM(g)
-  max_pool<false>(y, x, g, nc, inVol, outVol);
+  max_pool(y, nullptr, x, g, nc, inVol, outVol);
 }
 
 extern "C" __global__ void max_pool_argmax(float* __restrict__ idx, const float* __restrict__ x, POOL_PARAMS) {
   POOL_GEOM(g)
-  max_pool<true>(idx, x, g, nc, inVol, outVol);
+  max_pool(nullptr, idx, x, g, nc, inVol, outVol);
+}
+
+extern "C" __global__ void max_pool_fwd_argmax(float* __restrict__ y, float* __restrict__ idx,
+                                               const float* __restrict__ x, POOL_PARAMS) {
+  POOL_GEOM(g)
+  max_pool(y, idx, x, g, nc, inVol, outVol);
 }
 
 // max_pool_bwd: dx[i] = Σ over covering windows o (ascending) with idx[o] == float(w) of gO[o]

@@ -7,11 +7,12 @@ package ptx
 const Pool Module = "pool"
 
 // Pooling kernels: max pooling's value and argmax (the window offset of the first maximum, as a
-// float) and its gather backward from the argmax; average pooling; smooth max pooling's value,
+// float), apart or both in one pass, and its gather backward from the argmax; average pooling; smooth max pooling's value,
 // its window statistics (pivot, sum of exponentials) and its gather backward from them.
 var (
 	MaxPoolFwd         = newKernel(Pool, "max_pool_fwd")
 	MaxPoolArgmax      = newKernel(Pool, "max_pool_argmax")
+	MaxPoolFwdArgmax   = newKernel(Pool, "max_pool_fwd_argmax")
 	MaxPoolBwd         = newKernel(Pool, "max_pool_bwd")
 	AvgPoolFwd         = newKernel(Pool, "avg_pool_fwd")
 	AvgPoolBwd         = newKernel(Pool, "avg_pool_bwd")
