@@ -7,7 +7,8 @@ import (
 )
 
 // BenchmarkPool: issue 26's pooling problem, max pooling 3x3 stride 2 padding 1 (ResNet's stem)
-// and average pooling 2x2 stride 2, forward and backward, on (batch, 64, 56, 56). The batch is
+// and average pooling 2x2 stride 2, forward and backward, on (batch, 64, 56, 56), and max
+// pooling's training pair (the forward keeping offsets, the backward from them). The batch is
 // TORCHLEAN_POOL_BATCH (default 16 rather than the issue's 64: on 2 shared cores the four take
 // about a third of a second per pass at 16, 1.3 s at 64; measured at batch 4: max forward 13 ms,
 // backward 44 ms, average forward 5.4 ms, backward 21 ms, AMD EPYC, 2 cores, load ~3).
@@ -76,4 +77,42 @@ func benchPool(b *testing.B, d *Device, batch int) {
 		})
 		g.Release()
 	}
+	// Max pooling as a training step runs it: the one-pass forward that keeps the offsets, and
+	// the backward from them (PyTorch's max_pool2d with indices and its backward).
+	p := PoolParams{Kernel: []int{3, 3}, Stride: []int{2, 2}, Padding: []int{1, 1}}
+	out, err := PoolOutShape(shape, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := must(RandNormal(d, numel(out), 0, 1, 2))
+	defer g.Release()
+	y, offsets, err := MaxPoolNDWithOffsets(x, shape, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer y.Release()
+	defer offsets.Release()
+	b.Run("max3x3s2p1/fwd_offsets", func(b *testing.B) {
+		b.SetBytes(int64(4 * (numel(shape) + 2*numel(out))))
+		for b.Loop() {
+			y, o, err := MaxPoolNDWithOffsets(x, shape, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			y.Release()
+			o.Release()
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("max3x3s2p1/bwd_offsets", func(b *testing.B) {
+		b.SetBytes(int64(4 * (2*numel(out) + numel(shape)))) // reads offsets, gO; writes dx
+		for b.Loop() {
+			must(MaxPoolNDBackwardOffsets(offsets, g, shape, p)).Release()
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

@@ -571,7 +571,8 @@ def conv_rows(bench, F):
 def pool_rows(bench, F):
     """Max pooling 3x3 stride 2 padding 1 and average pooling 2x2 stride 2 (count_include_pad) on
     (64, 64, 56, 56) (--quick: batch 2), forward and backward as autograd runs them (the max
-    backward from the forward's indices): BenchmarkPoolCUDA's rows. GB/s as the Go rows count
+    backward from the forward's indices), and max pooling's training pair (fwd_offsets: the
+    forward returning indices; bwd_offsets: the backward from them): BenchmarkPoolCUDA's rows. GB/s as the Go rows count
     them: forward (input + output) * 4 bytes, backward (2 * input + output) * 4."""
     torch = bench.torch
     aten = torch.ops.aten
@@ -590,6 +591,11 @@ def pool_rows(bench, F):
         "max3x3s2p1/fwd": (lambda: lambda: F.max_pool2d(x, 3, 2, 1), {"gbps": gb(4 * (nin + mo.numel())), "shape": shape}),
         "max3x3s2p1/bwd": (lambda: lambda: aten.max_pool2d_with_indices_backward(mg, x, [3, 3], [2, 2], [1, 1], [1, 1], False, idx),
                            {"gbps": gb(4 * (2 * nin + mo.numel())), "shape": shape}),
+        # the training pair: the forward that keeps the indices, the backward from them
+        "max3x3s2p1/fwd_offsets": (lambda: lambda: F.max_pool2d(x, 3, 2, 1, return_indices=True),
+                                   {"gbps": gb(4 * (nin + 2 * mo.numel())), "shape": shape}),
+        "max3x3s2p1/bwd_offsets": (lambda: lambda: aten.max_pool2d_with_indices_backward(mg, x, [3, 3], [2, 2], [1, 1], [1, 1], False, idx),
+                                   {"gbps": gb(4 * (nin + 2 * mo.numel())), "shape": shape}),
         "avg2x2s2/fwd": (lambda: lambda: F.avg_pool2d(x, 2, 2, 0, False, True), {"gbps": gb(4 * (nin + ao.numel())), "shape": shape}),
         "avg2x2s2/bwd": (lambda: lambda: aten.avg_pool2d_backward(ag, x, [2, 2], [2, 2], [0, 0], False, True, None),
                          {"gbps": gb(4 * (2 * nin + ao.numel())), "shape": shape}),
