@@ -16,7 +16,8 @@ type PoolParams = ops.PoolParams
 // maximum of its window's in-bounds cells (NaN counts as the maximum; padding is skipped), and
 // its gradient goes to that element only (fixed order, no atomics). Where x requires grad, the
 // forward also keeps each output's argmax offset (ops.MaxPoolNDWithOffsets: one float per
-// output, retained until Reset, as PyTorch keeps its indices) and the backward reads it
+// output, as PyTorch keeps its indices; released once the backward has used it, or by Reset)
+// and the backward reads it
 // (ops.MaxPoolNDBackwardOffsets); elsewhere it computes the values only (ops.MaxPoolND).
 func (t *Tape) MaxPool(x Var, p PoolParams) Var {
 	const op = "max_pool"

@@ -360,12 +360,16 @@ func MaxPoolNDBackwardOffsets(offsets, gradOut *Buffer, inShape []int, p PoolPar
 	if offsets == nil {
 		return nil, fmt.Errorf("ops: %s: offsets is nil", op)
 	}
-	pl, z, err := poolBackward(op, nil, gradOut, false, inShape, p)
-	if pl == nil {
-		return z, err
+	pl, err := planPool(op, inShape, p)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkLen(op, offsets, pl.outN, fmt.Sprintf("offsets %v", pl.outShape)); err != nil {
 		return nil, err
+	}
+	pl, z, err := poolBackward(op, nil, gradOut, false, inShape, p)
+	if pl == nil {
+		return z, err
 	}
 	if err := onDevice(op, offsets, gradOut.dev); err != nil {
 		return nil, err

@@ -436,3 +436,81 @@ func TestPoolErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxPoolOffsets: the one-pass forward returns MaxPoolND's values and the offsets
+// MaxPoolNDBackward's argmax computes, the backward from them equals MaxPoolNDBackward, and
+// bad operands (nil, short, released, an offsets buffer for another output, x's errors) are
+// clean errors with nothing left allocated.
+func TestMaxPoolOffsets(t *testing.T) {
+	d := CPU()
+	shape := []int{2, 3, 7, 6}
+	p := PoolParams{Kernel: []int{3, 2}, Stride: []int{2, 2}, Padding: []int{1, 0}}
+	xv, gv := poolInputs(numel(shape), 2*3*4*3, true, true, 7)
+	x, g := mustBuf(t, d, xv), mustBuf(t, d, gv)
+	defer x.Release()
+	defer g.Release()
+	live := d.Stats().LiveBytes
+	y, offsets, err := MaxPoolNDWithOffsets(x, shape, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := MaxPoolND(x, shape, p)
+	if a, b := download(t, y, nil), download(t, want, err); poolBitsDiffer(a, b) {
+		t.Errorf("values %v, MaxPoolND %v", a, b)
+	}
+	dx, err := MaxPoolNDBackwardOffsets(offsets, g, shape, p)
+	wantDx, err2 := MaxPoolNDBackward(x, g, shape, p)
+	if a, b := download(t, dx, err), download(t, wantDx, err2); poolBitsDiffer(a, b) {
+		t.Errorf("backward from the offsets %v, from x %v", a, b)
+	}
+	short := mustBuf(t, d, make([]float32, 5))
+	for _, c := range []struct {
+		name    string
+		offsets *Buffer
+		shape   []int
+		want    string
+	}{
+		{"nil", nil, shape, "offsets is nil"},
+		{"short", short, shape, "offsets [2 3 4 3] has 5 elements, want 72"},
+		{"empty output", short, []int{2, 3, 1, 1}, "has 5 elements, want 0"},
+		{"bad geometry", offsets, []int{42}, "input shape [42] for a rank-2 kernel"},
+	} {
+		if _, err := MaxPoolNDBackwardOffsets(c.offsets, g, c.shape, p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	short.Release()
+	offsets.Release()
+	if _, err := MaxPoolNDBackwardOffsets(offsets, g, shape, p); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Errorf("released offsets: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		x    *Buffer
+		want string
+	}{
+		{"nil x", nil, "x is nil"},
+		{"short x", g, "has 72 elements, want 252"},
+	} {
+		if y, o, err := MaxPoolNDWithOffsets(c.x, shape, p); err == nil || y != nil || o != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, %v, error %v, want one containing %q", c.name, y, o, err, c.want)
+		}
+	}
+	if got := d.Stats().LiveBytes; got != live {
+		t.Errorf("live bytes %d after the checks, %d before", got, live)
+	}
+}
+
+// poolBitsDiffer reports whether a and b differ in length or in the bits of an element, NaN
+// payloads aside.
+func poolBitsDiffer(a, b []float32) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+			return true
+		}
+	}
+	return false
+}

@@ -24,27 +24,42 @@ for pkg in $(go list ./...); do
   CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o ".gpu/bin/$name.test" "./$dir"
   echo "$dir $name" >> .gpu/packages
 done
-# xz packs a third smaller than gzip (the device call's carry is 64 MiB with the checkout).
+# xz packs a third smaller than gzip (the device call's carry is 64 MiB with the checkout); one
+# xz per core, as each binary is smaller than one xz block.
 if command -v xz >/dev/null; then
-  xz -9e -T0 .gpu/bin/*.test
+  printf '%s\0' .gpu/bin/*.test | xargs -0 -n 1 -P "$(nproc)" xz -9e
 else
   gzip -9 .gpu/bin/*.test
 fi
 cat > .gpu/unpack <<'UNPACK'
 #!/bin/bash
-# unpack BIN...: writes each BIN from BIN.xz or BIN.gz (always anew: a warm machine keeps the
-# last call's files), executable; python3's lzma stands in for a missing xz.
+# unpack BIN...: writes each BIN anew from BIN.xz or BIN.gz (a warm machine keeps the last
+# call's files), executable, through a temporary file moved into place; python3's lzma stands in
+# for a missing xz. A BIN with neither is removed, so that nothing stale runs. Exit status 1 when
+# any BIN could not be written.
+status=0
 for b in "$@"; do
+  tmp="$b.tmp.$$"
   if [ -f "$b.xz" ]; then
-    xz -dc "$b.xz" > "$b" 2>/dev/null ||
-      python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$b.xz" > "$b"
+    xz -dc "$b.xz" > "$tmp" 2>/dev/null ||
+      python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$b.xz" > "$tmp"
   elif [ -f "$b.gz" ]; then
-    gunzip -c "$b.gz" > "$b"
+    gunzip -c "$b.gz" > "$tmp"
   else
+    rm -f "$b"
+    echo "unpack: neither $b.xz nor $b.gz" >&2
+    status=1
     continue
   fi
-  chmod +x "$b"
+  if [ $? = 0 ] && [ -s "$tmp" ]; then
+    chmod +x "$tmp" && mv -f "$tmp" "$b"
+  else
+    rm -f "$tmp" "$b"
+    echo "unpack: could not unpack $b" >&2
+    status=1
+  fi
 done
+exit $status
 UNPACK
 chmod +x .gpu/unpack
 cat > .gpu/run <<'RUN'
