@@ -506,6 +506,7 @@ type gatherSpec struct {
 	steps   [][ConvMaxRank]int // per kernel step of a channel, its offsets per axis (stepOffsets)
 	runs    []posRun           // packPosBySteps' scratch
 	cols    []stepCol          // packPosBySteps' scratch
+	segs    []stepSeg          // packStepsByPos' scratch
 }
 
 // stepOffsets lists the kernel steps of a channel, row-major over the offsets koff lists per
@@ -545,11 +546,12 @@ func (gs *gatherSpec) firstAxis() int {
 }
 
 // packStepsByPos packs steps [k0, k0+kc) x positions [j0, j0+cols) into dst as panels of nr
-// positions (B(step, position)): dst[(j - j%nr)*kc + k*nr + j%nr].
+// positions (B(step, position)): dst[(j - j%nr)*kc + k*nr + j%nr]. The positions' pieces (runs
+// along the last axis, cut at panel edges) are listed once (stepSegs); each step then copies
+// its pieces.
 func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
-	var pc0 [ConvMaxRank]int
-	coords(&pc0, j0, &gs.pos)
-	p7, s7, l7 := gs.pos[7], gs.ps[7], gs.lim[7]
+	segs := gs.stepSegs(j0, cols, kc, nr)
+	s7, l7 := gs.ps[7], gs.lim[7]
 	a0 := gs.firstAxis()
 	nk := len(gs.steps)
 	for k := 0; k < kc; k++ {
@@ -557,37 +559,33 @@ func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
 		c := t / nk
 		off := &gs.steps[t-c*nk]
 		src := gs.src[c*gs.cstride:]
-		pc := pc0
-		j := 0
-		for j < cols {
+		for si := range segs {
+			sg := &segs[si]
+			d := dst[sg.dst+k*nr:][:sg.n]
 			base, ok := 0, true
 			for a := a0; a < ConvMaxRank-1; a++ {
-				i := pc[a]*gs.ps[a] + off[a]
+				i := sg.ip[a] + off[a]
 				ok = ok && i >= 0 && i < gs.lim[a]
 				base = base*gs.lim[a] + i
 			}
-			base *= l7
-			run := min(cols-j, p7-pc[7])
-			i7 := pc[7]*s7 + off[7]
-			for run > 0 {
-				q := j % nr
-				seg := min(run, nr-q)
-				d := dst[(j-q)*kc+k*nr+q:][:seg]
-				if ok {
-					fillRun(d, 1, src[base:], i7, s7, seg, l7)
-				} else {
-					clear(d)
+			i7 := sg.i7 + off[7]
+			switch {
+			case !ok:
+				clear(d)
+			case s7 == 1: // fillRun's stride-1 case, inline: +0, the cells in range, +0
+				lo := min(sg.n, max(0, -i7))
+				hi := max(lo, min(sg.n, l7-i7))
+				for r := range lo {
+					d[r] = 0
 				}
-				j += seg
-				run -= seg
-				i7 += seg * s7
-			}
-			pc[7] = 0
-			for a := ConvMaxRank - 2; a >= 0; a-- {
-				if pc[a]++; pc[a] < gs.pos[a] {
-					break
+				if hi > lo {
+					copy(d[lo:hi], src[base*l7+i7+lo:])
 				}
-				pc[a] = 0
+				for r := hi; r < sg.n; r++ {
+					d[r] = 0
+				}
+			default:
+				fillRun(d, 1, src[base*l7:], i7, s7, sg.n, l7)
 			}
 		}
 		if r := cols % nr; r != 0 {
@@ -595,6 +593,47 @@ func (gs *gatherSpec) packStepsByPos(dst []float32, j0, cols, k0, kc, nr int) {
 			clear(dst[q*kc+k*nr+r : q*kc+k*nr+nr])
 		}
 	}
+}
+
+// stepSeg is one piece of packStepsByPos: n consecutive positions along the last axis, all in
+// one panel, written at dst + k*nr for step k; ip and i7 are the source coordinates of its first
+// position before the step's offsets (o_a*ps_a).
+type stepSeg struct {
+	dst, n, i7 int
+	ip         [ConvMaxRank - 1]int
+}
+
+// stepSegs lists the pieces of positions [j0, j0+cols) for packStepsByPos (panels of nr, kc
+// steps), into gs.segs (reused).
+func (gs *gatherSpec) stepSegs(j0, cols, kc, nr int) []stepSeg {
+	segs := gs.segs[:0]
+	var pc [ConvMaxRank]int
+	coords(&pc, j0, &gs.pos)
+	for j := 0; j < cols; {
+		run := min(cols-j, gs.pos[7]-pc[7])
+		var sg stepSeg
+		for a := range ConvMaxRank - 1 {
+			sg.ip[a] = pc[a] * gs.ps[a]
+		}
+		i7 := pc[7] * gs.ps[7]
+		for run > 0 {
+			q := j % nr
+			sg.dst, sg.n, sg.i7 = (j-q)*kc+q, min(run, nr-q), i7
+			segs = append(segs, sg)
+			j += sg.n
+			run -= sg.n
+			i7 += sg.n * gs.ps[7]
+		}
+		pc[7] = 0
+		for a := ConvMaxRank - 2; a >= 0; a-- {
+			if pc[a]++; pc[a] < gs.pos[a] {
+				break
+			}
+			pc[a] = 0
+		}
+	}
+	gs.segs = segs
+	return segs
 }
 
 // posRun is a run of consecutive GEMM positions along the last spatial axis of one sample:
