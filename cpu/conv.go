@@ -783,18 +783,16 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 					n := pk / P
 					o := pk - n*P
 					run := min(kc-kq, P-o, packRunMax)
-					for i := 0; i < mr; i++ {
-						dd := d[kq*mr+i:]
-						if i >= h {
-							for r := range run {
-								dd[r*mr] = 0
-							}
-							continue
-						}
-						co := grp*coutg + i0 + q + i
-						for r, v := range dy[(n*cout+co)*P+o:][:run] {
-							dd[r*mr] = v
-						}
+					// rows grp*coutg+i0+q.. of sample n, positions [o, o+run): a transpose of
+					// h rows of dy (row stride P), as packA does for a row-major A
+					src, dd := dy[(n*cout+grp*coutg+i0+q)*P+o:], d[kq*mr:]
+					switch {
+					case h == 14 && mr == 14:
+						packT14(dd, src, P, run)
+					case h == 6 && mr == 6:
+						packT6(dd, src, P, run)
+					default:
+						packT(dd, src, P, run, mr, h)
 					}
 					kq += run
 				}
