@@ -5,7 +5,6 @@ import (
 
 	"github.com/torchlean-go/torchlean/autograd"
 	"github.com/torchlean-go/torchlean/autograd/nn"
-	"github.com/torchlean-go/torchlean/examples/internal/graphstep"
 	"github.com/torchlean-go/torchlean/examples/internal/stepbench"
 	"github.com/torchlean-go/torchlean/examples/internal/text"
 	"github.com/torchlean-go/torchlean/ops"
@@ -60,39 +59,10 @@ func gptStep(d *ops.Device, o options) (*stepbench.Step, error) {
 	}
 	b := &nn.Batch{Tokens: stepbench.Tokens(1, o.Batch*o.Seq, cfg.Vocab), TokensShape: []int{o.Batch, o.Seq},
 		Labels: stepbench.Tokens(2, o.Batch*o.Seq, cfg.Vocab)}
-	var st *static                   // made by Load: the eager row runs without it, as the example without -graph
-	step := func(on *static) error { // runRank's stepFn: on the host batch b (on nil), or -graph's on the static inputs
-		s.Reset()
-		s.Backward(m.stepLoss(on, b))
-		if err := graphstep.ClipGradNorm(params, 1, on != nil); err != nil {
-			return err
-		}
-		if err := opt.Step(); err != nil {
-			return err
-		}
-		opt.ZeroGrad()
-		return s.Err()
-	}
-	return &stepbench.Step{
-		Sess:  s,
-		Eager: func() error { return step(nil) },
-		Body:  func() error { return step(st) },
-		Load: func() error { // -graph's static inputs, made at the graph row's first step
-			if st == nil {
-				var err error
-				if st, err = newStatic(m, o.Batch, o.Seq); err != nil {
-					return err
-				}
-			}
-			return st.load(b)
-		},
-		Sched: sched,
-		Close: func() {
-			if st != nil {
-				st.release()
-			}
-			opt.Close()
-			s.Close()
-		},
-	}, nil
+	// runRank's stepFn: on the host batch b (on nil), or -graph's on the static inputs
+	return stepbench.TextStep(s, params, opt, sched,
+		func(on *static) autograd.Var { return m.stepLoss(on, b) },
+		func() (*static, error) { return newStatic(m, o.Batch, o.Seq) },
+		func(st *static) error { return st.load(b) },
+		func(st *static) { st.release() }), nil
 }

@@ -240,3 +240,48 @@ func Upload(d *ops.Device, what string, values []float32) (*ops.Buffer, error) {
 	}
 	return buf, nil
 }
+
+// TextStep is the Step of the text examples' training step (gpt, ssm): on a fresh tape,
+// backward from loss, the gradient norm clipped to 1 (graphstep.ClipGradNorm, on the device for
+// the graph row), opt's step, zeroed gradients. The eager row runs loss(nil), on the host batch
+// as the example without -graph does; the graph row runs loss on the static inputs, which
+// newStatic makes at the graph row's first Load and load refills before each run. Close frees
+// the static inputs (release), then opt and s.
+func TextStep[S any](s *autograd.Session, params []*autograd.Param, opt *autograd.Adam, sched nn.Scheduler,
+	loss func(st *S) autograd.Var, newStatic func() (*S, error), load func(*S) error, release func(*S)) *Step {
+	var st *S
+	step := func(on *S) error {
+		s.Reset()
+		s.Backward(loss(on))
+		if err := graphstep.ClipGradNorm(params, 1, on != nil); err != nil {
+			return err
+		}
+		if err := opt.Step(); err != nil {
+			return err
+		}
+		opt.ZeroGrad()
+		return s.Err()
+	}
+	return &Step{
+		Sess:  s,
+		Eager: func() error { return step(nil) },
+		Body:  func() error { return step(st) },
+		Load: func() error {
+			if st == nil {
+				var err error
+				if st, err = newStatic(); err != nil {
+					return err
+				}
+			}
+			return load(st)
+		},
+		Sched: sched,
+		Close: func() {
+			if st != nil {
+				release(st)
+			}
+			opt.Close()
+			s.Close()
+		},
+	}
+}
