@@ -13,7 +13,9 @@ import "math"
 // The backward twins are gather-style: one unit per input element, which sums the contributions
 // of the windows that contain it in ascending window order (row-major over the output axes),
 // from acc = 0, one rounded addition per window. No unit writes another's element, so the
-// result is a function of the values only, in either mode of the device.
+// result is a function of the values only, in either mode of the device. (The rank-2 max
+// backward scatters the outputs' gradients into its range in ascending output order instead,
+// which adds the same terms to each element in the same order: the same bits.)
 //
 // Products are wrapped in float32(...) (no fma); Expf and Logf are the project's float32
 // algorithms (f32math.go), the ones ptx/f32math.cuh computes on the GPU.
@@ -712,54 +714,81 @@ func (p *pool2) covers() {
 	p.ox0, p.ox1 = coverRanges(p.w, p.ow, p.kw, p.sw, p.pw)
 }
 
-// maxPoolBwd is maxPoolBwd of the generic path on the rank-2 geometry.
+// maxPoolBwd is maxPoolBwd of the generic path on the rank-2 geometry, computed scatter-style
+// within the range, one channel at a time (its cells stay in cache): the channel's cells in
+// [lo, hi) are cleared, then every output o whose window meets them, in ascending order, adds
+// its gradient to the cell its offset names,
+//
+//	dx[t] = dx[t] + gO[o]   where idx[o] == float32(w), 0 <= w < kv, t the in-bounds cell of
+//	                        window offset w in window o, lo <= t < hi
+//
+// Cell t thus receives exactly the gather formula's terms (the covering windows o whose offset
+// is t's), in its order (ascending o, from +0), so the bits are the generic path's; the range
+// is still written by this call alone. An offset that names no cell (not an integer, out of the
+// window, a padding cell, NaN) adds nothing, as in the gather. One pass over the outputs
+// instead of a search of the covering windows per input cell.
 func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 	if lo >= hi {
 		return
 	}
-	if p.disjoint() {
-		// dx = 0 + gO[o] where idx[o] is the cell's offset in its window o, else +0.
-		p.disjointRows(dx, lo, hi, func(seg []float32, base, ry, _ int, colOut, colIn []int32) {
-			maxBwdRow(seg, gO[base:base+p.ow], idx[base:base+p.ow], colOut, colIn, ry*p.kw)
-		})
-		return
+	// The cell of window offset k lies wy[k] rows and wx[k] columns from the window's first.
+	wy, wx, cell := make([]int, p.kv), make([]int, p.kv), make([]int, p.kv)
+	for k := range p.kv {
+		wy[k], wx[k] = k/p.kw, k%p.kw
 	}
-	p.covers()
 	ov, iv := p.oh*p.ow, p.h*p.w
-	c, r := lo/iv, lo%iv
-	iy, ix := r/p.w, r%p.w
-	for i := lo; i < hi; i++ {
-		acc := float32(0)
-		ty, tx := iy+p.ph, ix+p.pw
-		for oy := p.oy0[iy]; oy <= p.oy1[iy]; oy++ {
-			base, wy := c*ov+oy*p.ow, (ty-oy*p.sh)*p.kw
-			for ox := p.ox0[ix]; ox <= p.ox1[ix]; ox++ {
-				// Branch-free: the sum is kept only where the offset matches.
-				o := base + ox
-				ab, sb := math.Float32bits(acc), math.Float32bits(acc+gO[o])
-				if idx[o] == float32(wy+tx-ox*p.sw) {
-					ab = sb
-				}
-				acc = math.Float32frombits(ab)
-			}
+	cLo, cHi := lo/iv, (hi-1)/iv
+	for c := cLo; c <= cHi; c++ {
+		// The channel's cells [a, b) of the range.
+		ch := dx[c*iv : (c+1)*iv]
+		a, b := max(lo-c*iv, 0), min(hi-c*iv, iv)
+		clear(ch[a:b])
+		// The output rows whose windows meet input rows [ra, rb].
+		ra, rb := a/p.w, (b-1)/p.w
+		oa, ob := 0, min(p.oh-1, (rb+p.ph)/p.sh)
+		if n := ra + p.ph - p.kh + 1; n > 0 {
+			oa = (n + p.sh - 1) / p.sh
 		}
-		dx[i] = acc
-		if ix++; ix == p.w {
-			ix = 0
-			if iy++; iy == p.h {
-				iy = 0
-				c++
+		for oy := oa; oy <= ob; oy++ {
+			// cell[k]: the channel offset of window offset k in the window at column 0, or
+			// -w where that row lies outside the input (a window starts left of column w, so
+			// its cells then fall below 0, outside [a, b)).
+			for k := range cell {
+				cell[k] = -p.w
+				if iy := p.y0[oy] + wy[k]; iy >= 0 && iy < p.h {
+					cell[k] = iy*p.w + wx[k]
+				}
 			}
+			o0 := c*ov + oy*p.ow
+			maxScatterRow(ch, gO[o0:o0+p.ow], idx[o0:o0+p.ow], cell, wx, p.x0[0], p.sw, p.w, a, b, !p.disjoint())
 		}
 	}
 }
 
-// b2i is 1 for true, 0 for false (a SETcc, no branch).
-func b2i(b bool) int {
-	if b {
-		return 1
+// maxScatterRow is maxPoolBwd's step for one output row (gradients g, offsets at, the first
+// window's first column x0, the stride sw, the row's cell table): ch[t] = ch[t] + g[ox] for the
+// cell t of each offset that names one, where a <= t < b. Without add (disjoint windows: no
+// cell has another term) it stores ch[t] = 0 + g[ox] without a read.
+func maxScatterRow(ch, g, at []float32, cell, wx []int, x0, sw, w, a, b int, add bool) {
+	at = at[:len(g)]
+	kv := uint(len(cell))
+	wx = wx[:kv]
+	for ox, xs := 0, x0; ox < len(g); ox, xs = ox+1, xs+sw {
+		v := at[ox]
+		k := int(v)
+		if float32(k) != v || uint(k) >= kv {
+			continue
+		}
+		t := cell[k] + xs
+		if uint(xs+wx[k]) >= uint(w) || uint(t-a) >= uint(b-a) {
+			continue
+		}
+		if add {
+			ch[t] = ch[t] + g[ox]
+		} else {
+			ch[t] = 0 + g[ox]
+		}
 	}
-	return 0
 }
 
 // disjoint reports whether the windows do not overlap (strides at least the window on both
@@ -769,11 +798,11 @@ func (p *pool2) disjoint() bool { return p.sh >= p.kh && p.sw >= p.kw }
 
 // disjointRows walks the input cells [lo, hi) of disjoint windows one input row segment at a
 // time, for the backward twins: seg is dx's segment of input row iy (channel c), its columns
-// [ix, ix+len(seg)). Rows no window holds are zeroed. For the others, row(seg, base, ry, ix)
-// gets base, the index of the covering output row's first output (c*oh*ow + oy*ow), and ry, the
-// row's offset in those windows; the tables colOut and colIn (built once per call) give, per
-// input column, the covering output column and the column's offset in it (colIn -1: none).
-func (p *pool2) disjointRows(dx []float32, lo, hi int, row func(seg []float32, base, ry, ix int, colOut, colIn []int32)) {
+// [ix, ix+len(seg)). Rows no window holds are zeroed. For the others, row(seg, base, colOut,
+// colIn) gets base, the index of the covering output row's first output (c*oh*ow + oy*ow); the
+// tables colOut and colIn (built once per call, cut to the segment) give, per input column, the
+// covering output column and the column's offset in it (colIn -1: none).
+func (p *pool2) disjointRows(dx []float32, lo, hi int, row func(seg []float32, base int, colOut, colIn []int32)) {
 	ov, iv := p.oh*p.ow, p.h*p.w
 	colOut, colIn := make([]int32, p.w), make([]int32, p.w)
 	for ix := range p.w {
@@ -796,20 +825,7 @@ func (p *pool2) disjointRows(dx []float32, lo, hi int, row func(seg []float32, b
 			clear(seg)
 			continue
 		}
-		row(seg, c*ov+oy*p.ow, ty-oy*p.sh, ix, colOut[ix:end], colIn[ix:end])
-	}
-}
-
-// maxBwdRow writes one input row segment of maxPoolBwd over disjoint windows: seg[j] = 0 + g[ox] where
-// a[ox] == float32(wy + cx), else +0, with ox, cx = colOut[j], colIn[j] (cx = -1: no term).
-// Branch-free, as where the argmax sits is unpredictable; kept small so that its loop runs in
-// registers.
-func maxBwdRow(seg, g, a []float32, colOut, colIn []int32, wy int) {
-	colOut, colIn = colOut[:len(seg)], colIn[:len(seg)]
-	for j := range seg {
-		ox, cx := colOut[j], colIn[j]
-		m := b2i(a[ox] == float32(wy+int(cx))) & b2i(cx >= 0)
-		seg[j] = math.Float32frombits(math.Float32bits(0+g[ox]) & -uint32(m))
+		row(seg, c*ov+oy*p.ow, colOut[ix:end], colIn[ix:end])
 	}
 }
 
@@ -836,7 +852,7 @@ func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 	if p.disjoint() {
 		// dx = 0 + gO[o]/den(o) for the cell's window o, +0 where none holds it.
 		den := make([]float32, p.ow)
-		p.disjointRows(dx, lo, hi, func(seg []float32, base, _, _ int, colOut, colIn []int32) {
+		p.disjointRows(dx, lo, hi, func(seg []float32, base int, colOut, colIn []int32) {
 			oy := base % (p.oh * p.ow) / p.ow
 			for ox := range den {
 				count := p.kv

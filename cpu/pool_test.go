@@ -105,7 +105,9 @@ func checkPoolFast(t *testing.T, r *rand.Rand, nc int, in, k, s, p []int) {
 		for i := range got {
 			got[i] = 12345 // every element must be written
 		}
-		for _, c := range poolChunks(r, len(want)) {
+		chunks := poolChunks(r, len(want))
+		r.Shuffle(len(chunks), func(i, j int) { chunks[i], chunks[j] = chunks[j], chunks[i] })
+		for _, c := range chunks { // in any order: a range writes its own elements only
 			run(got, c[0], c[1])
 		}
 		if i := poolDiffBits(got, want); i >= 0 {
@@ -122,10 +124,15 @@ func checkPoolFast(t *testing.T, r *rand.Rand, nc int, in, k, s, p []int) {
 	both := make([]float32, ov)
 	cmp("max of the fused pass", want, func(y []float32, lo, hi int) { MaxPoolFwdArgmax(y, both, x, geom, nc, lo, hi) })
 	cmp("argmax of the fused pass", idx, func(y []float32, lo, hi int) { MaxPoolFwdArgmax(both, y, x, geom, nc, lo, hi) })
-	// Some offsets another argmax would give, so that covering windows disagree.
+	// Some offsets another argmax would give, so that covering windows disagree (padding cells
+	// among them), and some that name no cell.
+	hostile := []float32{float32(math.NaN()), -1, float32(g.kv), 0.5, float32(math.Copysign(0, -1)), 1e30, float32(math.Inf(-1)), -9.223372e18}
 	for i := range idx {
-		if r.IntN(4) == 0 {
+		switch r.IntN(8) {
+		case 0, 1:
 			idx[i] = float32(r.IntN(g.kv))
+		case 2:
+			idx[i] = hostile[r.IntN(len(hostile))]
 		}
 	}
 	want = make([]float32, iv)
