@@ -269,18 +269,30 @@ func poolForwardN(op string, kop *kernelOp, n int, x *Buffer, inShape []int, p P
 	return pl.run(kop, outLens, []*Buffer{x}, sizes, scalars...)
 }
 
-// poolBackward checks the operands of a backward (x may be nil where the backward does not read
-// it) and returns the plan, or zeros when the output or input is empty.
-func poolBackward(op string, x, gradOut *Buffer, needX bool, inShape []int, p PoolParams) (*poolPlan, *Buffer, error) {
+// poolOperand is an operand a backward reads beside gradOut: x (the input's length) or the
+// argmax offsets (the output's).
+type poolOperand struct {
+	name    string
+	b       *Buffer
+	ofInput bool
+}
+
+// poolBackward checks gradOut and the extra operands of a backward (each non-nil, of its length,
+// on gradOut's device) and returns the plan, or zeros when the output or input is empty.
+func poolBackward(op string, gradOut *Buffer, inShape []int, p PoolParams, extra ...poolOperand) (*poolPlan, *Buffer, error) {
 	pl, err := planPool(op, inShape, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	if needX {
-		if x == nil {
-			return nil, nil, fmt.Errorf("ops: %s: x is nil", op)
+	for _, e := range extra {
+		if e.b == nil {
+			return nil, nil, fmt.Errorf("ops: %s: %s is nil", op, e.name)
 		}
-		if err := checkLen(op, x, pl.inN, fmt.Sprintf("x %v", inShape)); err != nil {
+		n, shape := pl.outN, pl.outShape
+		if e.ofInput {
+			n, shape = pl.inN, inShape
+		}
+		if err := checkLen(op, e.b, n, fmt.Sprintf("%s %v", e.name, shape)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -290,8 +302,8 @@ func poolBackward(op string, x, gradOut *Buffer, needX bool, inShape []int, p Po
 	if err := checkLen(op, gradOut, pl.outN, fmt.Sprintf("gradOut %v", pl.outShape)); err != nil {
 		return nil, nil, err
 	}
-	if needX {
-		if err := onDevice(op, gradOut, x.dev); err != nil {
+	for _, e := range extra {
+		if err := onDevice(op, gradOut, e.b.dev); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -334,7 +346,7 @@ func MaxPoolNDWithOffsets(x *Buffer, inShape []int, p PoolParams) (y, offsets *B
 // from x), summed per input element over the windows in ascending order (cpu.MaxPoolBwd).
 func MaxPoolNDBackward(x, gradOut *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
 	const op = "max_pool_bwd"
-	pl, z, err := poolBackward(op, x, gradOut, true, inShape, p)
+	pl, z, err := poolBackward(op, gradOut, inShape, p, poolOperand{"x", x, true})
 	if pl == nil {
 		return z, err
 	}
@@ -357,22 +369,9 @@ func MaxPoolNDBackward(x, gradOut *Buffer, inShape []int, p PoolParams) (*Buffer
 // gradient.
 func MaxPoolNDBackwardOffsets(offsets, gradOut *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
 	const op = "max_pool_bwd"
-	if offsets == nil {
-		return nil, fmt.Errorf("ops: %s: offsets is nil", op)
-	}
-	pl, err := planPool(op, inShape, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkLen(op, offsets, pl.outN, fmt.Sprintf("offsets %v", pl.outShape)); err != nil {
-		return nil, err
-	}
-	pl, z, err := poolBackward(op, nil, gradOut, false, inShape, p)
+	pl, z, err := poolBackward(op, gradOut, inShape, p, poolOperand{"offsets", offsets, false})
 	if pl == nil {
 		return z, err
-	}
-	if err := onDevice(op, offsets, gradOut.dev); err != nil {
-		return nil, err
 	}
 	return pl.run1(maxPoolBwdOp, pl.inN, []*Buffer{offsets, gradOut}, pl.sizes)
 }
@@ -389,7 +388,7 @@ func AvgPoolND(x *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
 // ascending order, of gradOut/divisor (cpu.AvgPoolBwd).
 func AvgPoolNDBackward(gradOut *Buffer, inShape []int, p PoolParams) (*Buffer, error) {
 	const op = "avg_pool_bwd"
-	pl, z, err := poolBackward(op, nil, gradOut, false, inShape, p)
+	pl, z, err := poolBackward(op, gradOut, inShape, p)
 	if pl == nil {
 		return z, err
 	}
@@ -419,7 +418,7 @@ func SmoothMaxPoolNDBackward(x, gradOut *Buffer, inShape []int, p PoolParams) (*
 	if err != nil {
 		return nil, err
 	}
-	pl, z, err := poolBackward(op, x, gradOut, true, inShape, p)
+	pl, z, err := poolBackward(op, gradOut, inShape, p, poolOperand{"x", x, true})
 	if pl == nil {
 		return z, err
 	}
