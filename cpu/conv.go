@@ -740,6 +740,22 @@ func (g *convGeom) kernelOffsets() [ConvMaxRank][]int {
 func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
 	kk := cing * g.kProd
+	if g.stride1() && k.fi != nil && !convShiftOff {
+		// The box is x padded by pad; step kk's cell for output o is o_a + kk_a*dil_a.
+		var taps [ConvMaxRank][]int
+		for a := range ConvMaxRank {
+			taps[a] = make([]int, g.k[a])
+			for t := range taps[a] {
+				taps[a][t] = t * g.d[a]
+			}
+		}
+		sc := newShiftConv(g.in, g.p, g.out, taps, cing, k.nr)
+		convShift(k, sc, y, x, batch, groups, coutg,
+			func(n, grp int) int { return (n*cin + grp*cing) * g.inProd },
+			func(n, grp int) int { return (n*cout + grp*coutg) * g.outProd },
+			func(ap []float32, grp int) { packA(ap, w[grp*coutg*kk:], coutg, kk, 0, coutg, 0, kk, k.mr, false) })
+		return
+	}
 	P := g.outProd
 	chunk := colChunks(P, batch*groups, k.nr)
 	nChunks := ceilDiv(P, chunk)
@@ -817,6 +833,25 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 // scratch and scattered.
 func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
+	if g.stride1() && k.fi != nil && !convShiftOff && g.padWithinKernel() {
+		// The box is dY padded by (k_a-1)*dil_a - pad_a; step kk's cell for input element i
+		// is i_a + (k_a-1-kk_a)*dil_a (the output o_a = i_a + pad_a - kk_a*dil_a, shifted).
+		var pad [ConvMaxRank]int
+		var taps [ConvMaxRank][]int
+		for a := range ConvMaxRank {
+			pad[a] = (g.k[a]-1)*g.d[a] - g.p[a]
+			taps[a] = make([]int, g.k[a])
+			for t := range taps[a] {
+				taps[a][t] = (g.k[a] - 1 - t) * g.d[a]
+			}
+		}
+		sc := newShiftConv(g.out, pad, g.in, taps, coutg, k.nr)
+		convShift(k, sc, dx, dy, batch, groups, cing,
+			func(n, grp int) int { return (n*cout + grp*coutg) * g.outProd },
+			func(n, grp int) int { return (n*cin + grp*cing) * g.inProd },
+			func(ap []float32, grp int) { packWT(ap, w, g.kProd, cing, coutg, grp, k.mr) })
+		return
+	}
 	nClass := 1
 	for a := range ConvMaxRank {
 		nClass *= g.s[a]
@@ -931,6 +966,217 @@ func scatterClass(xs, tmp []float32, g *convGeom, r, cnt [ConvMaxRank]int, cing,
 				dst[off] = 0
 			} else {
 				dst[off] = tmp[c*nPos+p]
+			}
+		}
+	}
+}
+
+// ---- stride-1 convolutions with the patches read in place ----
+
+// convShiftOff makes the stride-1 convolutions take the packing path (convFwdGemm,
+// convBwdInputGemm) instead of shiftConv. For tests and benchmarks; not changed concurrently
+// with a convolution.
+var convShiftOff bool
+
+// shiftConv is a convolution of stride 1 over one (sample, group) as a GEMM whose patch operand
+// is read in place through a step table (gemmKernel.fi). The source's channels are copied once
+// into a zero-padded box (pad cells before and after it on each axis); output positions are
+// numbered in the box's row-major strides, q(o) = Σ o_a*bst_a, so that the patch element of step
+// t (channel c, kernel step kk) at position o is box[c*cP + off[kk] + q(o)] for every o: a row
+// of B is a run of the box. C is computed on the box's grid, positions q in [0, nq) (those whose
+// coordinates are not an output read wrapped cells and are dropped), a block of columns at a
+// time, and the outputs are copied out. Each output takes the same fma steps in the same order
+// as on the packing path (padding read as +0), so the bits are the same.
+type shiftConv struct {
+	src, pad, out [ConvMaxRank]int // the source's sizes, the zero cells on each side, the result's sizes
+	box, bst      [ConvMaxRank]int // src + 2*pad and its row-major strides
+	cP            int              // the box's volume
+	chans         int              // source channels
+	outProd       int
+	boff          []int    // per step t = c*len(off)+kk: 4*(c*cP + off[kk]), in bytes
+	nq            int      // positions computed: q(last output)+1, rounded up to nr
+	rows          [][2]int // per output row (all axes but the last): its q and its flat output index
+}
+
+// newShiftConv plans a shiftConv of chans source channels of sizes src, padded by pad, with
+// the result's sizes out and the kernel steps' offsets taps[a][t] on each axis (the cell of
+// step kk, coordinates kk_a, for output o is o_a + taps[a][kk_a] in the box), for micro-kernels
+// of nr columns.
+func newShiftConv(src, pad, out [ConvMaxRank]int, taps [ConvMaxRank][]int, chans, nr int) *shiftConv {
+	sc := &shiftConv{src: src, pad: pad, out: out, chans: chans, cP: 1, outProd: 1}
+	for a := ConvMaxRank - 1; a >= 0; a-- {
+		sc.box[a] = src[a] + 2*pad[a]
+		sc.bst[a] = sc.cP
+		sc.cP *= sc.box[a]
+		sc.outProd *= out[a]
+	}
+	steps := stepOffsets(taps)
+	sc.boff = make([]int, chans*len(steps))
+	for c := range chans {
+		for kk, st := range steps {
+			off := c * sc.cP
+			for a := range ConvMaxRank {
+				off += st[a] * sc.bst[a]
+			}
+			sc.boff[c*len(steps)+kk] = 4 * off
+		}
+	}
+	last := 0
+	for a := range ConvMaxRank {
+		last += (out[a] - 1) * sc.bst[a]
+	}
+	sc.nq = roundUp(last+1, nr)
+	var oc [ConvMaxRank]int
+	nRows := sc.outProd / out[ConvMaxRank-1]
+	sc.rows = make([][2]int, nRows)
+	for r := range nRows {
+		coords(&oc, r*out[ConvMaxRank-1], &out)
+		q := 0
+		for a := range ConvMaxRank {
+			q += oc[a] * sc.bst[a]
+		}
+		sc.rows[r] = [2]int{q, r * out[ConvMaxRank-1]}
+	}
+	return sc
+}
+
+// fillBox copies the source channels src (chans x srcProd) into box, zeroing the padding and
+// the nr cells of slack after the last channel that the last column panel reads.
+func (sc *shiftConv) fillBox(box, src []float32) {
+	clear(box)
+	last := ConvMaxRank - 1
+	w := sc.src[last]
+	rowsPer := 1
+	for a := range last {
+		rowsPer *= sc.src[a]
+	}
+	if w == 0 || rowsPer == 0 {
+		return
+	}
+	var ic [ConvMaxRank]int // the row's coordinates, the last one 0
+	for c := range sc.chans {
+		for r := range rowsPer {
+			q := c*sc.cP + sc.pad[last]
+			for a := range last {
+				q += (ic[a] + sc.pad[a]) * sc.bst[a]
+			}
+			copy(box[q:q+w], src[(c*rowsPer+r)*w:][:w])
+			for a := last - 1; a >= 0; a-- {
+				if ic[a]++; ic[a] < sc.src[a] {
+					break
+				}
+				ic[a] = 0
+			}
+		}
+	}
+}
+
+// run computes dst (rows x outProd, row stride outProd) = A · patches for the positions
+// [j0, j1) of the box's grid (multiples of nr), with ap the packed A (panels of mr rows, the
+// whole K each, zero rows past rows) and box the filled box; tile is scratch.
+func (sc *shiftConv) run(k *gemmKernel, dst, ap, box []float32, rows, j0, j1 int, tile []float32) {
+	mr, nr := k.mr, k.nr
+	K := len(sc.boff)
+	mp := roundUp(rows, mr)
+	nb := len(tile) / mp
+	kcMax := min(gemmKC, K)
+	ri := 0 // the first output row whose run may still meet a block
+	for b0 := j0; b0 < j1; b0 += nb {
+		w := min(nb, j1-b0)
+		for pc := 0; pc < K; pc += kcMax {
+			kc := min(kcMax, K-pc)
+			for jr := 0; jr < w; jr += nr {
+				bp := &box[b0+jr]
+				for ir := 0; ir < mp; ir += mr {
+					k.fi(kc, &ap[ir*K+pc*mr], bp, &tile[ir*nb+jr], nb, &sc.boff[pc], pc > 0)
+				}
+			}
+		}
+		// Copy out the outputs among the block's positions [b0, b0+w).
+		ow := sc.out[ConvMaxRank-1]
+		for ; ri < len(sc.rows) && sc.rows[ri][0]+ow <= b0; ri++ {
+		}
+		for r := ri; r < len(sc.rows) && sc.rows[r][0] < b0+w; r++ {
+			q, o := sc.rows[r][0], sc.rows[r][1]
+			lo, hi := max(q, b0), min(q+ow, b0+w)
+			for i := range rows {
+				copy(dst[i*sc.outProd+o+lo-q:][:hi-lo], tile[i*nb+lo-b0:][:hi-lo])
+			}
+		}
+	}
+}
+
+// shiftBlock is the number of grid positions shiftConv computes per block (a multiple of every
+// kernel's nr): C's block of roundUp(rows, mr) x shiftBlock floats stays in L2. A variable so
+// that tests can shrink it.
+var shiftBlock = 512
+
+// convShift runs the plan sc for batch*groups (sample, group) pairs, the column range split
+// into chunks when the pairs are too few for the cores: pair ng's source channels start at
+// src[srcAt(ng)], its result rows at dst[dstAt(ng)]; pack writes a group's packed A (panels of
+// mr rows, whole K), once per call.
+func convShift(k *gemmKernel, sc *shiftConv, dst, src []float32, batch, groups, rows int,
+	srcAt, dstAt func(n, grp int) int, pack func(ap []float32, grp int)) {
+	K := len(sc.boff)
+	mp := roundUp(rows, k.mr)
+	chunk := colChunks(sc.nq, batch*groups, k.nr)
+	nChunks := ceilDiv(sc.nq, chunk)
+	srcProd := 1
+	for a := range ConvMaxRank {
+		srcProd *= sc.src[a]
+	}
+	// The groups' packed A, shared by their items.
+	aps := make([]float32, groups*mp*K)
+	for grp := range groups {
+		pack(aps[grp*mp*K:(grp+1)*mp*K], grp)
+	}
+	convRun(batch*groups*nChunks, batch*groups*rows*K*sc.nq, func(it int, s *gemmScratch) {
+		ng, ch := it/nChunks, it%nChunks
+		n, grp := ng/groups, ng%groups
+		s.b = growF32(s.b, sc.chans*sc.cP+k.nr)
+		sc.fillBox(s.b, src[srcAt(n, grp):][:sc.chans*srcProd])
+		s.tile = growF32(s.tile, mp*min(shiftBlock, chunk))
+		j0 := ch * chunk
+		sc.run(k, dst[dstAt(n, grp):], aps[grp*mp*K:], s.b, rows, j0, min(sc.nq, j0+chunk), s.tile)
+	})
+}
+
+// stride1 reports whether every stride is 1.
+func (g *convGeom) stride1() bool {
+	for a := range ConvMaxRank {
+		if g.s[a] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// padWithinKernel reports whether pad_a <= (k_a-1)*dil_a on every axis: then every output of
+// a stride-1 convolution's input gradient lies in dY padded by (k_a-1)*dil_a - pad_a.
+func (g *convGeom) padWithinKernel() bool {
+	for a := range ConvMaxRank {
+		if g.p[a] > (g.k[a]-1)*g.d[a] {
+			return false
+		}
+	}
+	return true
+}
+
+// packWT packs the input gradient's A for group grp: A(i, t) = w[grp*coutg + co][i][kk] with t
+// = co*kProd + kk (i < cing), as panels of mr rows over the whole K, rows past cing zero.
+func packWT(ap, w []float32, kProd, cing, coutg, grp, mr int) {
+	K := coutg * kProd
+	for q := 0; q < cing; q += mr {
+		h := min(mr, cing-q)
+		d := ap[q*K : (q+mr)*K]
+		for co := range coutg {
+			wc := w[(grp*coutg+co)*cing*kProd:]
+			for kk := range kProd {
+				row := d[(co*kProd+kk)*mr:][:mr]
+				for i := range h {
+					row[i] = wc[(q+i)*kProd+kk]
+				}
+				clear(row[h:])
 			}
 		}
 	}

@@ -119,6 +119,66 @@ func TestConvGemmMatchesDirect(t *testing.T) {
 	}
 }
 
+// TestConvShiftMatchesDirect checks the stride-1 path that reads the patches in place
+// (shiftConv) against the plain loops, bit for bit: random geometries of rank 1 to 3 with
+// padding 0 to 3 (beyond the kernel's reach too, where the input gradient takes the packing
+// path), dilation, groups, batch 0 to 3 (batch 1: the columns split over the cores), NaN and
+// infinities, with small K blocks and column blocks so that every block edge is crossed.
+func TestConvShiftMatchesDirect(t *testing.T) {
+	k := gemmActive
+	if k == nil || k.fi == nil {
+		t.Skip("no micro-kernel with in-place patch reads on this CPU or build")
+	}
+	defer func(kc, sb, mp int) { gemmKC, shiftBlock, gemmMinParallel = kc, sb, mp }(gemmKC, shiftBlock, gemmMinParallel)
+	gemmMinParallel = 1
+	r := rand.New(rand.NewPCG(7, 8))
+	taken := 0
+	for trial := range 120 {
+		gemmKC, shiftBlock = []int{7, 256}[trial%2], []int{k.nr, 2 * k.nr, 512}[trial%3]
+		rank := 1 + trial%3
+		in, kern, s, p, d := make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank)
+		for a := range rank {
+			in[a], kern[a], s[a], p[a], d[a] = 1+r.IntN(12), 1+r.IntN(4), 1, r.IntN(4), 1+r.IntN(2)
+		}
+		if trial%10 == 9 { // the CNN's layers: 3x3, padding 1
+			rank, in, kern, s, p, d = 2, []int{14 + r.IntN(15), 14 + r.IntN(15)}, []int{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}
+		}
+		groups := 1 + r.IntN(2)
+		cin, cout := groups*(1+r.IntN(17)), groups*(1+r.IntN(33))
+		batch := r.IntN(4)
+		geom, g := convTestGeom(in, kern, s, p, d)
+		if g.outProd == 0 {
+			continue
+		}
+		taken++
+		special := trial%4 == 3
+		x := convTestData(r, batch*cin*g.inProd, special)
+		w := convTestData(r, cout*cin/groups*g.kProd, special)
+		bias := convTestData(r, max(cout, cin), special)
+		dy := convTestData(r, batch*cout*g.outProd, special)
+		name := fmt.Sprintf("in%v k%v p%v d%v g%d cin%d cout%d n%d kc%d block%d", in, kern, p, d, groups, cin, cout, batch, gemmKC, shiftBlock)
+		y := make([]float32, batch*cout*g.outProd)
+		for i := range y {
+			y[i] = 12345 // every output must be written
+		}
+		ConvFwd(y, x, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 0)
+		want := make([]float32, len(y))
+		convFwdDirect(want, x, w, bias, g, batch, cin, cout, groups, trial%2 == 0, 0, len(want))
+		convSameBits(t, name+" fwd", y, want)
+		dx := make([]float32, len(x))
+		for i := range dx {
+			dx[i] = 12345
+		}
+		ConvBwdInput(dx, dy, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 1)
+		wantX := make([]float32, len(x))
+		convBwdInputDirect(wantX, dy, w, bias, g, batch, cin, cout, groups, trial%2 == 1, 0, len(wantX))
+		convSameBits(t, name+" dx", dx, wantX)
+	}
+	if taken < 100 {
+		t.Fatalf("only %d geometries with outputs", taken)
+	}
+}
+
 // TestConvDirectAgainstFloat64 checks the plain loops against a float64 reference of the
 // mathematical convolution (within float32 rounding of the sums).
 func TestConvDirectAgainstFloat64(t *testing.T) {
@@ -174,6 +234,46 @@ func TestConvDirectAgainstFloat64(t *testing.T) {
 			if math.Abs(float64(c.got[i])-c.want[i]) > 1e-4*math.Max(1, math.Abs(c.want[i])) {
 				t.Fatalf("%s[%d] = %v, want %v", c.name, i, c.got[i], c.want[i])
 			}
+		}
+	}
+}
+
+// BenchmarkConvShift times the stride-1 forward and input gradient on the path that reads the
+// patches in place (shift) against the packing path (pack), on the Fashion-MNIST CNN's two
+// convolutions (batch 64) and issue 26's C64 56x56 K64 at batch 8, all 3x3 with padding 1.
+func BenchmarkConvShift(b *testing.B) {
+	if k := gemmActive; k == nil || k.fi == nil {
+		b.Skip("no micro-kernel with in-place patch reads on this CPU or build")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		name                 string
+		batch, cin, cout, hw int
+	}{
+		{"cnn1/n64c1k16/28x28", 64, 1, 16, 28},
+		{"cnn2/n64c16k32/14x14", 64, 16, 32, 14},
+		{"n8c64k64/56x56", 8, 64, 64, 56},
+	} {
+		geom, g := convTestGeom([]int{c.hw, c.hw}, []int{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1})
+		x := convTestData(r, c.batch*c.cin*g.inProd, false)
+		w := convTestData(r, c.cout*c.cin*g.kProd, false)
+		dy := convTestData(r, c.batch*c.cout*g.outProd, false)
+		y, dx := make([]float32, len(dy)), make([]float32, len(x))
+		for _, path := range []string{"shift", "pack"} {
+			b.Run(c.name+"/fwd/"+path, func(b *testing.B) {
+				convShiftOff = path == "pack"
+				defer func() { convShiftOff = false }()
+				for b.Loop() {
+					ConvFwd(y, x, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false)
+				}
+			})
+			b.Run(c.name+"/bwd_input/"+path, func(b *testing.B) {
+				convShiftOff = path == "pack"
+				defer func() { convShiftOff = false }()
+				for b.Loop() {
+					ConvBwdInput(dx, dy, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false)
+				}
+			})
 		}
 	}
 }

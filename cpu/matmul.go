@@ -213,6 +213,10 @@ type gemmKernel struct {
 	// reads A(i, k) at ap + i*4*lda + 4k (a row-major A read in place, lda its row length).
 	fs func(kc int, ap, bp, c *float32, ldc, aks, bks int, load bool)
 	fr func(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
+	// fi, where not nil, is fn with B read through a table of step offsets: B(k, j) at bp +
+	// boff[k] + 4j (bytes), A packed as for fn. A stride-1 convolution reads its patches so,
+	// straight from a zero-padded copy of its input (see shiftConv).
+	fi func(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
 }
 
 // gemmActive is the kernel Bmm uses (nil: bmmGo); gemmKernels lists the ones this CPU runs,

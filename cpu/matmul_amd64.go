@@ -21,13 +21,18 @@ func gemmAVX512S(kc int, ap, bp, c *float32, ldc, aks, bks int, load bool)
 //go:noescape
 func gemmAVX512R(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
 
+// gemmAVX512I is gemmAVX512 with B read through a table of step offsets (gemmKernel.fi).
+//
+//go:noescape
+func gemmAVX512I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
+
 //go:noescape
 func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
 
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX512F) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx512", mr: 14, nr: 32, lanes: 16, fn: gemmAVX512,
-			fs: gemmAVX512S, fr: gemmAVX512R})
+			fs: gemmAVX512S, fr: gemmAVX512R, fi: gemmAVX512I})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx2", mr: 6, nr: 16, lanes: 8, fn: gemmAVX2})

@@ -559,3 +559,138 @@ zr_store:
 	Z_STORE(Z26, Z27)
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512 14 x 32 with B read through a step table (see gemmKernel.fi): the arithmetic of
+// gemmAVX512 (the same VFMADD231PS per register and step, k ascending) with A packed as its
+// panels and B(k, j) at bp + boff[k] + 4j. SI walks boff; R13 holds the step's offset.
+
+#define ZI_STEP(ao, so) \
+	MOVQ    so(SI), R13; \
+	VMOVUPS (BX)(R13*1), Z28; \
+	VMOVUPS 64(BX)(R13*1), Z29; \
+	Z_ROW(ao+0, Z0, Z1, Z30); \
+	Z_ROW(ao+4, Z2, Z3, Z31); \
+	Z_ROW(ao+8, Z4, Z5, Z30); \
+	Z_ROW(ao+12, Z6, Z7, Z31); \
+	Z_ROW(ao+16, Z8, Z9, Z30); \
+	Z_ROW(ao+20, Z10, Z11, Z31); \
+	Z_ROW(ao+24, Z12, Z13, Z30); \
+	Z_ROW(ao+28, Z14, Z15, Z31); \
+	Z_ROW(ao+32, Z16, Z17, Z30); \
+	Z_ROW(ao+36, Z18, Z19, Z31); \
+	Z_ROW(ao+40, Z20, Z21, Z30); \
+	Z_ROW(ao+44, Z22, Z23, Z31); \
+	Z_ROW(ao+48, Z24, Z25, Z30); \
+	Z_ROW(ao+52, Z26, Z27, Z31)
+
+// func gemmAVX512I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
+TEXT ·gemmAVX512I(SB), NOSPLIT, $0-49
+	MOVQ    kc+0(FP), CX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+48(FP), R9
+	TESTQ   R9, R9
+	JZ      zi_zero
+	Z_LOAD(Z0, Z1)
+	Z_LOAD(Z2, Z3)
+	Z_LOAD(Z4, Z5)
+	Z_LOAD(Z6, Z7)
+	Z_LOAD(Z8, Z9)
+	Z_LOAD(Z10, Z11)
+	Z_LOAD(Z12, Z13)
+	Z_LOAD(Z14, Z15)
+	Z_LOAD(Z16, Z17)
+	Z_LOAD(Z18, Z19)
+	Z_LOAD(Z20, Z21)
+	Z_LOAD(Z22, Z23)
+	Z_LOAD(Z24, Z25)
+	Z_LOAD(Z26, Z27)
+	JMP zi_pref
+
+zi_zero:
+	Z_ZERO(Z0, Z1)
+	Z_ZERO(Z2, Z3)
+	Z_ZERO(Z4, Z5)
+	Z_ZERO(Z6, Z7)
+	Z_ZERO(Z8, Z9)
+	Z_ZERO(Z10, Z11)
+	Z_ZERO(Z12, Z13)
+	Z_ZERO(Z14, Z15)
+	Z_ZERO(Z16, Z17)
+	Z_ZERO(Z18, Z19)
+	Z_ZERO(Z20, Z21)
+	Z_ZERO(Z22, Z23)
+	Z_ZERO(Z24, Z25)
+	Z_ZERO(Z26, Z27)
+
+zi_pref:
+	MOVQ   DI, R10
+	IMUL3Q $14, R8, R9
+	ADDQ   R9, R10
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+	Z_PREF
+
+	MOVQ ap+8(FP), AX
+	MOVQ bp+16(FP), BX
+	MOVQ boff+40(FP), SI
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   zi_tail
+
+zi_loop4:
+	ZI_STEP(0, 0)
+	ZI_STEP(56, 8)
+	ZI_STEP(112, 16)
+	ZI_STEP(168, 24)
+	ADDQ $224, AX
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  zi_loop4
+
+zi_tail:
+	TESTQ R11, R11
+	JZ    zi_store
+
+zi_loop1:
+	ZI_STEP(0, 0)
+	ADDQ $56, AX
+	ADDQ $8, SI
+	DECQ R11
+	JNZ  zi_loop1
+
+zi_store:
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z28
+	MOVQ         DI, DX
+	Z_STORE(Z0, Z1)
+	Z_STORE(Z2, Z3)
+	Z_STORE(Z4, Z5)
+	Z_STORE(Z6, Z7)
+	Z_STORE(Z8, Z9)
+	Z_STORE(Z10, Z11)
+	Z_STORE(Z12, Z13)
+	Z_STORE(Z14, Z15)
+	Z_STORE(Z16, Z17)
+	Z_STORE(Z18, Z19)
+	Z_STORE(Z20, Z21)
+	Z_STORE(Z22, Z23)
+	Z_STORE(Z24, Z25)
+	Z_STORE(Z26, Z27)
+	VZEROUPPER
+	RET
