@@ -269,6 +269,10 @@ func ConvBwdWeight(dw, x, dy []float32, geom []uint32, batch, cin, cout, groups,
 		return
 	}
 	if k := gemmActive; k != nil {
+		if g.stride1() && k.fss != nil && !convShiftOff {
+			convBwdWeightShift(k, dw, x, dy, g, batch, cin, cout, groups)
+			return
+		}
 		convBwdWeightGemm(k, dw, x, dy, g, batch, cin, cout, groups)
 		return
 	}
@@ -974,7 +978,8 @@ func scatterClass(xs, tmp []float32, g *convGeom, r, cnt [ConvMaxRank]int, cing,
 // ---- stride-1 convolutions with the patches read in place ----
 
 // convShiftOff makes the stride-1 convolutions take the packing path (convFwdGemm,
-// convBwdInputGemm) instead of shiftConv. For tests and benchmarks; not changed concurrently
+// convBwdInputGemm, convBwdWeightGemm) instead of the in-place reads (shiftConv,
+// convBwdWeightShift). For tests and benchmarks; not changed concurrently
 // with a convolution.
 var convShiftOff bool
 
@@ -1177,6 +1182,119 @@ func packWT(ap, w []float32, kProd, cing, coutg, grp, mr int) {
 					row[i] = wc[(q+i)*kProd+kk]
 				}
 				clear(row[h:])
+			}
+		}
+	}
+}
+
+// wgPanel is one row panel of convBwdWeightShift: h <= mr rows of dW^T, row i at off + i
+// floats from a position of the channel-last box, holding the taps t = t0 + i of the kernel
+// row kl (t = kx*C + c: last-axis tap kx, channel c).
+type wgPanel struct{ off, h, kl, t0 int }
+
+// shiftWGBox is the most floats convBwdWeightShift holds in its boxes at a time (samples are
+// taken in chunks of about this size, K continuing from one chunk to the next).
+var shiftWGBox = 1 << 20
+
+// convBwdWeightShift is ConvBwdWeight for stride 1 with both operands read in place: per
+// group, dW^T (rows (kernel row, last-axis tap, channel), columns co) = patches^T · dY^T, K =
+// (sample, output position) ascending. Each sample's channels are copied into a zero-padded
+// channel-last box (position-major, shiftConv's grid) and dY into dY^T (position-major), so
+// that the patch rows of one kernel row (its last-axis taps times the channels, consecutive
+// floats where the dilation is 1) are read at one stride per output position, and an output
+// row of positions is one segment of K for the micro-kernel (gemmKernel.fss). Same fma steps
+// in the same order as the plain loops.
+func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, cin, cout, groups int) {
+	C, coutg := cin/groups, cout/groups
+	mr, nr := k.mr, k.nr
+	last := ConvMaxRank - 1
+	kw, dl := g.k[last], g.d[last]
+	var taps [ConvMaxRank][]int
+	for a := range ConvMaxRank {
+		taps[a] = make([]int, g.k[a])
+		for t := range taps[a] {
+			taps[a][t] = t * g.d[a]
+		}
+	}
+	sc := newShiftConv(g.in, g.p, g.out, taps, 1, nr)
+	kRows := len(sc.boff) / kw // kernel rows (taps of the leading axes)
+	var panels []wgPanel
+	for kl := range kRows {
+		base := sc.boff[kl*kw] / 4 * C // the kernel row's first tap, in floats of the box
+		if dl == 1 {                   // the row's kw*C taps are consecutive floats
+			for t0 := 0; t0 < kw*C; t0 += mr {
+				panels = append(panels, wgPanel{off: base + t0, h: min(mr, kw*C-t0), kl: kl, t0: t0})
+			}
+			continue
+		}
+		for kx := range kw {
+			for c0 := 0; c0 < C; c0 += mr {
+				panels = append(panels, wgPanel{off: base + kx*dl*C + c0, h: min(mr, C-c0), kl: kl, t0: kx*C + c0})
+			}
+		}
+	}
+	colPanels := ceilDiv(coutg, nr)
+	items := len(panels) * colPanels
+	P, ow, w := g.outProd, g.out[last], g.in[last]
+	boxLen := sc.cP * C
+	chunkN := max(1, min(batch, shiftWGBox/max(1, boxLen)))
+	sb := gemmPool.Get().(*gemmScratch)
+	defer gemmPool.Put(sb)
+	sb.a = growF32(sb.a, chunkN*boxLen+mr)
+	sb.b = growF32(sb.b, chunkN*P*coutg+nr)
+	box, dyT := sb.a, sb.b
+	segs := make([]int, 0, 2*chunkN*len(sc.rows))
+	tiles := make([]float32, items*mr*nr)
+	rowsIn := g.inProd / max(1, w)
+	for grp := range groups {
+		for n0 := 0; n0 < batch; n0 += chunkN {
+			nc := min(chunkN, batch-n0)
+			Parallel(nc, max(1, (1<<15)/max(1, boxLen+P*coutg)), func(lo, hi int) {
+				var ic [ConvMaxRank]int
+				for n := lo; n < hi; n++ {
+					bn := box[n*boxLen : (n+1)*boxLen]
+					clear(bn)
+					xs := x[((n0+n)*cin+grp*C)*g.inProd:]
+					ic = [ConvMaxRank]int{}
+					for r := range rowsIn { // input row r (coordinates ic, the last 0)
+						q := g.p[last]
+						for a := range last {
+							q += (ic[a] + g.p[a]) * sc.bst[a]
+						}
+						// bn[(q+j)*C + c] = x[c][r*w + j]
+						packT(bn[q*C:][:w*C], xs[r*w:], g.inProd, w, C, C)
+						for a := last - 1; a >= 0; a-- {
+							if ic[a]++; ic[a] < g.in[a] {
+								break
+							}
+							ic[a] = 0
+						}
+					}
+					// dY^T of the sample: dyT[o*coutg + co] = dy[co][o].
+					packT(dyT[n*P*coutg:(n+1)*P*coutg], dy[((n0+n)*cout+grp*coutg)*P:], P, P, coutg, coutg)
+				}
+			})
+			segs = segs[:0]
+			for n := range nc {
+				for _, r := range sc.rows {
+					segs = append(segs, 4*(n*boxLen+r[0]*C), 4*(n*P+r[1])*coutg)
+				}
+			}
+			convRun(items, nc*P*coutg*C*kRows*kw, func(it int, _ *gemmScratch) {
+				pn, cp := &panels[it/colPanels], it%colPanels
+				k.fss(ow, &box[pn.off], &dyT[cp*nr], &tiles[it*mr*nr], nr, 4*C, 4*coutg, &segs[0], len(segs)/2, n0 > 0)
+			})
+		}
+		// dw[grp*coutg + co][c][kl*kw + kx] from row i (t = t0 + i), column co of each tile.
+		dwg := dw[grp*coutg*C*kRows*kw:]
+		for it := range items {
+			pn, cp := &panels[it/colPanels], it%colPanels
+			tile := tiles[it*mr*nr:]
+			for co := cp * nr; co < min(coutg, (cp+1)*nr); co++ {
+				for i := range pn.h {
+					t := pn.t0 + i
+					dwg[(co*C+t%C)*kRows*kw+pn.kl*kw+t/C] = tile[i*nr+co-cp*nr]
+				}
 			}
 		}
 	}

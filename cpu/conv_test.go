@@ -129,12 +129,15 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 	if k == nil || k.fi == nil {
 		t.Skip("no micro-kernel with in-place patch reads on this CPU or build")
 	}
-	defer func(kc, sb, mp int) { gemmKC, shiftBlock, gemmMinParallel = kc, sb, mp }(gemmKC, shiftBlock, gemmMinParallel)
+	defer func(kc, sb, wb, mp int) {
+		gemmKC, shiftBlock, shiftWGBox, gemmMinParallel = kc, sb, wb, mp
+	}(gemmKC, shiftBlock, shiftWGBox, gemmMinParallel)
 	gemmMinParallel = 1
 	r := rand.New(rand.NewPCG(7, 8))
 	taken := 0
 	for trial := range 120 {
 		gemmKC, shiftBlock = []int{7, 256}[trial%2], []int{k.nr, 2 * k.nr, 512}[trial%3]
+		shiftWGBox = []int{1, 300, 1 << 20}[trial%3] // the weight gradient's sample chunks: 1, a few, all
 		rank := 1 + trial%3
 		in, kern, s, p, d := make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank), make([]int, rank)
 		for a := range rank {
@@ -173,6 +176,16 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 		wantX := make([]float32, len(x))
 		convBwdInputDirect(wantX, dy, w, bias, g, batch, cin, cout, groups, trial%2 == 1, 0, len(wantX))
 		convSameBits(t, name+" dx", dx, wantX)
+		dw := make([]float32, len(w))
+		for i := range dw {
+			dw[i] = 12345
+		}
+		ConvBwdWeight(dw, x, dy, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd)
+		wantW := make([]float32, len(w))
+		if batch > 0 {
+			convBwdWeightDirect(wantW, x, dy, g, batch, cin, cout, groups, 0, len(wantW))
+		}
+		convSameBits(t, name+" dw", dw, wantW)
 	}
 	if taken < 100 {
 		t.Fatalf("only %d geometries with outputs", taken)
@@ -238,8 +251,8 @@ func TestConvDirectAgainstFloat64(t *testing.T) {
 	}
 }
 
-// BenchmarkConvShift times the stride-1 forward and input gradient on the path that reads the
-// patches in place (shift) against the packing path (pack), on the Fashion-MNIST CNN's two
+// BenchmarkConvShift times the stride-1 forward, input gradient and weight gradient on the
+// paths that read the patches in place (shift) against the packing paths (pack), on the Fashion-MNIST CNN's two
 // convolutions (batch 64) and issue 26's C64 56x56 K64 at batch 8, all 3x3 with padding 1.
 func BenchmarkConvShift(b *testing.B) {
 	if k := gemmActive; k == nil || k.fi == nil {
@@ -258,7 +271,7 @@ func BenchmarkConvShift(b *testing.B) {
 		x := convTestData(r, c.batch*c.cin*g.inProd, false)
 		w := convTestData(r, c.cout*c.cin*g.kProd, false)
 		dy := convTestData(r, c.batch*c.cout*g.outProd, false)
-		y, dx := make([]float32, len(dy)), make([]float32, len(x))
+		y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 		for _, path := range []string{"shift", "pack"} {
 			b.Run(c.name+"/fwd/"+path, func(b *testing.B) {
 				convShiftOff = path == "pack"
@@ -272,6 +285,13 @@ func BenchmarkConvShift(b *testing.B) {
 				defer func() { convShiftOff = false }()
 				for b.Loop() {
 					ConvBwdInput(dx, dy, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false)
+				}
+			})
+			b.Run(c.name+"/bwd_weight/"+path, func(b *testing.B) {
+				convShiftOff = path == "pack"
+				defer func() { convShiftOff = false }()
+				for b.Loop() {
+					ConvBwdWeight(dw, x, dy, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd)
 				}
 			})
 		}

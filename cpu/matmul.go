@@ -217,6 +217,11 @@ type gemmKernel struct {
 	// boff[k] + 4j (bytes), A packed as for fn. A stride-1 convolution reads its patches so,
 	// straight from a zero-padded copy of its input (see shiftConv).
 	fi func(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
+	// fss, where not nil, is fs over nseg segments of kc steps, segment s reading A from ap +
+	// segs[2s] and B from bp + segs[2s+1] (bytes), the accumulators kept from one segment to
+	// the next: K runs along runs of A and B that lie apart (a convolution's weight gradient
+	// reads its output rows so, see convBwdWeightShift).
+	fss func(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg int, load bool)
 }
 
 // gemmActive is the kernel Bmm uses (nil: bmmGo); gemmKernels lists the ones this CPU runs,

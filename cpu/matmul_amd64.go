@@ -26,13 +26,18 @@ func gemmAVX512R(kc int, ap, bp, c *float32, ldc, lda, bks int, load bool)
 //go:noescape
 func gemmAVX512I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
 
+// gemmAVX512SS is gemmAVX512S over segments of K (gemmKernel.fss).
+//
+//go:noescape
+func gemmAVX512SS(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg int, load bool)
+
 //go:noescape
 func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
 
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX512F) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx512", mr: 14, nr: 32, lanes: 16, fn: gemmAVX512,
-			fs: gemmAVX512S, fr: gemmAVX512R, fi: gemmAVX512I})
+			fs: gemmAVX512S, fr: gemmAVX512R, fi: gemmAVX512I, fss: gemmAVX512SS})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx2", mr: 6, nr: 16, lanes: 8, fn: gemmAVX2})

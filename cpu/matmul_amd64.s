@@ -694,3 +694,114 @@ zi_store:
 	Z_STORE(Z26, Z27)
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512 14 x 32 over segments of K read in place (see gemmKernel.fss): gemmAVX512S's steps
+// (A(i, k) at k*aks + 4i, B(k, j) at k*bks + 4j) over nseg segments of kc steps each, segment
+// s starting at A = ap + segs[2s] and B = bp + segs[2s+1] (bytes). The accumulators stay in
+// registers from the first segment to the last. DX walks segs, R8 counts segments.
+
+// func gemmAVX512SS(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg int, load bool)
+TEXT ·gemmAVX512SS(SB), NOSPLIT, $0-73
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+72(FP), R9
+	TESTQ   R9, R9
+	JZ      zss_zero
+	Z_LOAD(Z0, Z1)
+	Z_LOAD(Z2, Z3)
+	Z_LOAD(Z4, Z5)
+	Z_LOAD(Z6, Z7)
+	Z_LOAD(Z8, Z9)
+	Z_LOAD(Z10, Z11)
+	Z_LOAD(Z12, Z13)
+	Z_LOAD(Z14, Z15)
+	Z_LOAD(Z16, Z17)
+	Z_LOAD(Z18, Z19)
+	Z_LOAD(Z20, Z21)
+	Z_LOAD(Z22, Z23)
+	Z_LOAD(Z24, Z25)
+	Z_LOAD(Z26, Z27)
+	JMP zss_go
+
+zss_zero:
+	Z_ZERO(Z0, Z1)
+	Z_ZERO(Z2, Z3)
+	Z_ZERO(Z4, Z5)
+	Z_ZERO(Z6, Z7)
+	Z_ZERO(Z8, Z9)
+	Z_ZERO(Z10, Z11)
+	Z_ZERO(Z12, Z13)
+	Z_ZERO(Z14, Z15)
+	Z_ZERO(Z16, Z17)
+	Z_ZERO(Z18, Z19)
+	Z_ZERO(Z20, Z21)
+	Z_ZERO(Z22, Z23)
+	Z_ZERO(Z24, Z25)
+	Z_ZERO(Z26, Z27)
+
+zss_go:
+	MOVQ  aks+40(FP), R12
+	MOVQ  bks+48(FP), R13
+	MOVQ  segs+56(FP), DX
+	MOVQ  nseg+64(FP), R8
+	TESTQ R8, R8
+	JZ    zss_store
+
+zss_seg:
+	MOVQ (DX), AX
+	ADDQ ap+8(FP), AX
+	MOVQ 8(DX), BX
+	ADDQ bp+16(FP), BX
+	MOVQ kc+0(FP), CX
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   zss_tail
+
+zss_loop4:
+	ZS_STEP
+	ZS_STEP
+	ZS_STEP
+	ZS_STEP
+	DECQ CX
+	JNZ  zss_loop4
+
+zss_tail:
+	TESTQ R11, R11
+	JZ    zss_next
+
+zss_loop1:
+	ZS_STEP
+	DECQ R11
+	JNZ  zss_loop1
+
+zss_next:
+	ADDQ $16, DX
+	DECQ R8
+	JNZ  zss_seg
+
+zss_store:
+	MOVQ         ldc+32(FP), R8
+	SHLQ         $2, R8
+	MOVL         $0x7fffffff, R9
+	VPBROADCASTD R9, Z28
+	MOVQ         DI, DX
+	Z_STORE(Z0, Z1)
+	Z_STORE(Z2, Z3)
+	Z_STORE(Z4, Z5)
+	Z_STORE(Z6, Z7)
+	Z_STORE(Z8, Z9)
+	Z_STORE(Z10, Z11)
+	Z_STORE(Z12, Z13)
+	Z_STORE(Z14, Z15)
+	Z_STORE(Z16, Z17)
+	Z_STORE(Z18, Z19)
+	Z_STORE(Z20, Z21)
+	Z_STORE(Z22, Z23)
+	Z_STORE(Z24, Z25)
+	Z_STORE(Z26, Z27)
+	VZEROUPPER
+	RET
