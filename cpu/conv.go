@@ -1221,7 +1221,8 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	var panels []wgPanel
 	for kl := range kRows {
 		base := sc.boff[kl*kw] / 4 * C // the kernel row's first tap, in floats of the box
-		if dl == 1 {                   // the row's kw*C taps are consecutive floats
+		if dl == 1 {
+			// The row's kw*C taps are consecutive floats.
 			for t0 := 0; t0 < kw*C; t0 += mr {
 				panels = append(panels, wgPanel{off: base + t0, h: min(mr, kw*C-t0), kl: kl, t0: t0})
 			}
