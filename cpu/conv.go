@@ -20,7 +20,10 @@ import "runtime"
 // micro-kernels' cache-sized panels straight from the input (no im2col buffer; padded cells
 // packed as +0), and the micro-kernels take each output's fma steps in ascending K (see Bmm), so
 // the bits are those of the plain loops (convFwdDirect, convBwdInputDirect, convBwdWeightDirect),
-// which run elsewhere and with -tags noasm.
+// which run elsewhere and with -tags noasm. Where every stride is 1 and the CPU has AVX-512, the
+// patches are not packed but read in place from a zero-padded copy of each sample (shiftConv for
+// the forward and the input gradient, convBwdWeightShift for the weight gradient): the same
+// fma steps in the same order, the same bits.
 
 // ConvMaxRank is the largest spatial rank of a convolution; ConvGeomLen the length of its
 // geometry array (CONV_MAX_RANK and CONV_GEOM_LEN in ptx/conv.cu).
