@@ -339,7 +339,24 @@ func convBwdWeightDirect(dw, x, dy []float32, g *convGeom, batch, cin, cout, gro
 //	for n := 0; n < batch; n++ { for o := 0; o < outProd; o++ { acc = acc + dy[n][co][o] } }
 //	db[co] = acc
 func ConvBwdBias(db, dy []float32, batch, cout, outProd, lo, hi int) {
-	for co := lo; co < hi; co++ {
+	co := lo
+	// Four channels' sums side by side (each in its own order): independent chains that the
+	// CPU overlaps, where one chain waits on each addition's latency.
+	for ; co+4 <= hi; co += 4 {
+		var a0, a1, a2, a3 float32
+		for n := 0; n < batch; n++ {
+			r0 := dy[(n*cout+co)*outProd:][:outProd]
+			r1, r2, r3 := dy[(n*cout+co+1)*outProd:][:len(r0)], dy[(n*cout+co+2)*outProd:][:len(r0)], dy[(n*cout+co+3)*outProd:][:len(r0)]
+			for o, v := range r0 {
+				a0 += v
+				a1 += r1[o]
+				a2 += r2[o]
+				a3 += r3[o]
+			}
+		}
+		db[co], db[co+1], db[co+2], db[co+3] = a0, a1, a2, a3
+	}
+	for ; co < hi; co++ {
 		acc := float32(0)
 		for n := 0; n < batch; n++ {
 			for _, v := range dy[(n*cout+co)*outProd:][:outProd] {

@@ -297,3 +297,28 @@ func BenchmarkConvShift(b *testing.B) {
 		}
 	}
 }
+
+// TestConvBwdBiasOrder checks ConvBwdBias (four channels' chains side by side) against its
+// contract's single loop, bit for bit, over ranges that start and end anywhere.
+func TestConvBwdBiasOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		batch, cout, outProd := r.IntN(4), 1+r.IntN(11), r.IntN(40)
+		dy := convTestData(r, batch*cout*outProd, trial%3 == 0)
+		lo := r.IntN(cout)
+		hi := lo + r.IntN(cout-lo+1)
+		got := make([]float32, cout)
+		ConvBwdBias(got, dy, batch, cout, outProd, lo, hi)
+		want := make([]float32, cout)
+		for co := lo; co < hi; co++ {
+			acc := float32(0)
+			for n := range batch {
+				for o := range outProd {
+					acc = acc + dy[(n*cout+co)*outProd+o]
+				}
+			}
+			want[co] = acc
+		}
+		convSameBits(t, fmt.Sprintf("batch %d cout %d outProd %d [%d, %d)", batch, cout, outProd, lo, hi), got, want)
+	}
+}
