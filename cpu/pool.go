@@ -539,7 +539,10 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 			n := min(fb-ox, hi-i)
 			rows := xs[sy*p.w:]
 			if p.kh == 2 && p.kw == 2 {
-				max2x2Run(out.from(i), rows, rows[p.w:], p.x0[ox:ox+n])
+				// With stride 2 the windows' cells are consecutive pairs.
+				if s := p.x0[ox]; p.sw != 2 || !max2x2s2Fast(out.from(i), rows[s:], rows[p.w+s:], n) {
+					max2x2Run(out.from(i), rows, rows[p.w:], p.x0[ox:ox+n])
+				}
 			} else {
 				p.maxRun(out.from(i), rows, p.x0[ox:ox+n])
 			}
@@ -731,6 +734,10 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 	if lo >= hi {
 		return
 	}
+	if p.oh*p.ow == 0 { // no window: no gradient
+		clear(dx[lo:hi])
+		return
+	}
 	// The cell of window offset k lies wy[k] rows and wx[k] columns from the window's first.
 	wy, wx, cell := make([]int, p.kv), make([]int, p.kv), make([]int, p.kv)
 	for k := range p.kv {
@@ -742,6 +749,9 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 		// The channel's cells [a, b) of the range.
 		ch := dx[c*iv : (c+1)*iv]
 		a, b := max(lo-c*iv, 0), min(hi-c*iv, iv)
+		if a == 0 && b == iv && p.max2x2s2BwdChannel(ch, gO[c*ov:(c+1)*ov], idx[c*ov:(c+1)*ov]) {
+			continue
+		}
 		clear(ch[a:b])
 		// The output rows whose windows meet input rows [ra, rb].
 		ra, rb := a/p.w, (b-1)/p.w
@@ -750,6 +760,7 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 			oa = (n + p.sh - 1) / p.sh
 		}
 		for oy := oa; oy <= ob; oy++ {
+			o0 := c*ov + oy*p.ow
 			// cell[k]: the channel offset of window offset k in the window at column 0, or
 			// -w where that row lies outside the input (a window starts left of column w, so
 			// its cells then fall below 0, outside [a, b)).
@@ -759,10 +770,32 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 					cell[k] = iy*p.w + wx[k]
 				}
 			}
-			o0 := c*ov + oy*p.ow
 			maxScatterRow(ch, gO[o0:o0+p.ow], idx[o0:o0+p.ow], cell, wx, p.x0[0], p.sw, p.w, a, b, !p.disjoint())
 		}
 	}
+}
+
+// max2x2s2BwdChannel writes maxPoolBwd's values over one whole channel ch (gradients g and
+// offsets at of its outputs) for 2x2 windows of stride 2 without padding: each output row's
+// windows write both of their input rows (max2x2s2BwdFast), and the last row and column that
+// no window holds (odd sizes) are zeroed. It reports false, writing nothing, for another
+// geometry or without the vector kernel.
+func (p *pool2) max2x2s2BwdChannel(ch, g, at []float32) bool {
+	if p.kh != 2 || p.kw != 2 || p.sh != 2 || p.sw != 2 || p.ph != 0 || p.pw != 0 ||
+		!max2x2s2BwdFast(ch[:2*p.w], ch[p.w:2*p.w], g[:p.ow], at[:p.ow], p.ow) {
+		return false
+	}
+	for oy := 1; oy < p.oh; oy++ {
+		o0 := oy * p.ow
+		max2x2s2BwdFast(ch[2*oy*p.w:], ch[(2*oy+1)*p.w:], g[o0:o0+p.ow], at[o0:o0+p.ow], p.ow)
+	}
+	if 2*p.ow < p.w {
+		for r := range 2 * p.oh {
+			ch[r*p.w+2*p.ow] = 0 // w odd: the last column
+		}
+	}
+	clear(ch[2*p.oh*p.w:]) // h odd: the last row
+	return true
 }
 
 // maxScatterRow is maxPoolBwd's step for one output row (gradients g, offsets at, the first

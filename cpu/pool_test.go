@@ -195,6 +195,14 @@ func TestPool2FastMatchesGeneric(t *testing.T) {
 			}
 		}
 	}
+	// Rows wide enough for the 16-window vector paths of 2x2 stride 2 (and their tails).
+	for h := 1; h <= 5; h++ {
+		for w := 30; w <= 72; w++ {
+			checkPoolFast(t, r, 3, []int{h, w}, []int{2, 2}, []int{2, 2}, []int{0, 0})
+			checkPoolFast(t, r, 2, []int{h, w}, []int{2, 2}, []int{2, 2}, []int{1, 1})
+			n += 2
+		}
+	}
 	t.Logf("%d geometries", n)
 }
 

@@ -1,0 +1,52 @@
+//go:build amd64 && !noasm
+
+package cpu
+
+// Max pooling 2x2 with stride 2 (PyTorch's default pooling) on AVX-512, 16 windows at a time:
+// the same comparisons in the same order as max2x2Run and the same values as the scatter of
+// maxPoolBwd (the bits of the generic path). Used when the kernel set in use is AVX-512's.
+
+// max2x2s2Fast writes the n windows of max2x2Run whose first cells are top[2j] (and
+// bottom[2j]) and reports whether it did (not without AVX-512).
+func max2x2s2Fast(out maxOut, top, bottom []float32, n int) bool {
+	if !hasAVX512Level() || n <= 0 {
+		return false
+	}
+	_, _ = top[2*n-1], bottom[2*n-1]
+	var y, idx *float32
+	if out.y != nil {
+		y = &out.y[:n][0]
+	}
+	if out.idx != nil {
+		idx = &out.idx[:n][0]
+	}
+	in0, in1, o := poolTailMasks(n)
+	max2x2s2AVX512(y, idx, &top[0], &bottom[0], n, in0, in1, o)
+	return true
+}
+
+// max2x2s2BwdFast writes the two input rows top and bottom (2n cells each) of n disjoint 2x2
+// windows (gradients g, argmax offsets at): each cell 0 + g[j] where at[j] is its offset in
+// window j, else +0 (maxPoolBwd's values), and reports whether it did (not without AVX-512).
+func max2x2s2BwdFast(top, bottom, g, at []float32, n int) bool {
+	if !hasAVX512Level() || n <= 0 {
+		return false
+	}
+	_, _, _, _ = top[2*n-1], bottom[2*n-1], g[n-1], at[n-1]
+	in0, in1, o := poolTailMasks(n)
+	max2x2s2BwdAVX512(&top[0], &bottom[0], &g[0], &at[0], n, in0, in1, o)
+	return true
+}
+
+// poolTailMasks returns the lane masks of the last n%16 windows: their input cells in a row's
+// first and second vector, and their outputs.
+func poolTailMasks(n int) (in0, in1, out uint16) {
+	r := n % 16
+	return uint16(1<<min(2*r, 16) - 1), uint16(1<<max(2*r-16, 0) - 1), uint16(1<<r - 1)
+}
+
+//go:noescape
+func max2x2s2AVX512(y, idx, top, bottom *float32, n int, in0, in1, out uint16)
+
+//go:noescape
+func max2x2s2BwdAVX512(top, bottom, grad, idx *float32, n int, in0, in1, out uint16)

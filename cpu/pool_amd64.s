@@ -1,0 +1,247 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Max pooling 2x2 with stride 2 on AVX-512, 16 windows per iteration (see pool_amd64.go). The
+// two input rows of 16 windows are 32 floats each; VPERMI2PS splits them into the windows'
+// cells a, b (top row) and c, d (bottom row), and puts the backward's values back in row order.
+
+// Lane indices over two tables of 16 floats: the even and odd elements of 32, and the low and
+// high halves of the interleave of two vectors.
+DATA poolEven<>+0(SB)/4, $0
+DATA poolEven<>+4(SB)/4, $2
+DATA poolEven<>+8(SB)/4, $4
+DATA poolEven<>+12(SB)/4, $6
+DATA poolEven<>+16(SB)/4, $8
+DATA poolEven<>+20(SB)/4, $10
+DATA poolEven<>+24(SB)/4, $12
+DATA poolEven<>+28(SB)/4, $14
+DATA poolEven<>+32(SB)/4, $16
+DATA poolEven<>+36(SB)/4, $18
+DATA poolEven<>+40(SB)/4, $20
+DATA poolEven<>+44(SB)/4, $22
+DATA poolEven<>+48(SB)/4, $24
+DATA poolEven<>+52(SB)/4, $26
+DATA poolEven<>+56(SB)/4, $28
+DATA poolEven<>+60(SB)/4, $30
+GLOBL poolEven<>(SB), RODATA|NOPTR, $64
+DATA poolOdd<>+0(SB)/4, $1
+DATA poolOdd<>+4(SB)/4, $3
+DATA poolOdd<>+8(SB)/4, $5
+DATA poolOdd<>+12(SB)/4, $7
+DATA poolOdd<>+16(SB)/4, $9
+DATA poolOdd<>+20(SB)/4, $11
+DATA poolOdd<>+24(SB)/4, $13
+DATA poolOdd<>+28(SB)/4, $15
+DATA poolOdd<>+32(SB)/4, $17
+DATA poolOdd<>+36(SB)/4, $19
+DATA poolOdd<>+40(SB)/4, $21
+DATA poolOdd<>+44(SB)/4, $23
+DATA poolOdd<>+48(SB)/4, $25
+DATA poolOdd<>+52(SB)/4, $27
+DATA poolOdd<>+56(SB)/4, $29
+DATA poolOdd<>+60(SB)/4, $31
+GLOBL poolOdd<>(SB), RODATA|NOPTR, $64
+DATA poolZipLo<>+0(SB)/4, $0
+DATA poolZipLo<>+4(SB)/4, $16
+DATA poolZipLo<>+8(SB)/4, $1
+DATA poolZipLo<>+12(SB)/4, $17
+DATA poolZipLo<>+16(SB)/4, $2
+DATA poolZipLo<>+20(SB)/4, $18
+DATA poolZipLo<>+24(SB)/4, $3
+DATA poolZipLo<>+28(SB)/4, $19
+DATA poolZipLo<>+32(SB)/4, $4
+DATA poolZipLo<>+36(SB)/4, $20
+DATA poolZipLo<>+40(SB)/4, $5
+DATA poolZipLo<>+44(SB)/4, $21
+DATA poolZipLo<>+48(SB)/4, $6
+DATA poolZipLo<>+52(SB)/4, $22
+DATA poolZipLo<>+56(SB)/4, $7
+DATA poolZipLo<>+60(SB)/4, $23
+GLOBL poolZipLo<>(SB), RODATA|NOPTR, $64
+DATA poolZipHi<>+0(SB)/4, $8
+DATA poolZipHi<>+4(SB)/4, $24
+DATA poolZipHi<>+8(SB)/4, $9
+DATA poolZipHi<>+12(SB)/4, $25
+DATA poolZipHi<>+16(SB)/4, $10
+DATA poolZipHi<>+20(SB)/4, $26
+DATA poolZipHi<>+24(SB)/4, $11
+DATA poolZipHi<>+28(SB)/4, $27
+DATA poolZipHi<>+32(SB)/4, $12
+DATA poolZipHi<>+36(SB)/4, $28
+DATA poolZipHi<>+40(SB)/4, $13
+DATA poolZipHi<>+44(SB)/4, $29
+DATA poolZipHi<>+48(SB)/4, $14
+DATA poolZipHi<>+52(SB)/4, $30
+DATA poolZipHi<>+56(SB)/4, $15
+DATA poolZipHi<>+60(SB)/4, $31
+GLOBL poolZipHi<>(SB), RODATA|NOPTR, $64
+
+// POOL_STEP is one step of a window's scan for 16 windows: the cell v (offset t) replaces the
+// best so far (Z4, offset Z8) where v > best (ordered: neither NaN), or where v is NaN and the
+// best is not (the first NaN is the maximum); ties keep the first.
+#define POOL_STEP(v, t) \
+	VCMPPS  $0x1e, Z4, v, K1; \
+	VCMPPS  $3, v, v, K2; \
+	VCMPPS  $3, Z4, Z4, K3; \
+	KANDNW  K2, K3, K2; \
+	KORW    K1, K2, K1; \
+	VMOVAPS v, K1, Z4; \
+	VMOVAPS t, K1, Z8
+
+// POOL_FWD computes 16 windows from the top cells in Z0, Z1 and the bottom ones in Z2, Z3:
+// the maxima into Z4, their offsets into Z8.
+#define POOL_FWD \
+	VMOVAPS   Z20, Z4; \
+	VPERMI2PS Z1, Z0, Z4; \
+	VMOVAPS   Z21, Z5; \
+	VPERMI2PS Z1, Z0, Z5; \
+	VMOVAPS   Z20, Z6; \
+	VPERMI2PS Z3, Z2, Z6; \
+	VMOVAPS   Z21, Z7; \
+	VPERMI2PS Z3, Z2, Z7; \
+	VPXORD    Z8, Z8, Z8; \
+	POOL_STEP(Z5, Z22); \
+	POOL_STEP(Z6, Z23); \
+	POOL_STEP(Z7, Z24)
+
+// POOL_CONSTS loads the lane indices and the offsets 1, 2 and 3 (as floats) into Z20-Z26.
+#define POOL_CONSTS \
+	VMOVUPS      poolEven<>(SB), Z20; \
+	VMOVUPS      poolOdd<>(SB), Z21; \
+	MOVL         $0x3f800000, R8; \
+	VPBROADCASTD R8, Z22; \
+	MOVL         $0x40000000, R8; \
+	VPBROADCASTD R8, Z23; \
+	MOVL         $0x40400000, R8; \
+	VPBROADCASTD R8, Z24; \
+	VMOVUPS      poolZipLo<>(SB), Z25; \
+	VMOVUPS      poolZipHi<>(SB), Z26
+
+// func max2x2s2AVX512(y, idx, top, bottom *float32, n int, in0, in1, out uint16)
+// n windows: n/16 whole blocks, then the n%16 left under the masks in0, in1 (their input
+// cells in the first and second vector of a row) and out (their outputs).
+TEXT ·max2x2s2AVX512(SB), NOSPLIT, $0-46
+	MOVQ  y+0(FP), DI
+	MOVQ  idx+8(FP), SI
+	MOVQ  top+16(FP), AX
+	MOVQ  bottom+24(FP), BX
+	MOVQ  n+32(FP), CX
+	POOL_CONSTS
+	SHRQ  $4, CX
+	JZ    mx_tail
+
+mx_loop:
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (BX), Z2
+	VMOVUPS 64(BX), Z3
+	POOL_FWD
+	TESTQ   DI, DI
+	JZ      mx_noy
+	VMOVUPS Z4, (DI)
+	ADDQ    $64, DI
+
+mx_noy:
+	TESTQ   SI, SI
+	JZ      mx_noidx
+	VMOVUPS Z8, (SI)
+	ADDQ    $64, SI
+
+mx_noidx:
+	ADDQ $128, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  mx_loop
+
+mx_tail:
+	KMOVW     in0+40(FP), K5
+	KMOVW     in1+42(FP), K6
+	KMOVW     out+44(FP), K7
+	KORTESTW  K7, K7
+	JZ        mx_done
+	VMOVUPS.Z (AX), K5, Z0
+	VMOVUPS.Z 64(AX), K6, Z1
+	VMOVUPS.Z (BX), K5, Z2
+	VMOVUPS.Z 64(BX), K6, Z3
+	POOL_FWD
+	TESTQ     DI, DI
+	JZ        mx_tnoy
+	VMOVUPS   Z4, K7, (DI)
+
+mx_tnoy:
+	TESTQ   SI, SI
+	JZ      mx_done
+	VMOVUPS Z8, K7, (SI)
+
+mx_done:
+	VZEROUPPER
+	RET
+
+// POOL_BWD computes the rows of 16 windows from their gradients Z0 and offsets Z1: the top
+// row's two vectors into Z6, Z7, the bottom row's into Z10, Z11.
+#define POOL_BWD \
+	VADDPS    Z0, Z31, Z0; \
+	VCMPPS    $0, Z31, Z1, K1; \
+	VCMPPS    $0, Z22, Z1, K2; \
+	VCMPPS    $0, Z23, Z1, K3; \
+	VCMPPS    $0, Z24, Z1, K4; \
+	VMOVAPS.Z Z0, K1, Z2; \
+	VMOVAPS.Z Z0, K2, Z3; \
+	VMOVAPS.Z Z0, K3, Z4; \
+	VMOVAPS.Z Z0, K4, Z5; \
+	VMOVAPS   Z25, Z6; \
+	VPERMI2PS Z3, Z2, Z6; \
+	VMOVAPS   Z26, Z7; \
+	VPERMI2PS Z3, Z2, Z7; \
+	VMOVAPS   Z25, Z10; \
+	VPERMI2PS Z5, Z4, Z10; \
+	VMOVAPS   Z26, Z11; \
+	VPERMI2PS Z5, Z4, Z11
+
+// func max2x2s2BwdAVX512(top, bottom, grad, idx *float32, n int, in0, in1, out uint16)
+// n windows as in max2x2s2AVX512: out masks the tail's gradients and offsets, in0 and in1 the
+// tail's cells of each row.
+TEXT ·max2x2s2BwdAVX512(SB), NOSPLIT, $0-46
+	MOVQ   top+0(FP), DI
+	MOVQ   bottom+8(FP), SI
+	MOVQ   grad+16(FP), AX
+	MOVQ   idx+24(FP), BX
+	MOVQ   n+32(FP), CX
+	VPXORD Z31, Z31, Z31
+	POOL_CONSTS
+	SHRQ   $4, CX
+	JZ     mb_tail
+
+mb_loop:
+	VMOVUPS (AX), Z0
+	VMOVUPS (BX), Z1
+	POOL_BWD
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	VMOVUPS Z10, (SI)
+	VMOVUPS Z11, 64(SI)
+	ADDQ    $64, AX
+	ADDQ    $64, BX
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	DECQ    CX
+	JNZ     mb_loop
+
+mb_tail:
+	KMOVW     in0+40(FP), K5
+	KMOVW     in1+42(FP), K6
+	KMOVW     out+44(FP), K7
+	KORTESTW  K7, K7
+	JZ        mb_done
+	VMOVUPS.Z (AX), K7, Z0
+	VMOVUPS.Z (BX), K7, Z1
+	POOL_BWD
+	VMOVUPS   Z6, K5, (DI)
+	VMOVUPS   Z7, K6, 64(DI)
+	VMOVUPS   Z10, K5, (SI)
+	VMOVUPS   Z11, K6, 64(SI)
+
+mb_done:
+	VZEROUPPER
+	RET
