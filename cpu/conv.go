@@ -272,7 +272,7 @@ func ConvBwdWeight(dw, x, dy []float32, geom []uint32, batch, cin, cout, groups,
 		return
 	}
 	if k := gemmActive; k != nil {
-		if g.stride1() && k.fss != nil && !convShiftOff {
+		if g.readsInPlace() && k.fss != nil && !convShiftOff {
 			convBwdWeightShift(k, dw, x, dy, g, batch, cin, cout, groups)
 			return
 		}
@@ -764,7 +764,7 @@ func (g *convGeom) kernelOffsets() [ConvMaxRank][]int {
 func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
 	kk := cing * g.kProd
-	if g.stride1() && k.fi != nil && !convShiftOff {
+	if g.readsInPlace() && k.fi != nil && !convShiftOff {
 		// The box is x padded by pad; step kk's cell for output o is o_a + kk_a*dil_a.
 		var taps [ConvMaxRank][]int
 		for a := range ConvMaxRank {
@@ -857,7 +857,7 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 // scratch and scattered.
 func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
-	if g.stride1() && k.fi != nil && !convShiftOff && g.padWithinKernel() {
+	if g.readsInPlace() && k.fi != nil && !convShiftOff && g.padWithinKernel() {
 		// The box is dY padded by (k_a-1)*dil_a - pad_a; step kk's cell for input element i
 		// is i_a + (k_a-1-kk_a)*dil_a (the output o_a = i_a + pad_a - kk_a*dil_a, shifted).
 		var pad [ConvMaxRank]int
@@ -1166,10 +1166,12 @@ func convShift(k *gemmKernel, sc *shiftConv, dst, src []float32, batch, groups, 
 	})
 }
 
-// stride1 reports whether every stride is 1.
-func (g *convGeom) stride1() bool {
+// readsInPlace reports whether every stride is 1 and every output size is in + 2*pad -
+// (k-1)*dil (what the paths that read the patches in place assume of the geometry; the cpu API
+// does not check that the sizes agree, ops builds them so).
+func (g *convGeom) readsInPlace() bool {
 	for a := range ConvMaxRank {
-		if g.s[a] != 1 {
+		if g.s[a] != 1 || g.out[a] != g.in[a]+2*g.p[a]-(g.k[a]-1)*g.d[a] {
 			return false
 		}
 	}
@@ -1212,8 +1214,8 @@ func packWT(ap, w []float32, kProd, cing, coutg, grp, mr int) {
 // row kl (t = kx*C + c: last-axis tap kx, channel c).
 type wgPanel struct{ off, h, kl, t0 int }
 
-// shiftWGBox is the most floats convBwdWeightShift holds in its boxes at a time (samples are
-// taken in chunks of about this size, K continuing from one chunk to the next).
+// shiftWGBox is the most floats convBwdWeightShift holds in its boxes and dY^T at a time
+// (samples are taken in chunks of about this size, K continuing from one chunk to the next).
 var shiftWGBox = 1 << 20
 
 // convBwdWeightShift is ConvBwdWeight for stride 1 with both operands read in place: per
@@ -1258,7 +1260,7 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	items := len(panels) * colPanels
 	P, ow, w := g.outProd, g.out[last], g.in[last]
 	boxLen := sc.cP * C
-	chunkN := max(1, min(batch, shiftWGBox/max(1, boxLen)))
+	chunkN := max(1, min(batch, shiftWGBox/max(1, boxLen+P*coutg)))
 	sb := gemmPool.Get().(*gemmScratch)
 	defer gemmPool.Put(sb)
 	sb.a = growF32(sb.a, chunkN*boxLen+mr)

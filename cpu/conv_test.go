@@ -322,3 +322,29 @@ func TestConvBwdBiasOrder(t *testing.T) {
 		convSameBits(t, fmt.Sprintf("batch %d cout %d outProd %d [%d, %d)", batch, cout, outProd, lo, hi), got, want)
 	}
 }
+
+// TestConvShiftSizesDisagree checks that a stride-1 geometry whose output sizes are not in +
+// 2*pad - (k-1)*dil (the cpu API does not check them) takes the packing path and gives the
+// plain loops' bits, instead of reading the patches in place under a wrong grid.
+func TestConvShiftSizesDisagree(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	geom, _ := convTestGeom([]int{5}, []int{2}, []int{1}, []int{0}, []int{2})
+	geom[8+ConvMaxRank-1] = 4 // the formula gives 3
+	g := newConvGeom(geom)
+	if g.readsInPlace() {
+		t.Fatal("readsInPlace with an output size off the formula")
+	}
+	x, w, dy := convTestData(r, 2*g.inProd, false), convTestData(r, 6*g.kProd, false), convTestData(r, 3*g.outProd, false)
+	y, want := make([]float32, 3*g.outProd), make([]float32, 3*g.outProd)
+	ConvFwd(y, x, w, nil, geom, 1, 2, 3, 1, g.inProd, g.outProd, g.kProd, false)
+	convFwdDirect(want, x, w, nil, g, 1, 2, 3, 1, false, 0, len(want))
+	convSameBits(t, "fwd", y, want)
+	dx, wantX := make([]float32, len(x)), make([]float32, len(x))
+	ConvBwdInput(dx, dy, w, nil, geom, 1, 2, 3, 1, g.inProd, g.outProd, g.kProd, false)
+	convBwdInputDirect(wantX, dy, w, nil, g, 1, 2, 3, 1, false, 0, len(wantX))
+	convSameBits(t, "dx", dx, wantX)
+	dw, wantW := make([]float32, len(w)), make([]float32, len(w))
+	ConvBwdWeight(dw, x, dy, geom, 1, 2, 3, 1, g.inProd, g.outProd, g.kProd)
+	convBwdWeightDirect(wantW, x, dy, g, 1, 2, 3, 1, 0, len(wantW))
+	convSameBits(t, "dw", dw, wantW)
+}
