@@ -272,7 +272,7 @@ func ConvBwdWeight(dw, x, dy []float32, geom []uint32, batch, cin, cout, groups,
 		return
 	}
 	if k := gemmActive; k != nil {
-		if g.readsInPlace() && k.fss != nil && !convShiftOff {
+		if g.readsInPlace() && k.fss != nil && !convShiftOff && cout/groups <= shiftWGMaxCout {
 			convBwdWeightShift(k, dw, x, dy, g, batch, cin, cout, groups)
 			return
 		}
@@ -1213,6 +1213,13 @@ func packWT(ap, w []float32, kProd, cing, coutg, grp, mr int) {
 // floats from a position of the channel-last box, holding the taps t = t0 + i of the kernel
 // row kl (t = kx*C + c: last-axis tap kx, channel c).
 type wgPanel struct{ off, h, kl, t0 int }
+
+// shiftWGMaxCout is the most output channels per group for which the weight gradient reads
+// its patches in place: packing costs the patches' size once per call while the product grows
+// with the output channels, so with many of them the packed panels' cache reuse wins (measured,
+// 3x3 at batch 8 on a 2-core Zen 4: in place 1.6x faster at 64 channels and 1.2x at 128, packed
+// 1.1x faster at 256 and 1.6x at 512).
+const shiftWGMaxCout = 128
 
 // shiftWGBox is the most floats convBwdWeightShift holds in its boxes and dY^T at a time
 // (samples are taken in chunks of about this size, K continuing from one chunk to the next).

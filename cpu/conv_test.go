@@ -252,8 +252,9 @@ func TestConvDirectAgainstFloat64(t *testing.T) {
 }
 
 // BenchmarkConvShift times the stride-1 forward, input gradient and weight gradient on the
-// paths that read the patches in place (shift) against the packing paths (pack), on the Fashion-MNIST CNN's two
-// convolutions (batch 64) and issue 26's C64 56x56 K64 at batch 8, all 3x3 with padding 1.
+// paths that read the patches in place (shift) against the packing paths (pack), on the
+// Fashion-MNIST CNN's two convolutions (batch 64), issue 26's C64 56x56 K64 and ResNet-18's
+// C256 14x14 at batch 8, all 3x3 with padding 1.
 func BenchmarkConvShift(b *testing.B) {
 	if k := gemmActive; k == nil || k.fi == nil {
 		b.Skip("no micro-kernel with in-place patch reads on this CPU or build")
@@ -266,6 +267,7 @@ func BenchmarkConvShift(b *testing.B) {
 		{"cnn1/n64c1k16/28x28", 64, 1, 16, 28},
 		{"cnn2/n64c16k32/14x14", 64, 16, 32, 14},
 		{"n8c64k64/56x56", 8, 64, 64, 56},
+		{"n8c256k256/14x14", 8, 256, 256, 14}, // the weight gradient takes the packing path (shiftWGMaxCout)
 	} {
 		geom, g := convTestGeom([]int{c.hw, c.hw}, []int{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1})
 		x := convTestData(r, c.batch*c.cin*g.inProd, false)
