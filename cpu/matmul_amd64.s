@@ -62,6 +62,80 @@
 	PREFETCHT0 64(R10); \
 	ADDQ       R8, R10
 
+// The whole 14 x 32 tile (Z0..Z27): Z_LOAD_TILE loads it from C (DX = c, R8 = ldc*4),
+// Z_ZERO_TILE sets it to +0, Z_PREF_TILE prefetches the next tile down (rows 14..27 from c =
+// DI, most often the next call's C: prefetching past the end of C is harmless) and
+// Z_STORE_TILE stores it to c = DI with NaN lanes made CanonicalNaN (Z28, R9 and DX clobbered).
+#define Z_LOAD_TILE \
+	Z_LOAD(Z0, Z1); \
+	Z_LOAD(Z2, Z3); \
+	Z_LOAD(Z4, Z5); \
+	Z_LOAD(Z6, Z7); \
+	Z_LOAD(Z8, Z9); \
+	Z_LOAD(Z10, Z11); \
+	Z_LOAD(Z12, Z13); \
+	Z_LOAD(Z14, Z15); \
+	Z_LOAD(Z16, Z17); \
+	Z_LOAD(Z18, Z19); \
+	Z_LOAD(Z20, Z21); \
+	Z_LOAD(Z22, Z23); \
+	Z_LOAD(Z24, Z25); \
+	Z_LOAD(Z26, Z27)
+
+#define Z_ZERO_TILE \
+	Z_ZERO(Z0, Z1); \
+	Z_ZERO(Z2, Z3); \
+	Z_ZERO(Z4, Z5); \
+	Z_ZERO(Z6, Z7); \
+	Z_ZERO(Z8, Z9); \
+	Z_ZERO(Z10, Z11); \
+	Z_ZERO(Z12, Z13); \
+	Z_ZERO(Z14, Z15); \
+	Z_ZERO(Z16, Z17); \
+	Z_ZERO(Z18, Z19); \
+	Z_ZERO(Z20, Z21); \
+	Z_ZERO(Z22, Z23); \
+	Z_ZERO(Z24, Z25); \
+	Z_ZERO(Z26, Z27)
+
+#define Z_PREF_TILE \
+	MOVQ   DI, R10; \
+	IMUL3Q $14, R8, R9; \
+	ADDQ   R9, R10; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF; \
+	Z_PREF
+
+#define Z_STORE_TILE \
+	MOVL         $0x7fffffff, R9; \
+	VPBROADCASTD R9, Z28; \
+	MOVQ         DI, DX; \
+	Z_STORE(Z0, Z1); \
+	Z_STORE(Z2, Z3); \
+	Z_STORE(Z4, Z5); \
+	Z_STORE(Z6, Z7); \
+	Z_STORE(Z8, Z9); \
+	Z_STORE(Z10, Z11); \
+	Z_STORE(Z12, Z13); \
+	Z_STORE(Z14, Z15); \
+	Z_STORE(Z16, Z17); \
+	Z_STORE(Z18, Z19); \
+	Z_STORE(Z20, Z21); \
+	Z_STORE(Z22, Z23); \
+	Z_STORE(Z24, Z25); \
+	Z_STORE(Z26, Z27)
+
 // func gemmAVX512(kc int, ap, bp, c *float32, ldc int, load bool)
 TEXT ·gemmAVX512(SB), NOSPLIT, $0-41
 	MOVQ    kc+0(FP), CX
@@ -75,58 +149,14 @@ TEXT ·gemmAVX512(SB), NOSPLIT, $0-41
 	TESTQ   R9, R9
 	JZ      z_zero
 
-	Z_LOAD(Z0, Z1)
-	Z_LOAD(Z2, Z3)
-	Z_LOAD(Z4, Z5)
-	Z_LOAD(Z6, Z7)
-	Z_LOAD(Z8, Z9)
-	Z_LOAD(Z10, Z11)
-	Z_LOAD(Z12, Z13)
-	Z_LOAD(Z14, Z15)
-	Z_LOAD(Z16, Z17)
-	Z_LOAD(Z18, Z19)
-	Z_LOAD(Z20, Z21)
-	Z_LOAD(Z22, Z23)
-	Z_LOAD(Z24, Z25)
-	Z_LOAD(Z26, Z27)
+	Z_LOAD_TILE
 	JMP z_pref
 
 z_zero:
-	Z_ZERO(Z0, Z1)
-	Z_ZERO(Z2, Z3)
-	Z_ZERO(Z4, Z5)
-	Z_ZERO(Z6, Z7)
-	Z_ZERO(Z8, Z9)
-	Z_ZERO(Z10, Z11)
-	Z_ZERO(Z12, Z13)
-	Z_ZERO(Z14, Z15)
-	Z_ZERO(Z16, Z17)
-	Z_ZERO(Z18, Z19)
-	Z_ZERO(Z20, Z21)
-	Z_ZERO(Z22, Z23)
-	Z_ZERO(Z24, Z25)
-	Z_ZERO(Z26, Z27)
+	Z_ZERO_TILE
 
 z_pref:
-	// The next tile down (rows 14..27 from c) is most often the next call's C: prefetching
-	// past the end of C is harmless.
-	MOVQ DI, R10
-	IMUL3Q $14, R8, R9
-	ADDQ R9, R10
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
+	Z_PREF_TILE
 
 	MOVQ  CX, R11
 	ANDQ  $3, R11
@@ -155,23 +185,7 @@ z_loop1:
 	JNZ  z_loop1
 
 z_store:
-	MOVL         $0x7fffffff, R9
-	VPBROADCASTD R9, Z28
-	MOVQ         DI, DX
-	Z_STORE(Z0, Z1)
-	Z_STORE(Z2, Z3)
-	Z_STORE(Z4, Z5)
-	Z_STORE(Z6, Z7)
-	Z_STORE(Z8, Z9)
-	Z_STORE(Z10, Z11)
-	Z_STORE(Z12, Z13)
-	Z_STORE(Z14, Z15)
-	Z_STORE(Z16, Z17)
-	Z_STORE(Z18, Z19)
-	Z_STORE(Z20, Z21)
-	Z_STORE(Z22, Z23)
-	Z_STORE(Z24, Z25)
-	Z_STORE(Z26, Z27)
+	Z_STORE_TILE
 	VZEROUPPER
 	RET
 
@@ -349,56 +363,14 @@ TEXT ·gemmAVX512S(SB), NOSPLIT, $0-57
 	MOVBQZX load+56(FP), R9
 	TESTQ   R9, R9
 	JZ      zs_zero
-	Z_LOAD(Z0, Z1)
-	Z_LOAD(Z2, Z3)
-	Z_LOAD(Z4, Z5)
-	Z_LOAD(Z6, Z7)
-	Z_LOAD(Z8, Z9)
-	Z_LOAD(Z10, Z11)
-	Z_LOAD(Z12, Z13)
-	Z_LOAD(Z14, Z15)
-	Z_LOAD(Z16, Z17)
-	Z_LOAD(Z18, Z19)
-	Z_LOAD(Z20, Z21)
-	Z_LOAD(Z22, Z23)
-	Z_LOAD(Z24, Z25)
-	Z_LOAD(Z26, Z27)
+	Z_LOAD_TILE
 	JMP zs_pref
 
 zs_zero:
-	Z_ZERO(Z0, Z1)
-	Z_ZERO(Z2, Z3)
-	Z_ZERO(Z4, Z5)
-	Z_ZERO(Z6, Z7)
-	Z_ZERO(Z8, Z9)
-	Z_ZERO(Z10, Z11)
-	Z_ZERO(Z12, Z13)
-	Z_ZERO(Z14, Z15)
-	Z_ZERO(Z16, Z17)
-	Z_ZERO(Z18, Z19)
-	Z_ZERO(Z20, Z21)
-	Z_ZERO(Z22, Z23)
-	Z_ZERO(Z24, Z25)
-	Z_ZERO(Z26, Z27)
+	Z_ZERO_TILE
 
 zs_pref:
-	MOVQ   DI, R10
-	IMUL3Q $14, R8, R9
-	ADDQ   R9, R10
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
+	Z_PREF_TILE
 
 	MOVQ ap+8(FP), AX
 	MOVQ bp+16(FP), BX
@@ -427,23 +399,7 @@ zs_loop1:
 	JNZ  zs_loop1
 
 zs_store:
-	MOVL         $0x7fffffff, R9
-	VPBROADCASTD R9, Z28
-	MOVQ         DI, DX
-	Z_STORE(Z0, Z1)
-	Z_STORE(Z2, Z3)
-	Z_STORE(Z4, Z5)
-	Z_STORE(Z6, Z7)
-	Z_STORE(Z8, Z9)
-	Z_STORE(Z10, Z11)
-	Z_STORE(Z12, Z13)
-	Z_STORE(Z14, Z15)
-	Z_STORE(Z16, Z17)
-	Z_STORE(Z18, Z19)
-	Z_STORE(Z20, Z21)
-	Z_STORE(Z22, Z23)
-	Z_STORE(Z24, Z25)
-	Z_STORE(Z26, Z27)
+	Z_STORE_TILE
 	VZEROUPPER
 	RET
 
@@ -457,56 +413,14 @@ TEXT ·gemmAVX512R(SB), NOSPLIT, $0-57
 	MOVBQZX load+56(FP), R9
 	TESTQ   R9, R9
 	JZ      zr_zero
-	Z_LOAD(Z0, Z1)
-	Z_LOAD(Z2, Z3)
-	Z_LOAD(Z4, Z5)
-	Z_LOAD(Z6, Z7)
-	Z_LOAD(Z8, Z9)
-	Z_LOAD(Z10, Z11)
-	Z_LOAD(Z12, Z13)
-	Z_LOAD(Z14, Z15)
-	Z_LOAD(Z16, Z17)
-	Z_LOAD(Z18, Z19)
-	Z_LOAD(Z20, Z21)
-	Z_LOAD(Z22, Z23)
-	Z_LOAD(Z24, Z25)
-	Z_LOAD(Z26, Z27)
+	Z_LOAD_TILE
 	JMP zr_pref
 
 zr_zero:
-	Z_ZERO(Z0, Z1)
-	Z_ZERO(Z2, Z3)
-	Z_ZERO(Z4, Z5)
-	Z_ZERO(Z6, Z7)
-	Z_ZERO(Z8, Z9)
-	Z_ZERO(Z10, Z11)
-	Z_ZERO(Z12, Z13)
-	Z_ZERO(Z14, Z15)
-	Z_ZERO(Z16, Z17)
-	Z_ZERO(Z18, Z19)
-	Z_ZERO(Z20, Z21)
-	Z_ZERO(Z22, Z23)
-	Z_ZERO(Z24, Z25)
-	Z_ZERO(Z26, Z27)
+	Z_ZERO_TILE
 
 zr_pref:
-	MOVQ   DI, R10
-	IMUL3Q $14, R8, R9
-	ADDQ   R9, R10
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
+	Z_PREF_TILE
 
 	MOVQ   ap+8(FP), AX
 	MOVQ   bp+16(FP), BX
@@ -540,23 +454,7 @@ zr_loop1:
 	JNZ  zr_loop1
 
 zr_store:
-	MOVL         $0x7fffffff, R9
-	VPBROADCASTD R9, Z28
-	MOVQ         DI, DX
-	Z_STORE(Z0, Z1)
-	Z_STORE(Z2, Z3)
-	Z_STORE(Z4, Z5)
-	Z_STORE(Z6, Z7)
-	Z_STORE(Z8, Z9)
-	Z_STORE(Z10, Z11)
-	Z_STORE(Z12, Z13)
-	Z_STORE(Z14, Z15)
-	Z_STORE(Z16, Z17)
-	Z_STORE(Z18, Z19)
-	Z_STORE(Z20, Z21)
-	Z_STORE(Z22, Z23)
-	Z_STORE(Z24, Z25)
-	Z_STORE(Z26, Z27)
+	Z_STORE_TILE
 	VZEROUPPER
 	RET
 
@@ -594,56 +492,14 @@ TEXT ·gemmAVX512I(SB), NOSPLIT, $0-49
 	MOVBQZX load+48(FP), R9
 	TESTQ   R9, R9
 	JZ      zi_zero
-	Z_LOAD(Z0, Z1)
-	Z_LOAD(Z2, Z3)
-	Z_LOAD(Z4, Z5)
-	Z_LOAD(Z6, Z7)
-	Z_LOAD(Z8, Z9)
-	Z_LOAD(Z10, Z11)
-	Z_LOAD(Z12, Z13)
-	Z_LOAD(Z14, Z15)
-	Z_LOAD(Z16, Z17)
-	Z_LOAD(Z18, Z19)
-	Z_LOAD(Z20, Z21)
-	Z_LOAD(Z22, Z23)
-	Z_LOAD(Z24, Z25)
-	Z_LOAD(Z26, Z27)
+	Z_LOAD_TILE
 	JMP zi_pref
 
 zi_zero:
-	Z_ZERO(Z0, Z1)
-	Z_ZERO(Z2, Z3)
-	Z_ZERO(Z4, Z5)
-	Z_ZERO(Z6, Z7)
-	Z_ZERO(Z8, Z9)
-	Z_ZERO(Z10, Z11)
-	Z_ZERO(Z12, Z13)
-	Z_ZERO(Z14, Z15)
-	Z_ZERO(Z16, Z17)
-	Z_ZERO(Z18, Z19)
-	Z_ZERO(Z20, Z21)
-	Z_ZERO(Z22, Z23)
-	Z_ZERO(Z24, Z25)
-	Z_ZERO(Z26, Z27)
+	Z_ZERO_TILE
 
 zi_pref:
-	MOVQ   DI, R10
-	IMUL3Q $14, R8, R9
-	ADDQ   R9, R10
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
-	Z_PREF
+	Z_PREF_TILE
 
 	MOVQ ap+8(FP), AX
 	MOVQ bp+16(FP), BX
@@ -675,23 +531,7 @@ zi_loop1:
 	JNZ  zi_loop1
 
 zi_store:
-	MOVL         $0x7fffffff, R9
-	VPBROADCASTD R9, Z28
-	MOVQ         DI, DX
-	Z_STORE(Z0, Z1)
-	Z_STORE(Z2, Z3)
-	Z_STORE(Z4, Z5)
-	Z_STORE(Z6, Z7)
-	Z_STORE(Z8, Z9)
-	Z_STORE(Z10, Z11)
-	Z_STORE(Z12, Z13)
-	Z_STORE(Z14, Z15)
-	Z_STORE(Z16, Z17)
-	Z_STORE(Z18, Z19)
-	Z_STORE(Z20, Z21)
-	Z_STORE(Z22, Z23)
-	Z_STORE(Z24, Z25)
-	Z_STORE(Z26, Z27)
+	Z_STORE_TILE
 	VZEROUPPER
 	RET
 
@@ -710,37 +550,11 @@ TEXT ·gemmAVX512SS(SB), NOSPLIT, $0-73
 	MOVBQZX load+72(FP), R9
 	TESTQ   R9, R9
 	JZ      zss_zero
-	Z_LOAD(Z0, Z1)
-	Z_LOAD(Z2, Z3)
-	Z_LOAD(Z4, Z5)
-	Z_LOAD(Z6, Z7)
-	Z_LOAD(Z8, Z9)
-	Z_LOAD(Z10, Z11)
-	Z_LOAD(Z12, Z13)
-	Z_LOAD(Z14, Z15)
-	Z_LOAD(Z16, Z17)
-	Z_LOAD(Z18, Z19)
-	Z_LOAD(Z20, Z21)
-	Z_LOAD(Z22, Z23)
-	Z_LOAD(Z24, Z25)
-	Z_LOAD(Z26, Z27)
+	Z_LOAD_TILE
 	JMP zss_go
 
 zss_zero:
-	Z_ZERO(Z0, Z1)
-	Z_ZERO(Z2, Z3)
-	Z_ZERO(Z4, Z5)
-	Z_ZERO(Z6, Z7)
-	Z_ZERO(Z8, Z9)
-	Z_ZERO(Z10, Z11)
-	Z_ZERO(Z12, Z13)
-	Z_ZERO(Z14, Z15)
-	Z_ZERO(Z16, Z17)
-	Z_ZERO(Z18, Z19)
-	Z_ZERO(Z20, Z21)
-	Z_ZERO(Z22, Z23)
-	Z_ZERO(Z24, Z25)
-	Z_ZERO(Z26, Z27)
+	Z_ZERO_TILE
 
 zss_go:
 	MOVQ  aks+40(FP), R12
@@ -786,22 +600,6 @@ zss_next:
 zss_store:
 	MOVQ         ldc+32(FP), R8
 	SHLQ         $2, R8
-	MOVL         $0x7fffffff, R9
-	VPBROADCASTD R9, Z28
-	MOVQ         DI, DX
-	Z_STORE(Z0, Z1)
-	Z_STORE(Z2, Z3)
-	Z_STORE(Z4, Z5)
-	Z_STORE(Z6, Z7)
-	Z_STORE(Z8, Z9)
-	Z_STORE(Z10, Z11)
-	Z_STORE(Z12, Z13)
-	Z_STORE(Z14, Z15)
-	Z_STORE(Z16, Z17)
-	Z_STORE(Z18, Z19)
-	Z_STORE(Z20, Z21)
-	Z_STORE(Z22, Z23)
-	Z_STORE(Z24, Z25)
-	Z_STORE(Z26, Z27)
+	Z_STORE_TILE
 	VZEROUPPER
 	RET
