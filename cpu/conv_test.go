@@ -275,27 +275,24 @@ func BenchmarkConvShift(b *testing.B) {
 		dy := convTestData(r, c.batch*c.cout*g.outProd, false)
 		y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 		for _, path := range []string{"shift", "pack"} {
-			b.Run(c.name+"/fwd/"+path, func(b *testing.B) {
-				convShiftOff = path == "pack"
-				defer func() { convShiftOff = false }()
-				for b.Loop() {
-					ConvFwd(y, x, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false)
-				}
-			})
-			b.Run(c.name+"/bwd_input/"+path, func(b *testing.B) {
-				convShiftOff = path == "pack"
-				defer func() { convShiftOff = false }()
-				for b.Loop() {
+			for _, op := range []struct {
+				name string
+				f    func()
+			}{
+				{"fwd", func() { ConvFwd(y, x, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false) }},
+				{"bwd_input", func() {
 					ConvBwdInput(dx, dy, w, nil, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd, false)
-				}
-			})
-			b.Run(c.name+"/bwd_weight/"+path, func(b *testing.B) {
-				convShiftOff = path == "pack"
-				defer func() { convShiftOff = false }()
-				for b.Loop() {
-					ConvBwdWeight(dw, x, dy, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd)
-				}
-			})
+				}},
+				{"bwd_weight", func() { ConvBwdWeight(dw, x, dy, geom, c.batch, c.cin, c.cout, 1, g.inProd, g.outProd, g.kProd) }},
+			} {
+				b.Run(c.name+"/"+op.name+"/"+path, func(b *testing.B) {
+					convShiftOff = path == "pack"
+					defer func() { convShiftOff = false }()
+					for b.Loop() {
+						op.f()
+					}
+				})
+			}
 		}
 	}
 }
