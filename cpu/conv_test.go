@@ -160,26 +160,17 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 		bias := convTestData(r, max(cout, cin), special)
 		dy := convTestData(r, batch*cout*g.outProd, special)
 		name := fmt.Sprintf("in%v k%v p%v d%v g%d cin%d cout%d n%d kc%d block%d", in, kern, p, d, groups, cin, cout, batch, gemmKC, shiftBlock)
-		y := make([]float32, batch*cout*g.outProd)
-		for i := range y {
-			y[i] = 12345 // every output must be written
-		}
+		y := unwritten(batch * cout * g.outProd)
 		ConvFwd(y, x, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 0)
 		want := make([]float32, len(y))
 		convFwdDirect(want, x, w, bias, g, batch, cin, cout, groups, trial%2 == 0, 0, len(want))
 		convSameBits(t, name+" fwd", y, want)
-		dx := make([]float32, len(x))
-		for i := range dx {
-			dx[i] = 12345
-		}
+		dx := unwritten(len(x))
 		ConvBwdInput(dx, dy, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 1)
 		wantX := make([]float32, len(x))
 		convBwdInputDirect(wantX, dy, w, bias, g, batch, cin, cout, groups, trial%2 == 1, 0, len(wantX))
 		convSameBits(t, name+" dx", dx, wantX)
-		dw := make([]float32, len(w))
-		for i := range dw {
-			dw[i] = 12345
-		}
+		dw := unwritten(len(w))
 		ConvBwdWeight(dw, x, dy, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd)
 		wantW := make([]float32, len(w))
 		if batch > 0 {
@@ -190,6 +181,16 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 	if taken < 100 {
 		t.Fatalf("only %d geometries with outputs", taken)
 	}
+}
+
+// unwritten returns n floats of 12345, a value no output of the tests has: a kernel must write
+// every element.
+func unwritten(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 12345
+	}
+	return v
 }
 
 // TestConvDirectAgainstFloat64 checks the plain loops against a float64 reference of the

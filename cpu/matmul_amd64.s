@@ -18,9 +18,8 @@
 	VFMADD231PS  Z28, bc, r0; \
 	VFMADD231PS  Z29, bc, r1
 
-#define Z_STEP(ao, bo) \
-	VMOVUPS bo(BX), Z28; \
-	VMOVUPS bo+64(BX), Z29; \
+// Z_ROWS takes one step's fma for the 14 rows, A(i, k) at ao + 4i from AX, B in Z28, Z29.
+#define Z_ROWS(ao) \
 	Z_ROW(ao+0, Z0, Z1, Z30); \
 	Z_ROW(ao+4, Z2, Z3, Z31); \
 	Z_ROW(ao+8, Z4, Z5, Z30); \
@@ -35,6 +34,11 @@
 	Z_ROW(ao+44, Z22, Z23, Z31); \
 	Z_ROW(ao+48, Z24, Z25, Z30); \
 	Z_ROW(ao+52, Z26, Z27, Z31)
+
+#define Z_STEP(ao, bo) \
+	VMOVUPS bo(BX), Z28; \
+	VMOVUPS bo+64(BX), Z29; \
+	Z_ROWS(ao)
 
 // Z_LOAD loads one row of C and advances DX; Z_ZERO sets one row to +0.
 #define Z_LOAD(r0, r1) \
@@ -467,20 +471,7 @@ zr_store:
 	MOVQ    so(SI), R13; \
 	VMOVUPS (BX)(R13*1), Z28; \
 	VMOVUPS 64(BX)(R13*1), Z29; \
-	Z_ROW(ao+0, Z0, Z1, Z30); \
-	Z_ROW(ao+4, Z2, Z3, Z31); \
-	Z_ROW(ao+8, Z4, Z5, Z30); \
-	Z_ROW(ao+12, Z6, Z7, Z31); \
-	Z_ROW(ao+16, Z8, Z9, Z30); \
-	Z_ROW(ao+20, Z10, Z11, Z31); \
-	Z_ROW(ao+24, Z12, Z13, Z30); \
-	Z_ROW(ao+28, Z14, Z15, Z31); \
-	Z_ROW(ao+32, Z16, Z17, Z30); \
-	Z_ROW(ao+36, Z18, Z19, Z31); \
-	Z_ROW(ao+40, Z20, Z21, Z30); \
-	Z_ROW(ao+44, Z22, Z23, Z31); \
-	Z_ROW(ao+48, Z24, Z25, Z30); \
-	Z_ROW(ao+52, Z26, Z27, Z31)
+	Z_ROWS(ao)
 
 // func gemmAVX512I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
 TEXT ·gemmAVX512I(SB), NOSPLIT, $0-49
