@@ -687,9 +687,28 @@ func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
 	ov, iv := p.oh*p.ow, p.h*p.w
 	c, r := lo/ov, lo%ov
 	oy, ox := r/p.ow, r%p.ow
+	fa, fb := p.fullCols()
+	vec := p.kh == 2 && p.kw == 2 && p.sw == 2 // 2x2 windows of stride 2: cells in consecutive pairs
 	for i := lo; i < hi; i++ {
 		xs := x[c*iv:]
 		r0, r1, c0, c1 := p.r0[oy], p.r1[oy], p.c0[ox], p.c1[ox]
+		if sy := p.y0[oy]; vec && ox >= fa && ox < fb && r0 == sy && r1 == sy+2 {
+			// A run of windows wholly inside the input (count 4 either way).
+			n := min(fb-ox, hi-i)
+			if rows, s := xs[sy*p.w:], p.x0[ox]; avg2x2s2Fast(y[i:i+n], rows[s:], rows[p.w+s:], n) {
+				i += n - 1
+				if ox += n - 1; ox < p.ow-1 {
+					ox++
+					continue
+				}
+				ox = 0
+				if oy++; oy == p.oh {
+					oy = 0
+					c++
+				}
+				continue
+			}
+		}
 		acc := float32(0)
 		for rr := r0; rr < r1; rr++ {
 			for _, v := range xs[rr*p.w+c0 : rr*p.w+c1] {
@@ -773,6 +792,45 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 			maxScatterRow(ch, gO[o0:o0+p.ow], idx[o0:o0+p.ow], cell, wx, p.x0[0], p.sw, p.w, a, b, !p.disjoint())
 		}
 	}
+}
+
+// avg2x2s2BwdChannels writes avgPoolBwd's values into dx[lo:hi] for 2x2 windows of stride 2
+// without padding (every window whole: 0 + g/4 in each of its cells): the whole channels in the
+// range row by row (avg2x2s2BwdFast), zeroing the last row and column that no window holds, and
+// the partial ones at the range's ends through disjointRows. It reports false, writing nothing,
+// without the vector kernel.
+func (p *pool2) avg2x2s2BwdChannels(dx, gO []float32, lo, hi int) bool {
+	ov, iv := p.oh*p.ow, p.h*p.w
+	if ov == 0 || !poolVector() {
+		return false
+	}
+	den := make([]float32, p.ow)
+	for ox := range den {
+		den[ox] = 4
+	}
+	partial := func(lo, hi int) {
+		p.disjointRows(dx, lo, hi, func(seg []float32, base int, colOut, colIn []int32) {
+			avgBwdRow(seg, gO[base:base+p.ow], den, colOut, colIn)
+		})
+	}
+	cLo, cHi := ceilDiv(lo, iv), hi/iv // the whole channels [cLo, cHi)
+	if cLo >= cHi {
+		partial(lo, hi)
+		return true
+	}
+	partial(lo, cLo*iv)
+	for c := cLo; c < cHi; c++ {
+		ch, g := dx[c*iv:(c+1)*iv], gO[c*ov:(c+1)*ov]
+		for oy := range p.oh {
+			avg2x2s2BwdFast(ch[2*oy*p.w:], ch[(2*oy+1)*p.w:], g[oy*p.ow:(oy+1)*p.ow], p.ow)
+			if 2*p.ow < p.w { // w odd: the last column
+				ch[2*oy*p.w+2*p.ow], ch[(2*oy+1)*p.w+2*p.ow] = 0, 0
+			}
+		}
+		clear(ch[2*p.oh*p.w:]) // h odd: the last row
+	}
+	partial(cHi*iv, hi)
+	return true
 }
 
 // max2x2s2BwdChannel writes maxPoolBwd's values over one whole channel ch (gradients g and
@@ -884,6 +942,11 @@ func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 	}
 	if p.disjoint() {
 		// dx = 0 + gO[o]/den(o) for the cell's window o, +0 where none holds it.
+		if p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 {
+			if p.avg2x2s2BwdChannels(dx, gO, lo, hi) {
+				return
+			}
+		}
 		den := make([]float32, p.ow)
 		p.disjointRows(dx, lo, hi, func(seg []float32, base int, colOut, colIn []int32) {
 			oy := base % (p.oh * p.ow) / p.ow

@@ -6,6 +6,10 @@ package cpu
 // the same comparisons in the same order as max2x2Run and the same values as the scatter of
 // maxPoolBwd (the bits of the generic path). Used when the kernel set in use is AVX-512's.
 
+// poolVector reports whether the 2x2 stride-2 vector kernels run (the kernel set in use is
+// AVX-512's).
+func poolVector() bool { return hasAVX512Level() }
+
 // max2x2s2Fast writes the n windows of max2x2Run whose first cells are top[2j] (and
 // bottom[2j]) and reports whether it did (not without AVX-512).
 func max2x2s2Fast(out maxOut, top, bottom []float32, n int) bool {
@@ -38,6 +42,32 @@ func max2x2s2BwdFast(top, bottom, g, at []float32, n int) bool {
 	return true
 }
 
+// avg2x2s2Fast writes y[j] = ((((0 + a) + b) + c) + d) / 4 for the n 2x2 windows whose cells
+// are top[2j], top[2j+1], bottom[2j], bottom[2j+1] (avgPool's arithmetic for a window wholly
+// inside the input) and reports whether it did (not without AVX-512).
+func avg2x2s2Fast(y, top, bottom []float32, n int) bool {
+	if !hasAVX512Level() || n <= 0 {
+		return false
+	}
+	_, _, _ = top[2*n-1], bottom[2*n-1], y[n-1]
+	in0, in1, o := poolTailMasks(n)
+	avg2x2s2AVX512(&y[0], &top[0], &bottom[0], n, in0, in1, o)
+	return true
+}
+
+// avg2x2s2BwdFast writes the two input rows top and bottom (2n cells each) of n disjoint 2x2
+// windows wholly inside the input: each cell 0 + g[j]/4 (avgPoolBwd's values), and reports
+// whether it did (not without AVX-512).
+func avg2x2s2BwdFast(top, bottom, g []float32, n int) bool {
+	if !hasAVX512Level() || n <= 0 {
+		return false
+	}
+	_, _, _ = top[2*n-1], bottom[2*n-1], g[n-1]
+	in0, in1, o := poolTailMasks(n)
+	avg2x2s2BwdAVX512(&top[0], &bottom[0], &g[0], n, in0, in1, o)
+	return true
+}
+
 // poolTailMasks returns the lane masks of the last n%16 windows: their input cells in a row's
 // first and second vector, and their outputs.
 func poolTailMasks(n int) (in0, in1, out uint16) {
@@ -50,3 +80,9 @@ func max2x2s2AVX512(y, idx, top, bottom *float32, n int, in0, in1, out uint16)
 
 //go:noescape
 func max2x2s2BwdAVX512(top, bottom, grad, idx *float32, n int, in0, in1, out uint16)
+
+//go:noescape
+func avg2x2s2AVX512(y, top, bottom *float32, n int, in0, in1, out uint16)
+
+//go:noescape
+func avg2x2s2BwdAVX512(top, bottom, grad *float32, n int, in0, in1, out uint16)

@@ -245,3 +245,122 @@ mb_tail:
 mb_done:
 	VZEROUPPER
 	RET
+
+// AVG_CONSTS loads the lane indices, +0 (Z31) and 4.0 (Z27), the 2x2 window's divisor.
+#define AVG_CONSTS \
+	VMOVUPS      poolEven<>(SB), Z20; \
+	VMOVUPS      poolOdd<>(SB), Z21; \
+	VMOVUPS      poolZipLo<>(SB), Z25; \
+	VMOVUPS      poolZipHi<>(SB), Z26; \
+	VPXORD       Z31, Z31, Z31; \
+	MOVL         $0x40800000, R8; \
+	VPBROADCASTD R8, Z27
+
+// AVG_FWD computes 16 averages from the top cells in Z0, Z1 and the bottom ones in Z2, Z3 into
+// Z8: ((((0 + a) + b) + c) + d) / 4, the sum's left operand first as in avgPool.
+#define AVG_FWD \
+	VMOVAPS   Z20, Z4; \
+	VPERMI2PS Z1, Z0, Z4; \
+	VMOVAPS   Z21, Z5; \
+	VPERMI2PS Z1, Z0, Z5; \
+	VMOVAPS   Z20, Z6; \
+	VPERMI2PS Z3, Z2, Z6; \
+	VMOVAPS   Z21, Z7; \
+	VPERMI2PS Z3, Z2, Z7; \
+	VADDPS    Z4, Z31, Z8; \
+	VADDPS    Z5, Z8, Z8; \
+	VADDPS    Z6, Z8, Z8; \
+	VADDPS    Z7, Z8, Z8; \
+	VDIVPS    Z27, Z8, Z8
+
+// func avg2x2s2AVX512(y, top, bottom *float32, n int, in0, in1, out uint16)
+// n windows as in max2x2s2AVX512.
+TEXT ·avg2x2s2AVX512(SB), NOSPLIT, $0-38
+	MOVQ y+0(FP), DI
+	MOVQ top+8(FP), AX
+	MOVQ bottom+16(FP), BX
+	MOVQ n+24(FP), CX
+	AVG_CONSTS
+	SHRQ $4, CX
+	JZ   av_tail
+
+av_loop:
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS (BX), Z2
+	VMOVUPS 64(BX), Z3
+	AVG_FWD
+	VMOVUPS Z8, (DI)
+	ADDQ    $64, DI
+	ADDQ    $128, AX
+	ADDQ    $128, BX
+	DECQ    CX
+	JNZ     av_loop
+
+av_tail:
+	KMOVW     in0+32(FP), K5
+	KMOVW     in1+34(FP), K6
+	KMOVW     out+36(FP), K7
+	KORTESTW  K7, K7
+	JZ        av_done
+	VMOVUPS.Z (AX), K5, Z0
+	VMOVUPS.Z 64(AX), K6, Z1
+	VMOVUPS.Z (BX), K5, Z2
+	VMOVUPS.Z 64(BX), K6, Z3
+	AVG_FWD
+	VMOVUPS   Z8, K7, (DI)
+
+av_done:
+	VZEROUPPER
+	RET
+
+// AVG_BWD computes the rows of 16 windows from their gradients Z0: each cell 0 + g/4, the top
+// row's two vectors (equal to the bottom row's) into Z6, Z7.
+#define AVG_BWD \
+	VDIVPS    Z27, Z0, Z0; \
+	VADDPS    Z0, Z31, Z0; \
+	VMOVAPS   Z25, Z6; \
+	VPERMI2PS Z0, Z0, Z6; \
+	VMOVAPS   Z26, Z7; \
+	VPERMI2PS Z0, Z0, Z7
+
+// func avg2x2s2BwdAVX512(top, bottom, grad *float32, n int, in0, in1, out uint16)
+// n windows as in max2x2s2BwdAVX512.
+TEXT ·avg2x2s2BwdAVX512(SB), NOSPLIT, $0-38
+	MOVQ top+0(FP), DI
+	MOVQ bottom+8(FP), SI
+	MOVQ grad+16(FP), AX
+	MOVQ n+24(FP), CX
+	AVG_CONSTS
+	SHRQ $4, CX
+	JZ   ab_tail
+
+ab_loop:
+	VMOVUPS (AX), Z0
+	AVG_BWD
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	VMOVUPS Z6, (SI)
+	VMOVUPS Z7, 64(SI)
+	ADDQ    $64, AX
+	ADDQ    $128, DI
+	ADDQ    $128, SI
+	DECQ    CX
+	JNZ     ab_loop
+
+ab_tail:
+	KMOVW     in0+32(FP), K5
+	KMOVW     in1+34(FP), K6
+	KMOVW     out+36(FP), K7
+	KORTESTW  K7, K7
+	JZ        ab_done
+	VMOVUPS.Z (AX), K7, Z0
+	AVG_BWD
+	VMOVUPS   Z6, K5, (DI)
+	VMOVUPS   Z7, K6, 64(DI)
+	VMOVUPS   Z6, K5, (SI)
+	VMOVUPS   Z7, K6, 64(SI)
+
+ab_done:
+	VZEROUPPER
+	RET
