@@ -8,8 +8,9 @@
 // Logf, Tanhf, Sigmoidf, SinCos2Pif, ...) are written here as such sequences; ptx/f32math.cuh
 // performs the same operations in the same order.
 //
-// Speed: on amd64 the elementwise kernels, the transposes and the matrix products run AVX2 or
-// AVX-512 assembly picked at run time by cpuid (cpu/internal/vecgen generates the elementwise
+// Speed: on amd64 the elementwise kernels, the transposes, the matrix products, the
+// convolutions (implicit GEMMs on the matrix products' micro-kernels) and 2x2 pooling run AVX2
+// or AVX-512 assembly picked at run time by cpuid (cpu/internal/vecgen generates the elementwise
 // kernels), with the bits of the pure-Go loops; -tags noasm, and every other GOARCH, run the
 // pure-Go loops, which are exact but much slower (the transcendental kernels by about 20 to 60
 // times). Large kernels split their work over GOMAXPROCS goroutines with Parallel; the split
