@@ -794,6 +794,14 @@ func (p *pool2) maxPoolBwd(dx, idx, gO []float32, lo, hi int) {
 	}
 }
 
+// whole2x2s2 reports whether the windows are 2x2 of stride 2 without padding and the output
+// sizes are in/2 (what ops builds; the cpu API does not check them): every window lies wholly
+// inside the input and tiles its rows from the first cell on.
+func (p *pool2) whole2x2s2() bool {
+	return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 &&
+		p.oh == p.h/2 && p.ow == p.w/2
+}
+
 // avg2x2s2BwdChannels writes avgPoolBwd's values into dx[lo:hi] for 2x2 windows of stride 2
 // without padding (every window whole: 0 + g/4 in each of its cells): the whole channels in the
 // range row by row (avg2x2s2BwdFast), zeroing the last row and column that no window holds, and
@@ -839,8 +847,7 @@ func (p *pool2) avg2x2s2BwdChannels(dx, gO []float32, lo, hi int) bool {
 // no window holds (odd sizes) are zeroed. It reports false, writing nothing, for another
 // geometry or without the vector kernel.
 func (p *pool2) max2x2s2BwdChannel(ch, g, at []float32) bool {
-	if p.kh != 2 || p.kw != 2 || p.sh != 2 || p.sw != 2 || p.ph != 0 || p.pw != 0 ||
-		!max2x2s2BwdFast(ch[:2*p.w], ch[p.w:2*p.w], g[:p.ow], at[:p.ow], p.ow) {
+	if !p.whole2x2s2() || !max2x2s2BwdFast(ch[:2*p.w], ch[p.w:2*p.w], g[:p.ow], at[:p.ow], p.ow) {
 		return false
 	}
 	for oy := 1; oy < p.oh; oy++ {
@@ -942,10 +949,8 @@ func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 	}
 	if p.disjoint() {
 		// dx = 0 + gO[o]/den(o) for the cell's window o, +0 where none holds it.
-		if p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 {
-			if p.avg2x2s2BwdChannels(dx, gO, lo, hi) {
-				return
-			}
+		if p.whole2x2s2() && p.avg2x2s2BwdChannels(dx, gO, lo, hi) {
+			return
 		}
 		den := make([]float32, p.ow)
 		p.disjointRows(dx, lo, hi, func(seg []float32, base int, colOut, colIn []int32) {

@@ -295,3 +295,35 @@ func BenchmarkPool2(b *testing.B) {
 		}
 	})
 }
+
+// TestPool2SizesDisagree checks the rank-2 twins on output sizes that are not in/2 for 2x2
+// windows of stride 2 (the cpu API does not check them; ops builds them from the input): the
+// whole-channel vector paths must not run, and the results are the generic path's.
+func TestPool2SizesDisagree(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range [][4]int{{4, 6, 2, 2}, {4, 40, 2, 17}, {4, 5, 2, 3}, {5, 4, 3, 2}, {5, 33, 3, 17}, {3, 8, 2, 4}} {
+		geom, _, _ := poolGeom2([]int{c[0], c[1]}, []int{2, 2}, []int{2, 2}, []int{0, 0})
+		const A = PoolAxes
+		geom[A+A-2], geom[A+A-1] = uint32(c[2]), uint32(c[3])
+		const nc = 2
+		g := NewPoolGeom(geom, nc)
+		iv, ov := nc*c[0]*c[1], nc*c[2]*c[3]
+		gO, idx := poolValues(r, ov), make([]float32, ov)
+		for i := range idx {
+			idx[i] = float32(r.IntN(4))
+		}
+		name := fmt.Sprintf("in %dx%d out %dx%d", c[0], c[1], c[2], c[3])
+		want, got := make([]float32, iv), unwritten(iv)
+		maxPoolBwd(want, idx, gO, g, 0, iv)
+		MaxPoolBwd(got, idx, gO, geom, nc, 0, iv)
+		if i := poolDiffBits(got, want); i >= 0 {
+			t.Errorf("%s: max backward [%d] = %v, generic %v", name, i, got[i], want[i])
+		}
+		want, got = make([]float32, iv), unwritten(iv)
+		avgPoolBwd(want, gO, g, true, 0, iv)
+		AvgPoolBwd(got, gO, geom, nc, true, 0, iv)
+		if i := poolDiffBits(got, want); i >= 0 {
+			t.Errorf("%s: avg backward [%d] = %v, generic %v", name, i, got[i], want[i])
+		}
+	}
+}
