@@ -125,14 +125,28 @@ func TestConvGemmMatchesDirect(t *testing.T) {
 // path), dilation, groups, batch 0 to 3 (batch 1: the columns split over the cores), NaN and
 // infinities, with small K blocks and column blocks so that every block edge is crossed.
 func TestConvShiftMatchesDirect(t *testing.T) {
-	k := gemmActive
-	if k == nil || k.fi == nil {
-		t.Skip("no micro-kernel with in-place patch reads on this CPU or build")
-	}
 	defer func(kc, sb, wb, mp int) {
 		gemmKC, shiftBlock, shiftWGBox, gemmMinParallel = kc, sb, wb, mp
 	}(gemmKC, shiftBlock, shiftWGBox, gemmMinParallel)
 	gemmMinParallel = 1
+	ran := 0
+	for _, k := range gemmKernels {
+		if k.fi == nil || k.fss == nil {
+			continue
+		}
+		restore, _ := setGemmKernel(k.name)
+		checkConvShift(t, k)
+		restore()
+		ran++
+	}
+	if ran == 0 {
+		t.Skip("no micro-kernel with in-place patch reads on this CPU or build")
+	}
+}
+
+// checkConvShift is TestConvShiftMatchesDirect on the micro-kernel k (active).
+func checkConvShift(t *testing.T, k *gemmKernel) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(7, 8))
 	taken := 0
 	for trial := range 120 {
@@ -159,7 +173,7 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 		w := convTestData(r, cout*cin/groups*g.kProd, special)
 		bias := convTestData(r, max(cout, cin), special)
 		dy := convTestData(r, batch*cout*g.outProd, special)
-		name := fmt.Sprintf("in%v k%v p%v d%v g%d cin%d cout%d n%d kc%d block%d", in, kern, p, d, groups, cin, cout, batch, gemmKC, shiftBlock)
+		name := fmt.Sprintf("%s/in%v k%v p%v d%v g%d cin%d cout%d n%d kc%d block%d", k.name, in, kern, p, d, groups, cin, cout, batch, gemmKC, shiftBlock)
 		y := unwritten(batch * cout * g.outProd)
 		ConvFwd(y, x, w, bias, geom, batch, cin, cout, groups, g.inProd, g.outProd, g.kProd, trial%2 == 0)
 		want := make([]float32, len(y))
@@ -253,13 +267,23 @@ func TestConvDirectAgainstFloat64(t *testing.T) {
 }
 
 // BenchmarkConvShift times the stride-1 forward, input gradient and weight gradient on the
-// paths that read the patches in place (shift) against the packing paths (pack), on the
+// paths that read the patches in place (shift) against the packing paths (pack), per
+// micro-kernel that has both (avx512, avx2), on the
 // Fashion-MNIST CNN's two convolutions (batch 64), issue 26's C64 56x56 K64 and ResNet-18's
 // C256 14x14 at batch 8, all 3x3 with padding 1.
 func BenchmarkConvShift(b *testing.B) {
-	if k := gemmActive; k == nil || k.fi == nil {
-		b.Skip("no micro-kernel with in-place patch reads on this CPU or build")
+	for _, k := range gemmKernels {
+		if k.fi == nil || k.fss == nil {
+			continue
+		}
+		restore, _ := setGemmKernel(k.name)
+		b.Run(k.name, benchConvShift)
+		restore()
 	}
+}
+
+// benchConvShift is BenchmarkConvShift on the active micro-kernel.
+func benchConvShift(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		name                 string

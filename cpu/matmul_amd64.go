@@ -34,13 +34,23 @@ func gemmAVX512SS(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg
 //go:noescape
 func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
 
+// gemmAVX2I and gemmAVX2SS are gemmAVX2 with B read through a table of step offsets
+// (gemmKernel.fi) and over segments of K read in place (gemmKernel.fss).
+//
+//go:noescape
+func gemmAVX2I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
+
+//go:noescape
+func gemmAVX2SS(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg int, load bool)
+
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX512F) {
 		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx512", mr: 14, nr: 32, lanes: 16, fn: gemmAVX512,
 			fs: gemmAVX512S, fr: gemmAVX512R, fi: gemmAVX512I, fss: gemmAVX512SS})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
-		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx2", mr: 6, nr: 16, lanes: 8, fn: gemmAVX2})
+		gemmKernels = append(gemmKernels, &gemmKernel{name: "avx2", mr: 6, nr: 16, lanes: 8, fn: gemmAVX2,
+			fi: gemmAVX2I, fss: gemmAVX2SS})
 	}
 	if len(gemmKernels) > 0 {
 		gemmActive = gemmKernels[0]

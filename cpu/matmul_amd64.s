@@ -202,15 +202,19 @@ z_store:
 	VFMADD231PS  Y12, bc, r0; \
 	VFMADD231PS  Y13, bc, r1
 
-#define Y_STEP(ao, bo) \
-	VMOVUPS bo(BX), Y12; \
-	VMOVUPS bo+32(BX), Y13; \
+// Y_ROWS takes one step's fma for the 6 rows, A(i, k) at ao + 4i from AX, B in Y12, Y13.
+#define Y_ROWS(ao) \
 	Y_ROW(ao+0, Y0, Y1, Y14); \
 	Y_ROW(ao+4, Y2, Y3, Y15); \
 	Y_ROW(ao+8, Y4, Y5, Y14); \
 	Y_ROW(ao+12, Y6, Y7, Y15); \
 	Y_ROW(ao+16, Y8, Y9, Y14); \
 	Y_ROW(ao+20, Y10, Y11, Y15)
+
+#define Y_STEP(ao, bo) \
+	VMOVUPS bo(BX), Y12; \
+	VMOVUPS bo+32(BX), Y13; \
+	Y_ROWS(ao)
 
 #define Y_LOAD(r0, r1) \
 	VMOVUPS (DX), r0; \
@@ -236,6 +240,48 @@ z_store:
 	PREFETCHT0 60(R10); \
 	ADDQ       R8, R10
 
+// The whole 6 x 16 tile (Y0..Y11), as the Z_*_TILE macros: load from C (DX = c, R8 = ldc*4),
+// set to +0, prefetch the next tile down (from c = DI), store to c = DI with NaN lanes made
+// CanonicalNaN (Y12, Y13, R9 and DX clobbered).
+#define Y_LOAD_TILE \
+	Y_LOAD(Y0, Y1); \
+	Y_LOAD(Y2, Y3); \
+	Y_LOAD(Y4, Y5); \
+	Y_LOAD(Y6, Y7); \
+	Y_LOAD(Y8, Y9); \
+	Y_LOAD(Y10, Y11)
+
+#define Y_ZERO_TILE \
+	Y_ZERO(Y0, Y1); \
+	Y_ZERO(Y2, Y3); \
+	Y_ZERO(Y4, Y5); \
+	Y_ZERO(Y6, Y7); \
+	Y_ZERO(Y8, Y9); \
+	Y_ZERO(Y10, Y11)
+
+#define Y_PREF_TILE \
+	MOVQ   DI, R10; \
+	IMUL3Q $6, R8, R9; \
+	ADDQ   R9, R10; \
+	Y_PREF; \
+	Y_PREF; \
+	Y_PREF; \
+	Y_PREF; \
+	Y_PREF; \
+	Y_PREF
+
+#define Y_STORE_TILE \
+	MOVL         $0x7fffffff, R9; \
+	VMOVD        R9, X12; \
+	VPBROADCASTD X12, Y12; \
+	MOVQ         DI, DX; \
+	Y_STORE(Y0, Y1); \
+	Y_STORE(Y2, Y3); \
+	Y_STORE(Y4, Y5); \
+	Y_STORE(Y6, Y7); \
+	Y_STORE(Y8, Y9); \
+	Y_STORE(Y10, Y11)
+
 // func gemmAVX2(kc int, ap, bp, c *float32, ldc int, load bool)
 TEXT ·gemmAVX2(SB), NOSPLIT, $0-41
 	MOVQ    kc+0(FP), CX
@@ -249,32 +295,14 @@ TEXT ·gemmAVX2(SB), NOSPLIT, $0-41
 	TESTQ   R9, R9
 	JZ      y_zero
 
-	Y_LOAD(Y0, Y1)
-	Y_LOAD(Y2, Y3)
-	Y_LOAD(Y4, Y5)
-	Y_LOAD(Y6, Y7)
-	Y_LOAD(Y8, Y9)
-	Y_LOAD(Y10, Y11)
+	Y_LOAD_TILE
 	JMP y_pref
 
 y_zero:
-	Y_ZERO(Y0, Y1)
-	Y_ZERO(Y2, Y3)
-	Y_ZERO(Y4, Y5)
-	Y_ZERO(Y6, Y7)
-	Y_ZERO(Y8, Y9)
-	Y_ZERO(Y10, Y11)
+	Y_ZERO_TILE
 
 y_pref:
-	MOVQ  DI, R10
-	IMUL3Q $6, R8, R9
-	ADDQ  R9, R10
-	Y_PREF
-	Y_PREF
-	Y_PREF
-	Y_PREF
-	Y_PREF
-	Y_PREF
+	Y_PREF_TILE
 
 	MOVQ CX, R11
 	ANDQ $3, R11
@@ -303,16 +331,7 @@ y_loop1:
 	JNZ  y_loop1
 
 y_store:
-	MOVL         $0x7fffffff, R9
-	VMOVD        R9, X12
-	VPBROADCASTD X12, Y12
-	MOVQ         DI, DX
-	Y_STORE(Y0, Y1)
-	Y_STORE(Y2, Y3)
-	Y_STORE(Y4, Y5)
-	Y_STORE(Y6, Y7)
-	Y_STORE(Y8, Y9)
-	Y_STORE(Y10, Y11)
+	Y_STORE_TILE
 	VZEROUPPER
 	RET
 
@@ -592,5 +611,140 @@ zss_store:
 	MOVQ         ldc+32(FP), R8
 	SHLQ         $2, R8
 	Z_STORE_TILE
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------------------------------
+// AVX2 6 x 16 over operands read in place, the twins of gemmAVX512I and gemmAVX512SS (see
+// gemmKernel.fi and .fss): gemmAVX2's arithmetic, only the addresses of A and B differ.
+
+// YI_STEP is one step with B(k, j) at BX + boff[k] (SI walks boff, R13 holds the offset).
+#define YI_STEP(ao, so) \
+	MOVQ    so(SI), R13; \
+	VMOVUPS (BX)(R13*1), Y12; \
+	VMOVUPS 32(BX)(R13*1), Y13; \
+	Y_ROWS(ao)
+
+// func gemmAVX2I(kc int, ap, bp, c *float32, ldc int, boff *int, load bool)
+TEXT ·gemmAVX2I(SB), NOSPLIT, $0-49
+	MOVQ    kc+0(FP), CX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+48(FP), R9
+	TESTQ   R9, R9
+	JZ      yi_zero
+	Y_LOAD_TILE
+	JMP     yi_pref
+
+yi_zero:
+	Y_ZERO_TILE
+
+yi_pref:
+	Y_PREF_TILE
+	MOVQ ap+8(FP), AX
+	MOVQ bp+16(FP), BX
+	MOVQ boff+40(FP), SI
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   yi_tail
+
+yi_loop4:
+	YI_STEP(0, 0)
+	YI_STEP(24, 8)
+	YI_STEP(48, 16)
+	YI_STEP(72, 24)
+	ADDQ $96, AX
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  yi_loop4
+
+yi_tail:
+	TESTQ R11, R11
+	JZ    yi_store
+
+yi_loop1:
+	YI_STEP(0, 0)
+	ADDQ $24, AX
+	ADDQ $8, SI
+	DECQ R11
+	JNZ  yi_loop1
+
+yi_store:
+	Y_STORE_TILE
+	VZEROUPPER
+	RET
+
+// YS_STEP is one step with A(i, k) at AX + 4i and B(k, j) at BX + 4j, then AX advances by aks
+// (R12) and BX by bks (R13).
+#define YS_STEP \
+	VMOVUPS (BX), Y12; \
+	VMOVUPS 32(BX), Y13; \
+	Y_ROWS(0); \
+	ADDQ    R12, AX; \
+	ADDQ    R13, BX
+
+// func gemmAVX2SS(kc int, ap, bp, c *float32, ldc, aks, bks int, segs *int, nseg int, load bool)
+TEXT ·gemmAVX2SS(SB), NOSPLIT, $0-73
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), R8
+	SHLQ    $2, R8
+	MOVQ    DI, DX
+	MOVBQZX load+72(FP), R9
+	TESTQ   R9, R9
+	JZ      yss_zero
+	Y_LOAD_TILE
+	JMP     yss_go
+
+yss_zero:
+	Y_ZERO_TILE
+
+yss_go:
+	MOVQ  aks+40(FP), R12
+	MOVQ  bks+48(FP), R13
+	MOVQ  segs+56(FP), DX
+	MOVQ  nseg+64(FP), R8
+	TESTQ R8, R8
+	JZ    yss_store
+
+yss_seg:
+	MOVQ (DX), AX
+	ADDQ ap+8(FP), AX
+	MOVQ 8(DX), BX
+	ADDQ bp+16(FP), BX
+	MOVQ kc+0(FP), CX
+	MOVQ CX, R11
+	ANDQ $3, R11
+	SHRQ $2, CX
+	JZ   yss_tail
+
+yss_loop4:
+	YS_STEP
+	YS_STEP
+	YS_STEP
+	YS_STEP
+	DECQ CX
+	JNZ  yss_loop4
+
+yss_tail:
+	TESTQ R11, R11
+	JZ    yss_next
+
+yss_loop1:
+	YS_STEP
+	DECQ R11
+	JNZ  yss_loop1
+
+yss_next:
+	ADDQ $16, DX
+	DECQ R8
+	JNZ  yss_seg
+
+yss_store:
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	Y_STORE_TILE
 	VZEROUPPER
 	RET
