@@ -364,3 +364,308 @@ ab_tail:
 ab_done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------------------------
+// The same kernels on AVX2, 8 windows per iteration (see pool_amd64.go): VSHUFPS and VPERMPD
+// split a row's 16 cells into the windows' cells, VUNPCKLPS, VUNPCKHPS and VPERM2F128 put the
+// backward's values back in row order; the tail's loads and stores go through VMASKMOVPS with
+// lane masks read from poolMask8 (8 set lanes, then 8 clear: the mask of r lanes starts at
+// poolMask8 + 4*(8-r)).
+DATA poolMask8<>+0(SB)/4, $0xffffffff
+DATA poolMask8<>+4(SB)/4, $0xffffffff
+DATA poolMask8<>+8(SB)/4, $0xffffffff
+DATA poolMask8<>+12(SB)/4, $0xffffffff
+DATA poolMask8<>+16(SB)/4, $0xffffffff
+DATA poolMask8<>+20(SB)/4, $0xffffffff
+DATA poolMask8<>+24(SB)/4, $0xffffffff
+DATA poolMask8<>+28(SB)/4, $0xffffffff
+DATA poolMask8<>+32(SB)/4, $0
+DATA poolMask8<>+36(SB)/4, $0
+DATA poolMask8<>+40(SB)/4, $0
+DATA poolMask8<>+44(SB)/4, $0
+DATA poolMask8<>+48(SB)/4, $0
+DATA poolMask8<>+52(SB)/4, $0
+DATA poolMask8<>+56(SB)/4, $0
+DATA poolMask8<>+60(SB)/4, $0
+GLOBL poolMask8<>(SB), RODATA|NOPTR, $64
+
+// Y_MASK loads the mask of the first r lanes (r from the frame at off) into dst (R9, R10
+// clobbered).
+#define Y_MASK(off, dst) \
+	MOVQ    off(FP), R10; \
+	SHLQ    $2, R10; \
+	LEAQ    poolMask8<>+32(SB), R9; \
+	SUBQ    R10, R9; \
+	VMOVDQU (R9), dst
+
+// Y_SPLIT puts the even cells of lo:hi (16 cells) into ev and the odd ones into od.
+#define Y_SPLIT(lo, hi, ev, od) \
+	VSHUFPS $0x88, hi, lo, ev; \
+	VPERMPD $0xd8, ev, ev; \
+	VSHUFPS $0xdd, hi, lo, od; \
+	VPERMPD $0xd8, od, od
+
+// Y_ZIP puts the interleave of a and b (a0 b0 a1 b1 ...) into lo (cells 0..7) and hi (8..15),
+// through t.
+#define Y_ZIP(a, b, lo, hi, t) \
+	VUNPCKLPS  b, a, t; \
+	VUNPCKHPS  b, a, hi; \
+	VPERM2F128 $0x20, hi, t, lo; \
+	VPERM2F128 $0x31, hi, t, hi
+
+// Y_CONSTS sets Y11 = +0, Y12 = 1, Y13 = 2, Y14 = 3 (as floats) and Y10 = 4.
+#define Y_CONSTS \
+	VXORPS       Y11, Y11, Y11; \
+	MOVL         $0x3f800000, R8; \
+	VMOVD        R8, X12; \
+	VPBROADCASTD X12, Y12; \
+	MOVL         $0x40000000, R8; \
+	VMOVD        R8, X13; \
+	VPBROADCASTD X13, Y13; \
+	MOVL         $0x40400000, R8; \
+	VMOVD        R8, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL         $0x40800000, R8; \
+	VMOVD        R8, X10; \
+	VPBROADCASTD X10, Y10
+
+// YP_STEP is POOL_STEP on 8 windows (best Y4, offset Y8; Y3, Y9 and Y15 clobbered).
+#define YP_STEP(v, t) \
+	VCMPPS    $0x1e, Y4, v, Y9; \
+	VCMPPS    $3, v, v, Y15; \
+	VCMPPS    $3, Y4, Y4, Y3; \
+	VANDNPS   Y15, Y3, Y3; \
+	VORPS     Y3, Y9, Y9; \
+	VBLENDVPS Y9, v, Y4, Y4; \
+	VBLENDVPS Y9, t, Y8, Y8
+
+// YP_FWD computes 8 windows from the top cells in Y0, Y1 and the bottom ones in Y2, Y3: the
+// maxima into Y4, their offsets into Y8 (Y5-Y7, Y9, Y15 clobbered).
+#define YP_FWD \
+	Y_SPLIT(Y0, Y1, Y4, Y5); \
+	Y_SPLIT(Y2, Y3, Y6, Y7); \
+	VXORPS Y8, Y8, Y8; \
+	YP_STEP(Y5, Y12); \
+	YP_STEP(Y6, Y13); \
+	YP_STEP(Y7, Y14)
+
+// func max2x2s2AVX2(y, idx, top, bottom *float32, n, in0, in1, out int)
+// n windows: n/8 whole blocks, then the n%8 left, whose input cells are the first in0 and in1
+// lanes of a row's two vectors and whose outputs the first out lanes.
+TEXT ·max2x2s2AVX2(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), DI
+	MOVQ idx+8(FP), SI
+	MOVQ top+16(FP), AX
+	MOVQ bottom+24(FP), BX
+	MOVQ n+32(FP), CX
+	Y_CONSTS
+	SHRQ $3, CX
+	JZ   ym_tail
+
+ym_loop:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS (BX), Y2
+	VMOVUPS 32(BX), Y3
+	YP_FWD
+	TESTQ   DI, DI
+	JZ      ym_noy
+	VMOVUPS Y4, (DI)
+	ADDQ    $32, DI
+
+ym_noy:
+	TESTQ   SI, SI
+	JZ      ym_noidx
+	VMOVUPS Y8, (SI)
+	ADDQ    $32, SI
+
+ym_noidx:
+	ADDQ $64, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  ym_loop
+
+ym_tail:
+	MOVQ       out+56(FP), R10
+	TESTQ      R10, R10
+	JZ         ym_done
+	Y_MASK(in0+40, Y15)
+	VMASKMOVPS (AX), Y15, Y0
+	VMASKMOVPS (BX), Y15, Y2
+	Y_MASK(in1+48, Y15)
+	VMASKMOVPS 32(AX), Y15, Y1
+	VMASKMOVPS 32(BX), Y15, Y3
+	YP_FWD
+	Y_MASK(out+56, Y15)
+	TESTQ      DI, DI
+	JZ         ym_tnoy
+	VMASKMOVPS Y4, Y15, (DI)
+
+ym_tnoy:
+	TESTQ      SI, SI
+	JZ         ym_done
+	VMASKMOVPS Y8, Y15, (SI)
+
+ym_done:
+	VZEROUPPER
+	RET
+
+// YP_BWD computes the rows of 8 windows from their gradients Y0 and offsets Y1: the top row's
+// two vectors into Y6, Y7, the bottom row's into Y8, Y9 (Y2-Y5 clobbered).
+#define YP_BWD \
+	VADDPS Y0, Y11, Y0; \
+	VCMPPS $0, Y11, Y1, Y2; \
+	VANDPS Y0, Y2, Y2; \
+	VCMPPS $0, Y12, Y1, Y3; \
+	VANDPS Y0, Y3, Y3; \
+	VCMPPS $0, Y13, Y1, Y4; \
+	VANDPS Y0, Y4, Y4; \
+	VCMPPS $0, Y14, Y1, Y5; \
+	VANDPS Y0, Y5, Y5; \
+	Y_ZIP(Y2, Y3, Y6, Y7, Y1); \
+	Y_ZIP(Y4, Y5, Y8, Y9, Y1)
+
+// func max2x2s2BwdAVX2(top, bottom, grad, idx *float32, n, in0, in1, out int)
+TEXT ·max2x2s2BwdAVX2(SB), NOSPLIT, $0-64
+	MOVQ top+0(FP), DI
+	MOVQ bottom+8(FP), SI
+	MOVQ grad+16(FP), AX
+	MOVQ idx+24(FP), BX
+	MOVQ n+32(FP), CX
+	Y_CONSTS
+	SHRQ $3, CX
+	JZ   yb_tail
+
+yb_loop:
+	VMOVUPS (AX), Y0
+	VMOVUPS (BX), Y1
+	YP_BWD
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, (SI)
+	VMOVUPS Y9, 32(SI)
+	ADDQ    $32, AX
+	ADDQ    $32, BX
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     yb_loop
+
+yb_tail:
+	MOVQ       out+56(FP), R10
+	TESTQ      R10, R10
+	JZ         yb_done
+	Y_MASK(out+56, Y15)
+	VMASKMOVPS (AX), Y15, Y0
+	VMASKMOVPS (BX), Y15, Y1
+	YP_BWD
+	Y_MASK(in0+40, Y15)
+	VMASKMOVPS Y6, Y15, (DI)
+	VMASKMOVPS Y8, Y15, (SI)
+	Y_MASK(in1+48, Y15)
+	VMASKMOVPS Y7, Y15, 32(DI)
+	VMASKMOVPS Y9, Y15, 32(SI)
+
+yb_done:
+	VZEROUPPER
+	RET
+
+// YA_FWD computes 8 averages from the top cells in Y0, Y1 and the bottom ones in Y2, Y3 into
+// Y8: ((((0 + a) + b) + c) + d) / 4 (Y4-Y7 clobbered).
+#define YA_FWD \
+	Y_SPLIT(Y0, Y1, Y4, Y5); \
+	Y_SPLIT(Y2, Y3, Y6, Y7); \
+	VADDPS Y4, Y11, Y8; \
+	VADDPS Y5, Y8, Y8; \
+	VADDPS Y6, Y8, Y8; \
+	VADDPS Y7, Y8, Y8; \
+	VDIVPS Y10, Y8, Y8
+
+// func avg2x2s2AVX2(y, top, bottom *float32, n, in0, in1, out int)
+TEXT ·avg2x2s2AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ top+8(FP), AX
+	MOVQ bottom+16(FP), BX
+	MOVQ n+24(FP), CX
+	Y_CONSTS
+	SHRQ $3, CX
+	JZ   ya_tail
+
+ya_loop:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS (BX), Y2
+	VMOVUPS 32(BX), Y3
+	YA_FWD
+	VMOVUPS Y8, (DI)
+	ADDQ    $32, DI
+	ADDQ    $64, AX
+	ADDQ    $64, BX
+	DECQ    CX
+	JNZ     ya_loop
+
+ya_tail:
+	MOVQ       out+48(FP), R10
+	TESTQ      R10, R10
+	JZ         ya_done
+	Y_MASK(in0+32, Y15)
+	VMASKMOVPS (AX), Y15, Y0
+	VMASKMOVPS (BX), Y15, Y2
+	Y_MASK(in1+40, Y15)
+	VMASKMOVPS 32(AX), Y15, Y1
+	VMASKMOVPS 32(BX), Y15, Y3
+	YA_FWD
+	Y_MASK(out+48, Y15)
+	VMASKMOVPS Y8, Y15, (DI)
+
+ya_done:
+	VZEROUPPER
+	RET
+
+// YA_BWD computes the rows of 8 windows from their gradients Y0: each cell 0 + g/4, the row's
+// two vectors (the same for both rows) into Y6, Y7 (Y1 clobbered).
+#define YA_BWD \
+	VDIVPS Y10, Y0, Y0; \
+	VADDPS Y0, Y11, Y0; \
+	Y_ZIP(Y0, Y0, Y6, Y7, Y1)
+
+// func avg2x2s2BwdAVX2(top, bottom, grad *float32, n, in0, in1, out int)
+TEXT ·avg2x2s2BwdAVX2(SB), NOSPLIT, $0-56
+	MOVQ top+0(FP), DI
+	MOVQ bottom+8(FP), SI
+	MOVQ grad+16(FP), AX
+	MOVQ n+24(FP), CX
+	Y_CONSTS
+	SHRQ $3, CX
+	JZ   yab_tail
+
+yab_loop:
+	VMOVUPS (AX), Y0
+	YA_BWD
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y6, (SI)
+	VMOVUPS Y7, 32(SI)
+	ADDQ    $32, AX
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     yab_loop
+
+yab_tail:
+	MOVQ       out+48(FP), R10
+	TESTQ      R10, R10
+	JZ         yab_done
+	Y_MASK(out+48, Y15)
+	VMASKMOVPS (AX), Y15, Y0
+	YA_BWD
+	Y_MASK(in0+32, Y15)
+	VMASKMOVPS Y6, Y15, (DI)
+	VMASKMOVPS Y6, Y15, (SI)
+	Y_MASK(in1+40, Y15)
+	VMASKMOVPS Y7, Y15, 32(DI)
+	VMASKMOVPS Y7, Y15, 32(SI)
+
+yab_done:
+	VZEROUPPER
+	RET

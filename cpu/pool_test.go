@@ -154,6 +154,16 @@ func checkPoolFast(t *testing.T, r *rand.Rand, nc int, in, k, s, p []int) {
 // k/2 per axis, on random sizes 1 to 40, channels 1 to 3, and the common geometries
 // exhaustively over small sizes.
 func TestPool2FastMatchesGeneric(t *testing.T) {
+	for _, level := range vecLevels() { // the vector kernels of 2x2 stride 2 per kernel set
+		t.Run(level, func(t *testing.T) {
+			defer useVecLevel(useVecLevel(level))
+			checkPool2Fast(t)
+		})
+	}
+}
+
+// checkPool2Fast is TestPool2FastMatchesGeneric on the kernel set in use.
+func checkPool2Fast(t *testing.T) {
 	r := rand.New(rand.NewPCG(26, 2))
 	n := 0
 	for kh := 1; kh <= 4; kh++ {
@@ -237,9 +247,22 @@ func TestPool2FastScope(t *testing.T) {
 }
 
 // BenchmarkPool2 times the specialized twins on the first pooling of examples/fashionmnist's
-// CNN (64 images of 16 channels, 28x28, 2x2 stride 2), one worker; the Generic rows are the
-// N-D path on the same geometry.
+// CNN (64 images of 16 channels, 28x28, 2x2 stride 2), one worker, per kernel set (avx512, avx2,
+// go); the Generic rows are the N-D path on the same geometry.
 func BenchmarkPool2(b *testing.B) {
+	for _, level := range vecLevels() {
+		if level == "mixed" { // avx512's pooling
+			continue
+		}
+		b.Run(level, func(b *testing.B) {
+			defer useVecLevel(useVecLevel(level))
+			benchPool2(b)
+		})
+	}
+}
+
+// benchPool2 is BenchmarkPool2 on the kernel set in use.
+func benchPool2(b *testing.B) {
 	const nc, n = 64 * 16, 28
 	geom, _, _ := poolGeom2([]int{n, n}, []int{2, 2}, []int{2, 2}, []int{0, 0})
 	r := rand.New(rand.NewPCG(1, 2))
@@ -300,6 +323,16 @@ func BenchmarkPool2(b *testing.B) {
 // windows of stride 2 (the cpu API does not check them; ops builds them from the input): the
 // whole-channel vector paths must not run, and the results are the generic path's.
 func TestPool2SizesDisagree(t *testing.T) {
+	for _, level := range vecLevels() {
+		t.Run(level, func(t *testing.T) {
+			defer useVecLevel(useVecLevel(level))
+			checkPool2SizesDisagree(t)
+		})
+	}
+}
+
+// checkPool2SizesDisagree is TestPool2SizesDisagree on the kernel set in use.
+func checkPool2SizesDisagree(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, c := range [][4]int{{4, 6, 2, 2}, {4, 40, 2, 17}, {4, 5, 2, 3}, {5, 4, 3, 2}, {5, 33, 3, 17}, {3, 8, 2, 4}} {
 		geom, _, _ := poolGeom2([]int{c[0], c[1]}, []int{2, 2}, []int{2, 2}, []int{0, 0})
