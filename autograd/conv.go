@@ -92,7 +92,7 @@ func (t *Tape) conv(op string, x, w, b Var, o ConvOptions, transposed bool, rank
 	d := ops.ConvDims{Batch: batch, InChannels: ch, Input: spatial, Kernel: sw[2:]}
 	if !transposed {
 		if sw[1]*groups != ch {
-			return t.failf(op, "weight %v with %d groups takes %d input channels, input %v has %d", sw, groups, sw[1]*groups, sx, ch)
+			return t.failf(op, "weight %v in %d group(s) takes %d input channels, input %v has %d", sw, groups, sw[1]*groups, sx, ch)
 		}
 		d.OutChannels = sw[0]
 	} else {

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -14,6 +15,7 @@ import (
 type Conv struct {
 	Base
 	s          *autograd.Session
+	kind       string // "Conv2d", ...: error messages
 	In, Out    int
 	Kernel     []int
 	Options    autograd.ConvOptions
@@ -25,10 +27,25 @@ type Conv struct {
 // newConv builds a Conv with PyTorch's initialization: the weight from kaiming_uniform_(a =
 // sqrt(5)) = U(±1/sqrt(fan_in)), fan_in = weight.shape[1]*prod(k), and the bias from
 // U(±1/sqrt(fan_in)), weight first.
+//
+// As PyTorch's constructors do, it fails the session when a channel count or kernel size is not
+// positive or the groups do not divide both channel counts.
 func newConv(kind string, s *autograd.Session, in, out int, kernel []int, o autograd.ConvOptions, bias, transposed bool) *Conv {
 	id := lastID.Add(1)
-	c := &Conv{s: s, In: in, Out: out, Kernel: append([]int(nil), kernel...), Options: o, Transposed: transposed}
+	c := &Conv{s: s, kind: kind, In: in, Out: out, Kernel: append([]int(nil), kernel...), Options: o, Transposed: transposed}
 	g := max(o.Groups, 1)
+	switch {
+	case in < 1 || out < 1:
+		s.Fail(fmt.Errorf("nn: %s: in_channels %d and out_channels %d must be positive", kind, in, out))
+	case in%g != 0 || out%g != 0:
+		s.Fail(fmt.Errorf("nn: %s: in_channels %d and out_channels %d must both be divisible by groups %d", kind, in, out, g))
+	}
+	for _, k := range kernel {
+		if k < 1 {
+			s.Fail(fmt.Errorf("nn: %s: kernel sizes %v must be positive", kind, kernel))
+			break
+		}
+	}
 	shape := []int{out, in / g}
 	if transposed {
 		shape = []int{in, out / g}
@@ -68,14 +85,43 @@ func NewConvTranspose2d(s *autograd.Session, in, out, kh, kw int, o autograd.Con
 	return newConv("ConvTranspose2d", s, in, out, []int{kh, kw}, o, bias, true)
 }
 
-// Forward returns the convolution of x (autograd's Tape.Conv or Tape.ConvTranspose).
+// Forward returns the convolution of x (autograd's Tape.Conv or Tape.ConvTranspose). A
+// non-empty x whose output would have no positions (the dilated kernel larger than the padded
+// input: the tape returns that empty result, as the seeds do) fails the session, as PyTorch
+// raises there.
 func (c *Conv) Forward(x autograd.Var) autograd.Var {
 	var b autograd.Var
 	if c.Bias != nil {
 		b = c.s.Use(c.Bias)
 	}
+	var y autograd.Var
 	if c.Transposed {
-		return c.s.ConvTranspose(x, c.s.Use(c.Weight), b, c.Options)
+		y = c.s.ConvTranspose(x, c.s.Use(c.Weight), b, c.Options)
+	} else {
+		y = c.s.Conv(x, c.s.Use(c.Weight), b, c.Options)
 	}
-	return c.s.Conv(x, c.s.Use(c.Weight), b, c.Options)
+	if in, out := c.s.Shape(x), c.s.Shape(y); emptied(in, out, len(c.Kernel)) {
+		c.s.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: the kernel %v (dilation %v) is larger than the input padded by %v",
+			c.kind, in, out, c.Kernel, c.Options.Dilation, c.Options.Padding))
+	}
+	return y
+}
+
+// emptied reports whether a layer's output out has an empty spatial axis (its last rank axes)
+// though every axis of its input in has cells.
+func emptied(in, out []int, rank int) bool {
+	if len(in) == 0 || len(out) < rank {
+		return false
+	}
+	for _, d := range in {
+		if d == 0 {
+			return false
+		}
+	}
+	for _, d := range out[len(out)-rank:] {
+		if d == 0 {
+			return true
+		}
+	}
+	return false
 }

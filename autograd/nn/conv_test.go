@@ -3,6 +3,7 @@ package nn_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -66,5 +67,47 @@ func TestConvInit(t *testing.T) {
 				t.Errorf("%s: max |value| %v for the bound %v", c.shape, maxAbs, bound)
 			}
 		}
+	}
+}
+
+// TestConvPoolLayerErrors: the layers fail where PyTorch's raise (a constructor's channels,
+// groups or kernel; a non-empty input whose output would be empty), with the numbers in the
+// message, and keep PyTorch's empty results for an empty batch.
+func TestConvPoolLayerErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(s *autograd.Session)
+		want string // a part of the error; "" for none
+	}{
+		{"groups not dividing in", func(s *autograd.Session) {
+			nn.NewConv2d(s, 3, 4, 3, 3, autograd.ConvOptions{Groups: 2}, true)
+		}, "in_channels 3 and out_channels 4 must both be divisible by groups 2"},
+		{"zero kernel", func(s *autograd.Session) { nn.NewConv2d(s, 3, 4, 0, 3, autograd.ConvOptions{}, true) }, "kernel sizes [0 3] must be positive"},
+		{"zero channels", func(s *autograd.Session) { nn.NewConv1d(s, 0, 4, 3, autograd.ConvOptions{}, false) }, "in_channels 0 and out_channels 4 must be positive"},
+		{"conv kernel larger than the input", func(s *autograd.Session) {
+			c := nn.NewConv2d(s, 1, 1, 5, 5, autograd.ConvOptions{}, true)
+			c.Forward(s.Input(make([]float32, 9), 1, 1, 3, 3))
+		}, "nn: Conv2d: input [1 1 3 3] gives the empty output [1 1 0 0]"},
+		{"pool padding above half the window", func(s *autograd.Session) {
+			nn.MaxPool2d(3, 1, 2).Forward(s.Input(make([]float32, 2*3*4*5), 2, 3, 4, 5))
+		}, "nn: MaxPool: input [2 3 4 5] gives the empty output [2 3 0 0]"},
+		{"pool window larger than the input", func(s *autograd.Session) {
+			nn.AvgPool2d(5, 0, 0).Forward(s.Input(make([]float32, 9), 1, 1, 3, 3))
+		}, "nn: AvgPool: input [1 1 3 3]"},
+		{"empty batch", func(s *autograd.Session) {
+			x := s.Input(nil, 0, 1, 6, 6)
+			nn.MaxPool2d(2, 0, 0).Forward(nn.NewConv2d(s, 1, 2, 3, 3, autograd.ConvOptions{}, true).Forward(x))
+		}, ""},
+	} {
+		s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 1})
+		c.run(s)
+		err := s.Err()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		s.Close()
 	}
 }

@@ -1,27 +1,47 @@
 package nn
 
-import "github.com/torchlean-go/torchlean/autograd"
+import (
+	"fmt"
+
+	"github.com/torchlean-go/torchlean/autograd"
+)
 
 // Pooling layers (no parameters): Func layers over Tape.MaxPool, Tape.AvgPool and
 // Tape.SmoothMaxPool. Inputs are (N, C, spatial...) as in PyTorch, or one sample (C,
-// spatial...). A stride of 0 means the kernel size (PyTorch's stride=None).
+// spatial...). A stride of 0 means the kernel size (PyTorch's stride=None). A non-empty input
+// whose output would have no positions (a padding above half the window, or a window larger
+// than the padded input: the tape returns that empty result, as the seeds do) fails the
+// session, as PyTorch raises there.
 
 // MaxPool returns an N-D max pooling layer of geometry p (Tape.MaxPool; the rank is
 // len(p.Kernel)).
 func MaxPool(p autograd.PoolParams) Layer {
-	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.MaxPool(x, p) })
+	return poolLayer("MaxPool", p, (*autograd.Tape).MaxPool)
 }
 
 // AvgPool returns an N-D average pooling layer of geometry p (Tape.AvgPool): set
 // p.CountIncludePad for PyTorch's default divisor.
 func AvgPool(p autograd.PoolParams) Layer {
-	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.AvgPool(x, p) })
+	return poolLayer("AvgPool", p, (*autograd.Tape).AvgPool)
 }
 
 // SmoothMaxPool returns an N-D smooth max pooling layer of geometry p and β = p.Beta
 // (Tape.SmoothMaxPool).
 func SmoothMaxPool(p autograd.PoolParams) Layer {
-	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var { return t.SmoothMaxPool(x, p) })
+	return poolLayer("SmoothMaxPool", p, (*autograd.Tape).SmoothMaxPool)
+}
+
+// poolLayer is the Func layer of a pooling, failing the tape where a non-empty input gives an
+// empty output.
+func poolLayer(kind string, p autograd.PoolParams, pool func(*autograd.Tape, autograd.Var, autograd.PoolParams) autograd.Var) Layer {
+	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var {
+		y := pool(t, x, p)
+		if in, out := t.Shape(x), t.Shape(y); emptied(in, out, len(p.Kernel)) {
+			t.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: the padding %v must be at most half the kernel %v, and the kernel must fit the padded input",
+				kind, in, out, p.Padding, p.Kernel))
+		}
+		return y
+	})
 }
 
 // MaxPool1d, MaxPool2d and MaxPool3d return nn.MaxPool1d/2d/3d's layers: a cubic window of side
