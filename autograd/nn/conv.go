@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/torchlean-go/torchlean/autograd"
 )
@@ -28,15 +29,16 @@ type Conv struct {
 // sqrt(5)) = U(±1/sqrt(fan_in)), fan_in = weight.shape[1]*prod(k), and the bias from
 // U(±1/sqrt(fan_in)), weight first.
 //
-// As PyTorch's constructors do, it fails the session when a channel count or kernel size is not
-// positive or the groups do not divide both channel counts.
+// As PyTorch's constructors do, it fails the session when a channel count is negative, a kernel
+// size is not positive or the groups do not divide both channel counts; unlike PyTorch's, also
+// when a channel count is zero (the convolutions need a channel on each side).
 func newConv(kind string, s *autograd.Session, in, out int, kernel []int, o autograd.ConvOptions, bias, transposed bool) *Conv {
 	id := lastID.Add(1)
 	c := &Conv{s: s, kind: kind, In: in, Out: out, Kernel: append([]int(nil), kernel...), Options: o, Transposed: transposed}
 	g := max(o.Groups, 1)
 	switch {
 	case in < 1 || out < 1:
-		s.Fail(fmt.Errorf("nn: %s: in_channels %d and out_channels %d must be positive", kind, in, out))
+		s.Fail(fmt.Errorf("nn: %s: in_channels %d and out_channels %d must be positive (zero channels are not supported)", kind, in, out))
 	case in%g != 0 || out%g != 0:
 		s.Fail(fmt.Errorf("nn: %s: in_channels %d and out_channels %d must both be divisible by groups %d", kind, in, out, g))
 	}
@@ -85,10 +87,11 @@ func NewConvTranspose2d(s *autograd.Session, in, out, kh, kw int, o autograd.Con
 	return newConv("ConvTranspose2d", s, in, out, []int{kh, kw}, o, bias, true)
 }
 
-// Forward returns the convolution of x (autograd's Tape.Conv or Tape.ConvTranspose). A
-// non-empty x whose output would have no positions (the dilated kernel larger than the padded
-// input: the tape returns that empty result, as the seeds do) fails the session, as PyTorch
-// raises there.
+// Forward returns the convolution of x (autograd's Tape.Conv or Tape.ConvTranspose). An output
+// with no positions (for a convolution, the dilated kernel larger than the padded input; for a
+// transposed one, (in-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1 not
+// positive: the tape returns that empty result, as the seeds do) fails the session, as PyTorch
+// raises there, whatever the batch.
 func (c *Conv) Forward(x autograd.Var) autograd.Var {
 	var b autograd.Var
 	if c.Bias != nil {
@@ -100,28 +103,31 @@ func (c *Conv) Forward(x autograd.Var) autograd.Var {
 	} else {
 		y = c.s.Conv(x, c.s.Use(c.Weight), b, c.Options)
 	}
-	if in, out := c.s.Shape(x), c.s.Shape(y); emptied(in, out, len(c.Kernel)) {
-		c.s.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: the kernel %v (dilation %v) is larger than the input padded by %v",
-			c.kind, in, out, c.Kernel, c.Options.Dilation, c.Options.Padding))
+	if in, out := c.s.Shape(x), c.s.Shape(y); emptied(out, len(c.Kernel)) {
+		o := c.Options
+		if c.Transposed {
+			c.s.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: (in-1)*stride %s - 2*padding %s + dilation %s*(kernel %v - 1) + output_padding %s + 1 must be positive",
+				c.kind, in, out, orDefault(o.Stride, 1), orDefault(o.Padding, 0), orDefault(o.Dilation, 1), c.Kernel, orDefault(o.OutputPadding, 0)))
+		} else {
+			c.s.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: the kernel %v (dilation %s) does not fit the input padded by %s",
+				c.kind, in, out, c.Kernel, orDefault(o.Dilation, 1), orDefault(o.Padding, 0)))
+		}
 	}
 	return y
 }
 
-// emptied reports whether a layer's output out has an empty spatial axis (its last rank axes)
-// though every axis of its input in has cells.
-func emptied(in, out []int, rank int) bool {
-	if len(in) == 0 || len(out) < rank {
+// emptied reports whether a layer's output out has an empty spatial axis (its last rank axes).
+func emptied(out []int, rank int) bool {
+	if len(out) < rank {
 		return false
 	}
-	for _, d := range in {
-		if d == 0 {
-			return false
-		}
+	return slices.Contains(out[len(out)-rank:], 0)
+}
+
+// orDefault prints a per-axis option, def where it is unset.
+func orDefault(v []int, def int) string {
+	if len(v) == 0 {
+		return fmt.Sprint(def)
 	}
-	for _, d := range out[len(out)-rank:] {
-		if d == 0 {
-			return true
-		}
-	}
-	return false
+	return fmt.Sprint(v)
 }

@@ -70,9 +70,9 @@ func TestConvInit(t *testing.T) {
 	}
 }
 
-// TestConvPoolLayerErrors: the layers fail where PyTorch's raise (a constructor's channels,
-// groups or kernel; a non-empty input whose output would be empty), with the numbers in the
-// message, and keep PyTorch's empty results for an empty batch.
+// TestConvPoolLayerErrors: the layers fail where PyTorch's raise (a constructor's negative
+// channels, groups or kernel; an output with no positions, whatever the batch), with the
+// numbers in the message, and keep PyTorch's results for an empty batch.
 func TestConvPoolLayerErrors(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -83,17 +83,29 @@ func TestConvPoolLayerErrors(t *testing.T) {
 			nn.NewConv2d(s, 3, 4, 3, 3, autograd.ConvOptions{Groups: 2}, true)
 		}, "in_channels 3 and out_channels 4 must both be divisible by groups 2"},
 		{"zero kernel", func(s *autograd.Session) { nn.NewConv2d(s, 3, 4, 0, 3, autograd.ConvOptions{}, true) }, "kernel sizes [0 3] must be positive"},
-		{"zero channels", func(s *autograd.Session) { nn.NewConv1d(s, 0, 4, 3, autograd.ConvOptions{}, false) }, "in_channels 0 and out_channels 4 must be positive"},
+		{"negative channels", func(s *autograd.Session) { nn.NewConv1d(s, -1, 4, 3, autograd.ConvOptions{}, false) }, "in_channels -1 and out_channels 4 must be positive"},
+		{"zero channels", func(s *autograd.Session) { nn.NewConv1d(s, 0, 4, 3, autograd.ConvOptions{}, false) }, "zero channels are not supported"},
 		{"conv kernel larger than the input", func(s *autograd.Session) {
 			c := nn.NewConv2d(s, 1, 1, 5, 5, autograd.ConvOptions{}, true)
 			c.Forward(s.Input(make([]float32, 9), 1, 1, 3, 3))
-		}, "nn: Conv2d: input [1 1 3 3] gives the empty output [1 1 0 0]"},
+		}, "nn: Conv2d: input [1 1 3 3] gives the empty output [1 1 0 0]: the kernel [5 5] (dilation 1) does not fit the input padded by 0"},
+		{"conv kernel larger than the input, empty batch", func(s *autograd.Session) {
+			c := nn.NewConv2d(s, 1, 1, 5, 5, autograd.ConvOptions{}, true)
+			c.Forward(s.Input(nil, 0, 1, 3, 3))
+		}, "nn: Conv2d: input [0 1 3 3] gives the empty output [0 1 0 0]"},
+		{"transposed conv with too much padding", func(s *autograd.Session) {
+			c := nn.NewConvTranspose2d(s, 1, 1, 1, 1, autograd.ConvOptions{Stride: []int{2}, Padding: []int{2}, OutputPadding: []int{1}}, false)
+			c.Forward(s.Input(make([]float32, 4), 1, 1, 2, 2))
+		}, "nn: ConvTranspose2d: input [1 1 2 2] gives the empty output"},
 		{"pool padding above half the window", func(s *autograd.Session) {
 			nn.MaxPool2d(3, 1, 2).Forward(s.Input(make([]float32, 2*3*4*5), 2, 3, 4, 5))
-		}, "nn: MaxPool: input [2 3 4 5] gives the empty output [2 3 0 0]"},
+		}, "nn: MaxPool2d: input [2 3 4 5] gives the empty output [2 3 0 0]: the padding 2 of spatial axis 0 is more than half the kernel 3"},
+		{"pool padding above half the window, empty batch", func(s *autograd.Session) {
+			nn.MaxPool2d(2, 2, 2).Forward(s.Input(nil, 0, 1, 4, 4))
+		}, "nn: MaxPool2d: input [0 1 4 4]"},
 		{"pool window larger than the input", func(s *autograd.Session) {
 			nn.AvgPool2d(5, 0, 0).Forward(s.Input(make([]float32, 9), 1, 1, 3, 3))
-		}, "nn: AvgPool: input [1 1 3 3]"},
+		}, "nn: AvgPool2d: input [1 1 3 3] gives the empty output [1 1 0 0]: the kernel 5 of spatial axis 0 is larger than its padded input 3"},
 		{"empty batch", func(s *autograd.Session) {
 			x := s.Input(nil, 0, 1, 6, 6)
 			nn.MaxPool2d(2, 0, 0).Forward(nn.NewConv2d(s, 1, 2, 3, 3, autograd.ConvOptions{}, true).Forward(x))

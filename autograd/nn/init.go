@@ -23,8 +23,9 @@ type Init struct {
 // String returns the initializer's PyTorch name, e.g. "kaiming_uniform_".
 func (in Init) String() string { return in.name }
 
-// Apply sets p (a parameter of s) to fresh values of the initializer. An error (a fan of zero, a
-// bad argument, a device error) is returned and recorded in the session.
+// Apply sets p (a parameter of s) to fresh values of the initializer. A parameter without
+// elements is left as it is (PyTorch's initializers are no-ops there too). An error (a fan of
+// zero, a bad argument, a device error) is returned and recorded in the session.
 func (in Init) Apply(s *autograd.Session, p *autograd.Param) error {
 	if err := s.Err(); err != nil {
 		return err
@@ -33,6 +34,9 @@ func (in Init) Apply(s *autograd.Session, p *autograd.Param) error {
 		return s.Fail(fmt.Errorf("nn: init: the zero Init"))
 	}
 	shape := p.Shape()
+	if numel(shape) == 0 {
+		return nil
+	}
 	v, err := in.values(s, shape, numel(shape))
 	if err == nil {
 		err = p.Set(v)

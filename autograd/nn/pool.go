@@ -8,10 +8,10 @@ import (
 
 // Pooling layers (no parameters): Func layers over Tape.MaxPool, Tape.AvgPool and
 // Tape.SmoothMaxPool. Inputs are (N, C, spatial...) as in PyTorch, or one sample (C,
-// spatial...). A stride of 0 means the kernel size (PyTorch's stride=None). A non-empty input
-// whose output would have no positions (a padding above half the window, or a window larger
-// than the padded input: the tape returns that empty result, as the seeds do) fails the
-// session, as PyTorch raises there.
+// spatial...). A stride of 0 means the kernel size (PyTorch's stride=None). An output with no
+// positions (a padding above half the window, or a window larger than the padded input: the
+// tape returns that empty result, as the seeds do) fails the session, as PyTorch raises there,
+// whatever the batch.
 
 // MaxPool returns an N-D max pooling layer of geometry p (Tape.MaxPool; the rank is
 // len(p.Kernel)).
@@ -31,17 +31,37 @@ func SmoothMaxPool(p autograd.PoolParams) Layer {
 	return poolLayer("SmoothMaxPool", p, (*autograd.Tape).SmoothMaxPool)
 }
 
-// poolLayer is the Func layer of a pooling, failing the tape where a non-empty input gives an
-// empty output.
+// poolLayer is the Func layer of a pooling, failing the tape where the output has no positions
+// (kind and the rank name it: "MaxPool2d").
 func poolLayer(kind string, p autograd.PoolParams, pool func(*autograd.Tape, autograd.Var, autograd.PoolParams) autograd.Var) Layer {
+	name := fmt.Sprintf("%s%dd", kind, len(p.Kernel))
 	return Func(func(t *autograd.Tape, x autograd.Var) autograd.Var {
 		y := pool(t, x, p)
-		if in, out := t.Shape(x), t.Shape(y); emptied(in, out, len(p.Kernel)) {
-			t.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: the padding %v must be at most half the kernel %v, and the kernel must fit the padded input",
-				kind, in, out, p.Padding, p.Kernel))
+		if in, out := t.Shape(x), t.Shape(y); emptied(out, len(p.Kernel)) {
+			t.Fail(fmt.Errorf("nn: %s: input %v gives the empty output %v: %s", name, in, out, emptyPoolCause(in, out, p)))
 		}
 		return y
 	})
+}
+
+// emptyPoolCause names why an axis of a pooling's output is empty: a padding above half the
+// window, or a window larger than the padded input.
+func emptyPoolCause(in, out []int, p autograd.PoolParams) string {
+	r := len(p.Kernel)
+	for a := range r {
+		if out[len(out)-r+a] != 0 {
+			continue
+		}
+		k, pad := p.Kernel[a], 0
+		if a < len(p.Padding) {
+			pad = p.Padding[a]
+		}
+		if 2*pad > k {
+			return fmt.Sprintf("the padding %d of spatial axis %d is more than half the kernel %d", pad, a, k)
+		}
+		return fmt.Sprintf("the kernel %d of spatial axis %d is larger than its padded input %d", k, a, in[len(in)-r+a]+2*pad)
+	}
+	return "an axis is empty"
 }
 
 // MaxPool1d, MaxPool2d and MaxPool3d return nn.MaxPool1d/2d/3d's layers: a cubic window of side
