@@ -547,15 +547,7 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 				p.maxRun(out.from(i), rows, p.x0[ox:ox+n])
 			}
 			i += n - 1
-			if ox += n - 1; ox < p.ow-1 {
-				ox++
-				continue
-			}
-			ox = 0
-			if oy++; oy == p.oh {
-				oy = 0
-				c++
-			}
+			c, oy, ox = step(c, oy, ox, n, p.oh, p.ow)
 			continue
 		}
 		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
@@ -586,14 +578,20 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 			best, at = bb, at0
 		}
 		out.put(i, best, at)
-		if ox++; ox == p.ow {
-			ox = 0
-			if oy++; oy == p.oh {
-				oy = 0
-				c++
-			}
-		}
+		c, oy, ox = step(c, oy, ox, 1, p.oh, p.ow)
 	}
+}
+
+// step moves a cursor (channel c, row y, column x) of a grid of h rows of w columns n cells on,
+// within the row (x + n <= w).
+func step(c, y, x, n, h, w int) (int, int, int) {
+	if x += n; x < w {
+		return c, y, x
+	}
+	if y++; y < h {
+		return c, y, 0
+	}
+	return c + 1, 0, 0
 }
 
 // fullCols returns the output columns [fa, fb) whose windows lie wholly inside the input's
@@ -697,15 +695,7 @@ func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
 			n := min(fb-ox, hi-i)
 			if rows, s := xs[sy*p.w:], p.x0[ox]; avg2x2s2Fast(y[i:i+n], rows[s:], rows[p.w+s:], n) {
 				i += n - 1
-				if ox += n - 1; ox < p.ow-1 {
-					ox++
-					continue
-				}
-				ox = 0
-				if oy++; oy == p.oh {
-					oy = 0
-					c++
-				}
+				c, oy, ox = step(c, oy, ox, n, p.oh, p.ow)
 				continue
 			}
 		}
@@ -720,13 +710,7 @@ func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
 			count = p.kv
 		}
 		y[i] = acc / float32(count)
-		if ox++; ox == p.ow {
-			ox = 0
-			if oy++; oy == p.oh {
-				oy = 0
-				c++
-			}
-		}
+		c, oy, ox = step(c, oy, ox, 1, p.oh, p.ow)
 	}
 }
 
@@ -983,12 +967,6 @@ func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 			}
 		}
 		dx[i] = acc
-		if ix++; ix == p.w {
-			ix = 0
-			if iy++; iy == p.h {
-				iy = 0
-				c++
-			}
-		}
+		c, iy, ix = step(c, iy, ix, 1, p.h, p.w)
 	}
 }
