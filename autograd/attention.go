@@ -51,7 +51,10 @@ func (t *Tape) multiHeadAttention(x, wq, wk, wv, wo Var, heads int, mask []bool,
 	if ws := vs[1].shape; len(ws) == 2 {
 		hd = ws[1]
 	}
-	if heads < 1 || hd == 0 || hd%heads != 0 {
+	if heads < 1 {
+		return t.failf(op, "heads %d must be positive", heads)
+	}
+	if hd == 0 || hd%heads != 0 {
 		return t.failf(op, "wq of shape %v does not split into %d heads (want (%d, heads·d))", vs[1].shape, heads, dm)
 	}
 	for k, want := range [][]int{{dm, hd}, {dm, hd}, {dm, hd}, {hd, dm}} {

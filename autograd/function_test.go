@@ -203,6 +203,7 @@ func TestMultiHeadAttentionErrors(t *testing.T) {
 	}{
 		{[]int{4}, []int{4, 4}, []int{4, 4}, 2, nil, "input of shape [4] is not (..., n, dModel)"},
 		{[]int{2, 4}, []int{4, 6}, []int{6, 4}, 4, nil, "does not split into 4 heads"},
+		{[]int{2, 4}, []int{4, 4}, []int{4, 4}, 0, nil, "heads 0 must be positive"},
 		{[]int{2, 4}, []int{4, 4}, []int{4, 3}, 2, nil, "wo has shape [4 3], want [4 4]"},
 		{[]int{2, 4}, []int{4, 4}, []int{4, 4}, 2, []bool{true}, "mask of 1 entries for 2 positions (want 4)"},
 	} {

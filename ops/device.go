@@ -3,8 +3,8 @@
 // seed documents with their semantics (fresh result buffers, borrowed inputs): elementwise
 // functions and their backward kernels, random numbers, reductions, views and layout, indexing,
 // softmax, layer norm, matmul, the optimizer steps, the real FFT and the FNO spectral
-// convolution. The selective scan and flash attention are not here yet (the seed-coverage test
-// lists them as pending).
+// convolution, the selective scan, flash attention, convolution and pooling, and the everyday
+// ops beyond the seeds (sort, top-k, cumsum, pow, where, multinomial sampling).
 //
 // A Device hides its backend behind an interface: the CPU backend runs the Go twins in package
 // cpu, the CUDA backend launches the PTX of package ptx through package driver. The two compute

@@ -57,6 +57,9 @@ type Embedding struct {
 // NewEmbedding returns an embedding table of s drawn from N(0, 1), PyTorch's default.
 func NewEmbedding(s *autograd.Session, num, dim int) *Embedding {
 	e := &Embedding{s: s, Num: num, Dim: dim}
+	if num < 0 || dim < 0 {
+		s.Fail(fmt.Errorf("nn: Embedding: num_embeddings %d and embedding_dim %d must not be negative", num, dim))
+	}
 	e.Weight = s.Param(sessionName("Embedding", "weight", lastID.Add(1)), []int{num, dim}, nil)
 	e.RegisterParameter("weight", e.Weight)
 	Normal(0, 1).Apply(s, e.Weight)
@@ -125,6 +128,9 @@ type RMSNorm struct {
 // NewRMSNorm returns an RMS norm of s over a last axis of dim values.
 func NewRMSNorm(s *autograd.Session, dim int) *RMSNorm {
 	l := &RMSNorm{s: s, Dim: dim, Eps: 0x1p-23}
+	if dim < 1 {
+		s.Fail(fmt.Errorf("nn: RMSNorm: dim %d must be positive", dim))
+	}
 	l.Weight = s.Param(sessionName("RMSNorm", "weight", lastID.Add(1)), []int{dim}, nil)
 	Ones().Apply(s, l.Weight)
 	l.RegisterParameter("weight", l.Weight)
@@ -133,8 +139,15 @@ func NewRMSNorm(s *autograd.Session, dim int) *RMSNorm {
 
 // Forward returns x / sqrt(mean(x·x, -1) + Eps) · weight, each step one recorded op (Mul,
 // ReduceMean, AddScalar, Sqrt, Div, Mul), so its arithmetic is those kernels' on every device.
+//
+// An x whose last axis is not Dim fails the session (the weight would otherwise broadcast over
+// a last axis of 1, where PyTorch raises).
 func (l *RMSNorm) Forward(x autograd.Var) autograd.Var {
 	s := l.s
+	if sh := s.Shape(x); x.Valid() && (len(sh) == 0 || sh[len(sh)-1] != l.Dim) {
+		s.Fail(fmt.Errorf("nn: RMSNorm(%d): input of shape %v: want a last axis of %d", l.Dim, sh, l.Dim))
+		return autograd.Var{}
+	}
 	ms := s.Unsqueeze(s.ReduceMean(s.Mul(x, x), -1), -1)
 	return s.Mul(s.Div(x, s.Sqrt(s.AddScalar(ms, l.Eps))), s.Use(l.Weight))
 }
