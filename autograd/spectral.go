@@ -69,3 +69,103 @@ func (t *Tape) SpectralConv1d(x, wRe, wIm Var, modes int) Var {
 		return []*ops.Buffer{dx, dwr, dwi}, nil
 	})
 }
+
+// Rfft returns the real FFT of x along its last axis, unnormalized (torch.fft.rfft(x) with
+// norm="backward"): x (..., n) gives (..., n/2+1, 2), the real and imaginary part of each bin
+// (the seeds' packing; ops.Rfft1dPacked: our exact FFT, or cuFFT's in the fast mode on a GPU).
+// Requires n >= 1. Its gradient is the adjoint of the transform, dx = n·irfft(g·f) with f = 1 at
+// the DC and Nyquist bins and 1/2 at the others (each interior bin stands for itself and its
+// mirror image), computed with the same two kernels.
+func (t *Tape) Rfft(x Var) Var {
+	const op = "rfft"
+	vx, ok := t.arg(op, x)
+	if !ok || !t.liveArgs(op, []value{vx}) {
+		return Var{}
+	}
+	sx := vx.shape
+	if len(sx) == 0 || sx[len(sx)-1] < 1 {
+		return t.failf(op, "x %v: want a last axis of at least one element", sx)
+	}
+	n := sx[len(sx)-1]
+	batch := size(sx[:len(sx)-1])
+	y, err := ops.Rfft1dPacked(vx.buf, batch, n)
+	out := append(slices.Clone(sx[:len(sx)-1]), n/2+1, 2)
+	return t.record(op, out, y, err, nil, []Var{x}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) {
+			gf, err := mulBins(g, batch, n, func(k int, _ bool) float64 {
+				if k == 0 || 2*k == n {
+					return 1
+				}
+				return 0.5
+			})
+			if err != nil {
+				return nil, err
+			}
+			defer gf.Release()
+			z, err := ops.Irfft1dPacked(gf, batch, n)
+			if err != nil {
+				return nil, err
+			}
+			defer z.Release()
+			return ops.Scale(z, float64(n))
+		})
+	})
+}
+
+// Irfft returns the inverse real FFT of spec along its last two axes to length n, normalized
+// by 1/n (torch.fft.irfft(spec, n) with norm="backward"): spec (..., n/2+1, 2) in Rfft's packing
+// gives (..., n); the imaginary parts of the DC and Nyquist bins are ignored, as PyTorch does
+// (ops.Irfft1dPacked). Requires n >= 1. Its gradient: dspec = rfft(g)·c/n with c = 1 at the DC
+// and Nyquist bins and 2 at the others, and 0 for the ignored imaginary parts.
+func (t *Tape) Irfft(spec Var, n int) Var {
+	const op = "irfft"
+	vs, ok := t.arg(op, spec)
+	if !ok || !t.liveArgs(op, []value{vs}) {
+		return Var{}
+	}
+	ss := vs.shape
+	if n < 1 || len(ss) < 2 || ss[len(ss)-1] != 2 || ss[len(ss)-2] != n/2+1 {
+		return t.failf(op, "spec %v and n %d: want n >= 1 and a spectrum (..., n/2+1, 2) = (..., %d, 2)", ss, n, max(n, 0)/2+1)
+	}
+	batch := size(ss[:len(ss)-2])
+	y, err := ops.Irfft1dPacked(vs.buf, batch, n)
+	out := append(slices.Clone(ss[:len(ss)-2]), n)
+	return t.record(op, out, y, err, nil, []Var{spec}, func(g *ops.Buffer, need []bool) ([]*ops.Buffer, error) {
+		return grads(need, func() (*ops.Buffer, error) {
+			z, err := ops.Rfft1dPacked(g, batch, n)
+			if err != nil {
+				return nil, err
+			}
+			defer z.Release()
+			return mulBins(z, batch, n, func(k int, imag bool) float64 {
+				if k == 0 || 2*k == n {
+					if imag {
+						return 0
+					}
+					return 1 / float64(n)
+				}
+				return 2 / float64(n)
+			})
+		})
+	})
+}
+
+// mulBins returns spec (batch spectra of n/2+1 bins, Rfft's packing) times the factor f(k, imag)
+// of each bin's real and imaginary part, each product rounded once (ops.Mul with the factors
+// rounded to float32).
+func mulBins(spec *ops.Buffer, batch, n int, f func(k int, imag bool) float64) (*ops.Buffer, error) {
+	bins := n/2 + 1
+	fs := make([]float32, batch*bins*2)
+	for k := range bins {
+		fs[2*k], fs[2*k+1] = float32(f(k, false)), float32(f(k, true))
+	}
+	for b := 1; b < batch; b++ {
+		copy(fs[b*bins*2:(b+1)*bins*2], fs[:bins*2])
+	}
+	fb, err := ops.FromFloat32(spec.Device(), fs)
+	if err != nil {
+		return nil, err
+	}
+	defer fb.Release()
+	return ops.Mul(spec, fb)
+}

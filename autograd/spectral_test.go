@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -223,4 +224,141 @@ func ExampleTape_SpectralConv1d() {
 	// dx     [0.4 -0.8 1.4 2.2 2 0 0 0]
 	// dwRe   [1.78 3.5 0.52]
 	// dwIm   [0 0 0]
+}
+
+// rfftRef is the unnormalized real FFT in float64 of the rows of x (length n each), packed as
+// Rfft packs it.
+func rfftRef(x []float64, n int) []float64 {
+	rows, bins := len(x)/n, n/2+1
+	y := make([]float64, rows*bins*2)
+	for r := range rows {
+		for k := range bins {
+			for j := range n {
+				th := 2 * math.Pi * float64(k*j) / float64(n)
+				y[(r*bins+k)*2] += x[r*n+j] * math.Cos(th)
+				y[(r*bins+k)*2+1] -= x[r*n+j] * math.Sin(th)
+			}
+		}
+	}
+	return y
+}
+
+// irfftRef is the inverse real FFT in float64 of the spectra of spec (Rfft's packing) to
+// length n, normalized by 1/n, the interior bins counted twice and the DC and Nyquist
+// imaginary parts ignored.
+func irfftRef(spec []float64, n int) []float64 {
+	bins := n/2 + 1
+	rows := len(spec) / (2 * bins)
+	y := make([]float64, rows*n)
+	for r := range rows {
+		for k := range bins {
+			re, im := spec[(r*bins+k)*2], spec[(r*bins+k)*2+1]
+			f := 2.0
+			if k == 0 || 2*k == n {
+				f, im = 1, 0
+			}
+			for j := range n {
+				th := 2 * math.Pi * float64(k*j) / float64(n)
+				y[r*n+j] += f * (re*math.Cos(th) - im*math.Sin(th)) / float64(n)
+			}
+		}
+	}
+	return y
+}
+
+// TestFFTGradients checks Rfft and Irfft (values and VJPs) against central differences of the
+// float64 references, for odd, even and prime lengths, one row and batches of rows.
+func TestFFTGradients(t *testing.T) {
+	var cs []gradCase
+	for _, s := range []struct {
+		lead []int
+		n    int
+	}{{nil, 1}, {nil, 2}, {nil, 7}, {[]int{3}, 8}, {[]int{2, 3}, 12}, {[]int{2}, 97}, {[]int{1}, 5}} {
+		x := append(slices.Clone(s.lead), s.n)
+		spec := append(slices.Clone(s.lead), s.n/2+1, 2)
+		cs = append(cs, gradCase{
+			name: fmt.Sprintf("rfft%v", x),
+			in:   [][]int{x},
+			op:   func(tp *autograd.Tape, v []autograd.Var) autograd.Var { return tp.Rfft(v[0]) },
+			ref:  func(v [][]float64) []float64 { return rfftRef(v[0], s.n) },
+		}, gradCase{
+			name: fmt.Sprintf("irfft%v_n%d", spec, s.n),
+			in:   [][]int{spec},
+			op:   func(tp *autograd.Tape, v []autograd.Var) autograd.Var { return tp.Irfft(v[0], s.n) },
+			ref:  func(v [][]float64) []float64 { return irfftRef(v[0], s.n) },
+		}, gradCase{
+			name: fmt.Sprintf("irfft(rfft)%v", x),
+			in:   [][]int{x},
+			op: func(tp *autograd.Tape, v []autograd.Var) autograd.Var {
+				return tp.Mul(tp.Irfft(tp.Rfft(v[0]), s.n), v[0])
+			},
+			ref: func(v [][]float64) []float64 {
+				y := irfftRef(rfftRef(v[0], s.n), s.n)
+				for i := range y {
+					y[i] *= v[0][i]
+				}
+				return y
+			},
+		})
+	}
+	forDevices(t, func(t *testing.T, d *ops.Device) {
+		for _, c := range cs {
+			t.Run(c.name, func(t *testing.T) { checkGrad(t, d, c) })
+		}
+	})
+}
+
+// TestFFTTapeErrors: shapes that do not fit Rfft or Irfft are errors naming them.
+func TestFFTTapeErrors(t *testing.T) {
+	d := ops.CPU()
+	for _, c := range []struct {
+		shape []int
+		irfft bool
+		n     int
+		want  string
+	}{
+		{[]int{3, 0}, false, 0, "rfft: x [3 0]: want a last axis of at least one element"},
+		{[]int{}, false, 0, "rfft: x []"},
+		{[]int{4, 3}, true, 4, "irfft: spec [4 3] and n 4: want n >= 1 and a spectrum (..., n/2+1, 2) = (..., 3, 2)"},
+		{[]int{3, 2}, true, 0, "irfft: spec [3 2] and n 0"},
+		{[]int{2, 3, 2}, true, 7, "(..., 4, 2)"},
+	} {
+		tp := autograd.NewTape(d)
+		b, err := ops.Zeros(d, numel(c.shape))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := tp.Leaf(b, c.shape, true)
+		if c.irfft {
+			tp.Irfft(x, c.n)
+		} else {
+			tp.Rfft(x)
+		}
+		if err := tp.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one containing %q", c.shape, err, c.want)
+		}
+		tp.Reset()
+		b.Release()
+	}
+}
+
+// TestIrfftIgnoredParts: the imaginary parts of the DC and Nyquist bins, which Irfft ignores,
+// get a gradient of exactly 0.
+func TestIrfftIgnoredParts(t *testing.T) {
+	d := ops.CPU()
+	const n = 12 // a mixed radix
+	tp := autograd.NewTape(d)
+	defer tp.Reset()
+	sb := upload(t, d, 1, 0.5, -2, 1, 0.25, -1, 3, 2, -1, 4, 0.5, 0.5, 1, 1)
+	defer sb.Release()
+	spec := tp.Leaf(sb, []int{n/2 + 1, 2}, true)
+	gb := upload(t, d, 0.3, -1.2, 2.5, 0.7, -0.4, 1.1, 0.9, -2.2, 0.1, 1.7, -0.6, 0.35)
+	defer gb.Release()
+	if err := tp.BackwardWith(tp.Irfft(spec, n), gb); err != nil {
+		t.Fatal(err)
+	}
+	g := values(t, tp.Grad(spec))
+	if g[1] != 0 || g[2*(n/2)+1] != 0 {
+		t.Errorf("gradients of the ignored imaginary parts: DC %v, Nyquist %v; want 0", g[1], g[2*(n/2)+1])
+	}
 }
