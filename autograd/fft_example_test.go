@@ -13,7 +13,7 @@ func ExampleTape_Rfft() {
 	s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 1})
 	defer s.Close()
 	x := s.Input([]float32{1, 0, -1, 0}, 4) // cos(2πj/4)
-	spec := s.Rfft(x)                         // (3 bins, re/im)
+	spec := s.Rfft(x)                       // (3 bins, re/im)
 	back := s.Irfft(spec, 4)
 	fmt.Println(s.Shape(spec), s.Item(s.Sum(s.Mul(back, x))))
 	v, _ := s.Value(spec).Float32s()
