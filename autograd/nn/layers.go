@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/torchlean-go/torchlean/autograd"
@@ -46,12 +47,16 @@ func (l *Linear) Forward(x autograd.Var) autograd.Var {
 	return l.s.Linear(x, l.s.Use(l.Weight), b)
 }
 
-// Embedding is nn.Embedding: a table of Num vectors of Dim values, looked up by index.
+// Embedding is nn.Embedding: a table of Num vectors of Dim values, looked up by index. With
+// Padded (NewEmbeddingPadded), row PaddingIdx is PyTorch's padding_idx: it starts at zeros and
+// its lookups pass no gradient to it.
 type Embedding struct {
 	Base
-	s        *autograd.Session
-	Num, Dim int
-	Weight   *autograd.Param
+	s          *autograd.Session
+	Num, Dim   int
+	Weight     *autograd.Param
+	Padded     bool
+	PaddingIdx int
 }
 
 // NewEmbedding returns an embedding table of s drawn from N(0, 1), PyTorch's default.
@@ -63,6 +68,34 @@ func NewEmbedding(s *autograd.Session, num, dim int) *Embedding {
 	e.Weight = s.Param(sessionName("Embedding", "weight", lastID.Add(1)), []int{num, dim}, nil)
 	e.RegisterParameter("weight", e.Weight)
 	Normal(0, 1).Apply(s, e.Weight)
+	return e
+}
+
+// NewEmbeddingPadded returns nn.Embedding(num, dim, padding_idx=paddingIdx) of s (a negative
+// paddingIdx counts from the end, as in PyTorch): NewEmbedding's table with the padding row set
+// to zeros, and lookups of it that pass no gradient to it (a padding token's vector stays what
+// it is while the others train).
+func NewEmbeddingPadded(s *autograd.Session, num, dim, paddingIdx int) *Embedding {
+	e := NewEmbedding(s, num, dim)
+	if paddingIdx < 0 {
+		paddingIdx += num
+	}
+	if paddingIdx < 0 || paddingIdx >= num {
+		s.Fail(fmt.Errorf("nn: Embedding: padding_idx %d is outside [0, %d)", paddingIdx, num))
+		return e
+	}
+	e.Padded, e.PaddingIdx = true, paddingIdx
+	if s.Err() != nil {
+		return e
+	}
+	v, err := e.Weight.Host()
+	if err == nil {
+		clear(v[paddingIdx*dim : (paddingIdx+1)*dim])
+		err = e.Weight.Set(v)
+	}
+	if err != nil {
+		s.Fail(fmt.Errorf("nn: Embedding: padding row: %w", err))
+	}
 	return e
 }
 
@@ -83,7 +116,18 @@ func (e *Embedding) Forward(ids []int, shape ...int) autograd.Var {
 			return autograd.Var{}
 		}
 	}
-	rows := e.s.Gather(e.s.Use(e.Weight), ids)
+	w := e.s.Use(e.Weight)
+	rows := e.s.Gather(w, ids)
+	if e.Padded && slices.Contains(ids, e.PaddingIdx) {
+		// The padding lookups read a detached copy: Where passes their gradient nowhere.
+		keep := make([]float32, len(ids))
+		for i, id := range ids {
+			if id != e.PaddingIdx {
+				keep[i] = 1
+			}
+		}
+		rows = e.s.Where(e.s.Input(keep, len(ids), 1), rows, e.s.Gather(e.s.Detach(w), ids))
+	}
 	return e.s.Reshape(rows, append(shape, e.Dim)...)
 }
 

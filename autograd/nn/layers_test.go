@@ -42,3 +42,47 @@ func TestLayerArgumentErrors(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestEmbeddingPadded: nn.Embedding(5, 3, padding_idx=-2): the padding row starts at zeros, its
+// lookups give that row, and a backward pass leaves its gradient at zero while the other rows
+// looked up accumulate theirs (row 1 twice; row 2 is not looked up).
+func TestEmbeddingPadded(t *testing.T) {
+	s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 3})
+	defer s.Close()
+	e := nn.NewEmbeddingPadded(s, 5, 3, -2)
+	if !e.Padded || e.PaddingIdx != 3 {
+		t.Fatalf("padding %v at %d, want row 3", e.Padded, e.PaddingIdx)
+	}
+	w, err := e.Weight.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w[9] != 0 || w[10] != 0 || w[11] != 0 || w[0] == 0 {
+		t.Fatalf("weight %v: want row 3 zero and the others drawn", w)
+	}
+	y := e.Forward([]int{1, 3, 1, 0}, 2, 2)
+	v, err := s.Value(y).Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[3] != 0 || v[4] != 0 || v[5] != 0 || v[0] != w[3] {
+		t.Errorf("lookups %v: want row 1, zeros, row 1, row 0", v)
+	}
+	s.Backward(s.Add(s.Sum(s.Mul(y, y)), s.Sum(y))) // dL/dy = 2y + 1: nonzero at the padding rows too
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Weight.Grad().Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 3 {
+		if g[9+j] != 0 || g[6+j] != 0 || g[3+j] != 2*(2*w[3+j]+1) || g[j] != 2*w[j]+1 {
+			t.Fatalf("gradient %v: want rows 3 and 2 zero, row 1 2·(2w+1), row 0 2w+1", g)
+		}
+	}
+	nn.NewEmbeddingPadded(s, 5, 3, 5)
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "padding_idx 5 is outside [0, 5)") {
+		t.Errorf("padding_idx 5: error %v", err)
+	}
+}
