@@ -154,6 +154,9 @@ func (t *Tape) Irfft(spec Var, n int) Var {
 // of each bin's real and imaginary part, each product rounded once (ops.Mul with the factors
 // rounded to float32).
 func mulBins(spec *ops.Buffer, batch, n int, f func(k int, imag bool) float64) (*ops.Buffer, error) {
+	if batch == 0 {
+		return ops.Zeros(spec.Device(), 0)
+	}
 	bins := n/2 + 1
 	fs := make([]float32, batch*bins*2)
 	for k := range bins {

@@ -267,13 +267,14 @@ func irfftRef(spec []float64, n int) []float64 {
 }
 
 // TestFFTGradients checks Rfft and Irfft (values and VJPs) against central differences of the
-// float64 references, for odd, even and prime lengths, one row and batches of rows.
+// float64 references, for odd, even and prime lengths, one row, batches of rows and an empty
+// batch.
 func TestFFTGradients(t *testing.T) {
 	var cs []gradCase
 	for _, s := range []struct {
 		lead []int
 		n    int
-	}{{nil, 1}, {nil, 2}, {nil, 7}, {[]int{3}, 8}, {[]int{2, 3}, 12}, {[]int{2}, 97}, {[]int{1}, 5}} {
+	}{{nil, 1}, {nil, 2}, {nil, 7}, {[]int{3}, 8}, {[]int{2, 3}, 12}, {[]int{2}, 97}, {[]int{1}, 5}, {[]int{0}, 4}} {
 		x := append(slices.Clone(s.lead), s.n)
 		spec := append(slices.Clone(s.lead), s.n/2+1, 2)
 		cs = append(cs, gradCase{

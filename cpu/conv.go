@@ -20,10 +20,12 @@ import "runtime"
 // micro-kernels' cache-sized panels straight from the input (no im2col buffer; padded cells
 // packed as +0), and the micro-kernels take each output's fma steps in ascending K (see Bmm), so
 // the bits are those of the plain loops (convFwdDirect, convBwdInputDirect, convBwdWeightDirect),
-// which run elsewhere and with -tags noasm. Where every stride is 1 and the CPU has AVX-512, the
-// patches are not packed but read in place from a zero-padded copy of each sample (shiftConv for
-// the forward and the input gradient, convBwdWeightShift for the weight gradient): the same
-// fma steps in the same order, the same bits.
+// which run elsewhere and with -tags noasm. Where every stride is 1, the output sizes are the
+// formula's (readsInPlace) and the micro-kernel reads operands through tables (gemmKernel.fi and
+// .fss: AVX-512 and AVX2), the patches are not packed but read in place from a zero-padded copy
+// of each sample (shiftConv for the forward and, where pad <= (k-1)*dil, the input gradient;
+// convBwdWeightShift for the weight gradient up to shiftWGMaxCout output channels per group):
+// the same fma steps in the same order, the same bits.
 
 // ConvMaxRank is the largest spatial rank of a convolution; ConvGeomLen the length of its
 // geometry array (CONV_MAX_RANK and CONV_GEOM_LEN in ptx/conv.cu).
@@ -272,7 +274,7 @@ func ConvBwdWeight(dw, x, dy []float32, geom []uint32, batch, cin, cout, groups,
 		return
 	}
 	if k := gemmActive; k != nil {
-		if g.readsInPlace() && k.fss != nil && !convShiftOff && cout/groups <= shiftWGMaxCout {
+		if g.inPlace(k.fss != nil) && cout/groups <= shiftWGMaxCout {
 			convBwdWeightShift(k, dw, x, dy, g, batch, cin, cout, groups)
 			return
 		}
@@ -745,6 +747,29 @@ func (gs *gatherSpec) packPosBySteps(dst []float32, sstride, nPos, j0, cols, k0,
 	}
 }
 
+// taps lists, per axis, the offset of each kernel tap in a zero-padded box from an output
+// position's first cell, t*dilation for t < kernel size, or (k-1-t)*dilation reversed (the
+// input gradient's box of dY).
+func (g *convGeom) taps(reversed bool) [ConvMaxRank][]int {
+	var taps [ConvMaxRank][]int
+	for a := range ConvMaxRank {
+		taps[a] = make([]int, g.k[a])
+		for t := range taps[a] {
+			if reversed {
+				taps[a][t] = (g.k[a] - 1 - t) * g.d[a]
+			} else {
+				taps[a][t] = t * g.d[a]
+			}
+		}
+	}
+	return taps
+}
+
+// inPlace reports whether a path that reads the patches in place runs: the geometry allows it
+// (readsInPlace), the micro-kernel has the entry it needs (has), and tests have not turned the
+// paths off (convShiftOff).
+func (g *convGeom) inPlace(has bool) bool { return has && !convShiftOff && g.readsInPlace() }
+
 // kernelOffsets lists, per axis, the input offset of each kernel tap from an output position's
 // first input cell: t*dilation - padding for t < kernel size.
 func (g *convGeom) kernelOffsets() [ConvMaxRank][]int {
@@ -764,16 +789,9 @@ func (g *convGeom) kernelOffsets() [ConvMaxRank][]int {
 func convFwdGemm(k *gemmKernel, y, x, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
 	kk := cing * g.kProd
-	if g.readsInPlace() && k.fi != nil && !convShiftOff {
+	if g.inPlace(k.fi != nil) {
 		// The box is x padded by pad; step kk's cell for output o is o_a + kk_a*dil_a.
-		var taps [ConvMaxRank][]int
-		for a := range ConvMaxRank {
-			taps[a] = make([]int, g.k[a])
-			for t := range taps[a] {
-				taps[a][t] = t * g.d[a]
-			}
-		}
-		sc := newShiftConv(g.in, g.p, g.out, taps, cing, k.nr)
+		sc := newShiftConv(g.in, g.p, g.out, g.taps(false), cing, k.nr)
 		convShift(k, sc, y, x, batch, groups, coutg,
 			func(n, grp int) int { return (n*cin + grp*cing) * g.inProd },
 			func(n, grp int) int { return (n*cout + grp*coutg) * g.outProd },
@@ -857,19 +875,14 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 // scratch and scattered.
 func convBwdInputGemm(k *gemmKernel, dx, dy, w []float32, g *convGeom, batch, cin, cout, groups int) {
 	cing, coutg := cin/groups, cout/groups
-	if g.readsInPlace() && k.fi != nil && !convShiftOff && g.padWithinKernel() {
+	if g.inPlace(k.fi != nil) && g.padWithinKernel() {
 		// The box is dY padded by (k_a-1)*dil_a - pad_a; step kk's cell for input element i
 		// is i_a + (k_a-1-kk_a)*dil_a (the output o_a = i_a + pad_a - kk_a*dil_a, shifted).
 		var pad [ConvMaxRank]int
-		var taps [ConvMaxRank][]int
 		for a := range ConvMaxRank {
 			pad[a] = (g.k[a]-1)*g.d[a] - g.p[a]
-			taps[a] = make([]int, g.k[a])
-			for t := range taps[a] {
-				taps[a][t] = (g.k[a] - 1 - t) * g.d[a]
-			}
 		}
-		sc := newShiftConv(g.out, pad, g.in, taps, coutg, k.nr)
+		sc := newShiftConv(g.out, pad, g.in, g.taps(true), coutg, k.nr)
 		convShift(k, sc, dx, dy, batch, groups, cing,
 			func(n, grp int) int { return (n*cout + grp*coutg) * g.outProd },
 			func(n, grp int) int { return (n*cin + grp*cing) * g.inProd },
@@ -1018,7 +1031,7 @@ type shiftConv struct {
 	cP            int              // the box's volume
 	chans         int              // source channels
 	outProd       int
-	boff          []int    // per step t = c*len(off)+kk: 4*(c*cP + off[kk]), in bytes
+	boff          []int    // per step t = c*len(steps)+kk: 4*(c*cP + the box offset of kernel step kk), in bytes
 	nq            int      // positions computed: q(last output)+1, rounded up to nr
 	rows          [][2]int // per output row (all axes but the last): its q and its flat output index
 }
@@ -1139,7 +1152,8 @@ var shiftBlock = 512
 // convShift runs the plan sc for batch*groups (sample, group) pairs, the column range split
 // into chunks when the pairs are too few for the cores: pair ng's source channels start at
 // src[srcAt(ng)], its result rows at dst[dstAt(ng)]; pack writes a group's packed A (panels of
-// mr rows, whole K), once per call.
+// mr rows, whole K), once per call. Each item fills its pair's box, so a pair split into
+// column chunks (few pairs for the cores, e.g. batch 1) is filled once per chunk.
 func convShift(k *gemmKernel, sc *shiftConv, dst, src []float32, batch, groups, rows int,
 	srcAt, dstAt func(n, grp int) int, pack func(ap []float32, grp int)) {
 	K := len(sc.boff)
@@ -1217,12 +1231,14 @@ type wgPanel struct{ off, h, kl, t0 int }
 // shiftWGMaxCout is the most output channels per group for which the weight gradient reads
 // its patches in place: packing costs the patches' size once per call while the product grows
 // with the output channels, so with many of them the packed panels' cache reuse wins (measured,
-// 3x3 at batch 8 on a 2-core Zen 4: in place 1.6x faster at 64 channels and 1.2x at 128, packed
-// 1.1x faster at 256 and 1.6x at 512).
+// 3x3 at batch 8 on a 2-core Zen 4 with the AVX-512 tile: in place 1.6x faster at 64 channels
+// and 1.2x at 128, packed 1.1x faster at 256 and 1.6x at 512; the AVX2 tile takes the same
+// bound, not measured separately).
 const shiftWGMaxCout = 128
 
-// shiftWGBox is the most floats convBwdWeightShift holds in its boxes and dY^T at a time
-// (samples are taken in chunks of about this size, K continuing from one chunk to the next).
+// shiftWGBox is the most floats convBwdWeightShift holds in its boxes and dY^T at a time, but
+// at least one sample's (samples are taken in chunks of about this size, K continuing from one
+// chunk to the next).
 var shiftWGBox = 1 << 20
 
 // convBwdWeightShift is ConvBwdWeight for stride 1 with both operands read in place: per
@@ -1238,14 +1254,7 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	mr, nr := k.mr, k.nr
 	last := ConvMaxRank - 1
 	kw, dl := g.k[last], g.d[last]
-	var taps [ConvMaxRank][]int
-	for a := range ConvMaxRank {
-		taps[a] = make([]int, g.k[a])
-		for t := range taps[a] {
-			taps[a][t] = t * g.d[a]
-		}
-	}
-	sc := newShiftConv(g.in, g.p, g.out, taps, 1, nr)
+	sc := newShiftConv(g.in, g.p, g.out, g.taps(false), 1, nr)
 	kRows := len(sc.boff) / kw // kernel rows (taps of the leading axes)
 	var panels []wgPanel
 	for kl := range kRows {
@@ -1265,7 +1274,7 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	}
 	colPanels := ceilDiv(coutg, nr)
 	items := len(panels) * colPanels
-	P, ow, w := g.outProd, g.out[last], g.in[last]
+	P, ow, iw := g.outProd, g.out[last], g.in[last]
 	boxLen := sc.cP * C
 	chunkN := max(1, min(batch, shiftWGBox/max(1, boxLen+P*coutg)))
 	sb := gemmPool.Get().(*gemmScratch)
@@ -1275,7 +1284,7 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	box, dyT := sb.a, sb.b
 	segs := make([]int, 0, 2*chunkN*len(sc.rows))
 	tiles := make([]float32, items*mr*nr)
-	rowsIn := g.inProd / max(1, w)
+	rowsIn := g.inProd / max(1, iw)
 	for grp := range groups {
 		for n0 := 0; n0 < batch; n0 += chunkN {
 			nc := min(chunkN, batch-n0)
@@ -1291,8 +1300,8 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 						for a := range last {
 							q += (ic[a] + g.p[a]) * sc.bst[a]
 						}
-						// bn[(q+j)*C + c] = x[c][r*w + j]
-						packT(bn[q*C:][:w*C], xs[r*w:], g.inProd, w, C, C)
+						// bn[(q+j)*C + c] = x[c][r*iw + j]
+						packT(bn[q*C:][:iw*C], xs[r*iw:], g.inProd, iw, C, C)
 						for a := last - 1; a >= 0; a-- {
 							if ic[a]++; ic[a] < g.in[a] {
 								break

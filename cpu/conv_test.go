@@ -148,7 +148,7 @@ func TestConvShiftMatchesDirect(t *testing.T) {
 func checkConvShift(t *testing.T, k *gemmKernel) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(7, 8))
-	taken := 0
+	taken, inPlaceDx := 0, 0
 	for trial := range 120 {
 		gemmKC, shiftBlock = []int{7, 256}[trial%2], []int{k.nr, 2 * k.nr, 512}[trial%3]
 		shiftWGBox = []int{1, 300, 1 << 20}[trial%3] // the weight gradient's sample chunks: 1, a few, all
@@ -166,6 +166,12 @@ func checkConvShift(t *testing.T, k *gemmKernel) {
 		geom, g := convTestGeom(in, kern, s, p, d)
 		if g.outProd == 0 {
 			continue
+		}
+		if !g.inPlace(true) {
+			t.Fatalf("in%v k%v p%v d%v: the in-place paths do not take this stride-1 geometry", in, kern, p, d)
+		}
+		if g.padWithinKernel() {
+			inPlaceDx++
 		}
 		taken++
 		special := trial%4 == 3
@@ -192,8 +198,8 @@ func checkConvShift(t *testing.T, k *gemmKernel) {
 		}
 		convSameBits(t, name+" dw", dw, wantW)
 	}
-	if taken < 100 {
-		t.Fatalf("only %d geometries with outputs", taken)
+	if taken < 100 || inPlaceDx < 50 {
+		t.Fatalf("only %d geometries with outputs, %d of them with the input gradient in place", taken, inPlaceDx)
 	}
 }
 
@@ -331,9 +337,9 @@ func TestConvBwdBiasOrder(t *testing.T) {
 		dy := convTestData(r, batch*cout*outProd, trial%3 == 0)
 		lo := r.IntN(cout)
 		hi := lo + r.IntN(cout-lo+1)
-		got := make([]float32, cout)
+		got := unwritten(cout)
 		ConvBwdBias(got, dy, batch, cout, outProd, lo, hi)
-		want := make([]float32, cout)
+		want := unwritten(cout) // outside [lo, hi): left as it is
 		for co := lo; co < hi; co++ {
 			acc := float32(0)
 			for n := range batch {

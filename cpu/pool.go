@@ -463,7 +463,7 @@ type pool2 struct {
 	// in-bounds cells [r0, r1) ([c0, c1)), with r1 >= r0 (c1 >= c0).
 	y0, r0, r1, x0, c0, c1 []int
 	// Per input row (column): the covering output rows [oy0, oy1] (columns [ox0, ox1]),
-	// inclusive, empty when oy1 < oy0 (ox1 < ox0); built by the backward twins only.
+	// inclusive, empty when oy1 < oy0 (ox1 < ox0); built by avgPoolBwd's overlapping path only.
 	oy0, oy1, ox0, ox1 []int
 }
 
@@ -547,7 +547,7 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 				p.maxRun(out.from(i), rows, p.x0[ox:ox+n])
 			}
 			i += n - 1
-			c, oy, ox = step(c, oy, ox, n, p.oh, p.ow)
+			c, oy, ox = nextCell(c, oy, ox, n, p.oh, p.ow)
 			continue
 		}
 		c0, c1, sx := p.c0[ox], p.c1[ox], p.x0[ox]
@@ -578,13 +578,13 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 			best, at = bb, at0
 		}
 		out.put(i, best, at)
-		c, oy, ox = step(c, oy, ox, 1, p.oh, p.ow)
+		c, oy, ox = nextCell(c, oy, ox, 1, p.oh, p.ow)
 	}
 }
 
 // step moves a cursor (channel c, row y, column x) of a grid of h rows of w columns n cells on,
 // within the row (x + n <= w).
-func step(c, y, x, n, h, w int) (int, int, int) {
+func nextCell(c, y, x, n, h, w int) (int, int, int) {
 	if x += n; x < w {
 		return c, y, x
 	}
@@ -695,7 +695,7 @@ func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
 			n := min(fb-ox, hi-i)
 			if rows, s := xs[sy*p.w:], p.x0[ox]; avg2x2s2Fast(y[i:i+n], rows[s:], rows[p.w+s:], n) {
 				i += n - 1
-				c, oy, ox = step(c, oy, ox, n, p.oh, p.ow)
+				c, oy, ox = nextCell(c, oy, ox, n, p.oh, p.ow)
 				continue
 			}
 		}
@@ -710,7 +710,7 @@ func (p *pool2) avgPool(y, x []float32, countIncludePad bool, lo, hi int) {
 			count = p.kv
 		}
 		y[i] = acc / float32(count)
-		c, oy, ox = step(c, oy, ox, 1, p.oh, p.ow)
+		c, oy, ox = nextCell(c, oy, ox, 1, p.oh, p.ow)
 	}
 }
 
@@ -815,11 +815,8 @@ func (p *pool2) avg2x2s2BwdChannels(dx, gO []float32, lo, hi int) bool {
 		ch, g := dx[c*iv:(c+1)*iv], gO[c*ov:(c+1)*ov]
 		for oy := range p.oh {
 			avg2x2s2BwdFast(ch[2*oy*p.w:], ch[(2*oy+1)*p.w:], g[oy*p.ow:(oy+1)*p.ow], p.ow)
-			if 2*p.ow < p.w { // w odd: the last column
-				ch[2*oy*p.w+2*p.ow], ch[(2*oy+1)*p.w+2*p.ow] = 0, 0
-			}
 		}
-		clear(ch[2*p.oh*p.w:]) // h odd: the last row
+		p.clearUncovered(ch)
 	}
 	partial(cHi*iv, hi)
 	return true
@@ -838,13 +835,19 @@ func (p *pool2) max2x2s2BwdChannel(ch, g, at []float32) bool {
 		o0 := oy * p.ow
 		max2x2s2BwdFast(ch[2*oy*p.w:], ch[(2*oy+1)*p.w:], g[o0:o0+p.ow], at[o0:o0+p.ow], p.ow)
 	}
+	p.clearUncovered(ch)
+	return true
+}
+
+// clearUncovered zeroes the cells of channel ch that no 2x2 stride-2 window holds (whole2x2s2):
+// the last column where w is odd, the last row where h is odd.
+func (p *pool2) clearUncovered(ch []float32) {
 	if 2*p.ow < p.w {
 		for r := range 2 * p.oh {
-			ch[r*p.w+2*p.ow] = 0 // w odd: the last column
+			ch[r*p.w+2*p.ow] = 0
 		}
 	}
-	clear(ch[2*p.oh*p.w:]) // h odd: the last row
-	return true
+	clear(ch[2*p.oh*p.w:])
 }
 
 // maxScatterRow is maxPoolBwd's step for one output row (gradients g, offsets at, the first
@@ -967,6 +970,6 @@ func (p *pool2) avgPoolBwd(dx, gO []float32, countIncludePad bool, lo, hi int) {
 			}
 		}
 		dx[i] = acc
-		c, iy, ix = step(c, iy, ix, 1, p.h, p.w)
+		c, iy, ix = nextCell(c, iy, ix, 1, p.h, p.w)
 	}
 }

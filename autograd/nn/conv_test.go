@@ -100,6 +100,9 @@ func TestConvPoolLayerErrors(t *testing.T) {
 		{"pool padding above half the window", func(s *autograd.Session) {
 			nn.MaxPool2d(3, 1, 2).Forward(s.Input(make([]float32, 2*3*4*5), 2, 3, 4, 5))
 		}, "nn: MaxPool2d: input [2 3 4 5] gives the empty output [2 3 0 0]: the padding 2 of spatial axis 0 is more than half the kernel 3"},
+		{"pool on an empty spatial axis", func(s *autograd.Session) {
+			nn.MaxPool2d(2, 2, 1).Forward(s.Input(nil, 1, 1, 0, 4))
+		}, "nn: MaxPool2d: input [1 1 0 4] gives the empty output [1 1 0 3]: spatial axis 0 of the input is empty"},
 		{"pool padding above half the window, empty batch", func(s *autograd.Session) {
 			nn.MaxPool2d(2, 2, 2).Forward(s.Input(nil, 0, 1, 4, 4))
 		}, "nn: MaxPool2d: input [0 1 4 4]"},

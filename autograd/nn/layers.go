@@ -77,12 +77,12 @@ func NewEmbedding(s *autograd.Session, num, dim int) *Embedding {
 // it is while the others train).
 func NewEmbeddingPadded(s *autograd.Session, num, dim, paddingIdx int) *Embedding {
 	e := NewEmbedding(s, num, dim)
+	if paddingIdx < -num || paddingIdx >= num {
+		s.Fail(fmt.Errorf("nn: Embedding: padding_idx %d is outside [-%d, %d)", paddingIdx, num, num))
+		return e
+	}
 	if paddingIdx < 0 {
 		paddingIdx += num
-	}
-	if paddingIdx < 0 || paddingIdx >= num {
-		s.Fail(fmt.Errorf("nn: Embedding: padding_idx %d is outside [0, %d)", paddingIdx, num))
-		return e
 	}
 	e.Padded, e.PaddingIdx = true, paddingIdx
 	if s.Err() != nil {

@@ -81,8 +81,8 @@ func TestEmbeddingPadded(t *testing.T) {
 			t.Fatalf("gradient %v: want rows 3 and 2 zero, row 1 2·(2w+1), row 0 2w+1", g)
 		}
 	}
-	nn.NewEmbeddingPadded(s, 5, 3, 5)
-	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "padding_idx 5 is outside [0, 5)") {
-		t.Errorf("padding_idx 5: error %v", err)
+	nn.NewEmbeddingPadded(s, 5, 3, -7)
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "padding_idx -7 is outside [-5, 5)") {
+		t.Errorf("padding_idx -7: error %v", err)
 	}
 }

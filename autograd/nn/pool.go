@@ -56,6 +56,9 @@ func emptyPoolCause(in, out []int, p autograd.PoolParams) string {
 		if a < len(p.Padding) {
 			pad = p.Padding[a]
 		}
+		if in[len(in)-r+a] == 0 {
+			return fmt.Sprintf("spatial axis %d of the input is empty", a)
+		}
 		if 2*pad > k {
 			return fmt.Sprintf("the padding %d of spatial axis %d is more than half the kernel %d", pad, a, k)
 		}
