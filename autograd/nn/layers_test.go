@@ -13,11 +13,7 @@ import (
 // an input whose last axis is not the norm's (a last axis of 1 would otherwise broadcast), and
 // negative sizes.
 func TestLayerArgumentErrors(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		run  func(s *autograd.Session)
-		want string
-	}{
+	checkSessionErrors(t, []sessionCase{
 		{"rmsnorm last axis 1", func(s *autograd.Session) {
 			nn.NewRMSNorm(s, 5).Forward(s.Input(make([]float32, 2), 2, 1))
 		}, "nn: RMSNorm(5): input of shape [2 1]: want a last axis of 5"},
@@ -29,18 +25,7 @@ func TestLayerArgumentErrors(t *testing.T) {
 		{"rmsnorm fits", func(s *autograd.Session) {
 			nn.NewRMSNorm(s, 4).Forward(s.Input(make([]float32, 8), 2, 4))
 		}, ""},
-	} {
-		s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 1})
-		c.run(s)
-		err := s.Err()
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
-		}
-		s.Close()
-	}
+	})
 }
 
 // TestEmbeddingPadded: nn.Embedding(5, 3, padding_idx=-2): the padding row starts at zeros, its
@@ -84,5 +69,30 @@ func TestEmbeddingPadded(t *testing.T) {
 	nn.NewEmbeddingPadded(s, 5, 3, -7)
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "padding_idx -7 is outside [-5, 5)") {
 		t.Errorf("padding_idx -7: error %v", err)
+	}
+}
+
+// A sessionCase runs layer calls on a fresh CPU session; want is a part of the session's error
+// it must leave ("": none).
+type sessionCase struct {
+	name string
+	run  func(s *autograd.Session)
+	want string
+}
+
+// checkSessionErrors runs each case on its own session and checks the session's error.
+func checkSessionErrors(t *testing.T, cases []sessionCase) {
+	t.Helper()
+	for _, c := range cases {
+		s := autograd.NewSession(autograd.Options{Device: ops.CPU(), Seed: 1})
+		c.run(s)
+		err := s.Err()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		s.Close()
 	}
 }
