@@ -183,7 +183,7 @@ func LoadTensors(r io.Reader, dev *ops.Device) (map[string]NamedTensor, map[stri
 	}
 	n := binary.LittleEndian.Uint64(head[:])
 	if n > MaxHeaderBytes {
-		return nil, nil, fmt.Errorf("autograd: load tensors: header of %d bytes exceeds the limit of %d", n, MaxHeaderBytes)
+		return nil, nil, fmt.Errorf("autograd: load tensors: not a safetensors file? its header of %d bytes exceeds the limit of %d", n, MaxHeaderBytes)
 	}
 	hdr, err := io.ReadAll(io.LimitReader(r, int64(n))) // grows with what arrives, not with n
 	if err != nil {

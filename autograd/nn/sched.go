@@ -151,6 +151,11 @@ type closedForm struct {
 	at    func(base float64, n int) float64
 }
 
+// driven returns the optimizer a scheduler of this package sets (NewLinearWarmup checks it).
+func (c *closedForm) driven() Optimizer { return c.opt }
+
+func (w *warmupSched) driven() Optimizer { return w.opt }
+
 // newClosedForm makes the scheduler and sets the optimizer's learning rate to at(base, 0).
 func newClosedForm(kind string, opt Optimizer, base float64, at func(base float64, n int) float64) *closedForm {
 	c := &closedForm{kind: kind, opt: opt, base: base, at: at}
@@ -343,8 +348,8 @@ const warmupKind = "LinearWarmup"
 // SequentialLR(opt, [LinearLR(opt, startFactor, total_iters=n), then], milestones=[n]): after
 // k < n steps the learning rate is base * (startFactor + (1 - startFactor) * k / n), base being
 // then's learning rate now (its step 0); from step n on it is then's after k - n steps (then
-// steps only after the warm-up). then must drive the same optimizer and not have stepped yet.
-// n >= 1, startFactor in (0, 1].
+// steps only after the warm-up). then must drive the same optimizer (checked for this
+// package's schedulers) and not have stepped yet. n >= 1, startFactor in (0, 1].
 func NewLinearWarmup(opt Optimizer, n int, startFactor float64, then Scheduler) (Scheduler, error) {
 	if opt == nil || then == nil {
 		return nil, fmt.Errorf("nn: %s: nil optimizer or scheduler", warmupKind)
@@ -354,6 +359,9 @@ func NewLinearWarmup(opt Optimizer, n int, startFactor float64, then Scheduler) 
 	}
 	if st := then.State(); st.Steps != 0 {
 		return nil, fmt.Errorf("nn: %s: the %s after the warm-up has taken %d steps (want a fresh one)", warmupKind, st.Kind, st.Steps)
+	}
+	if d, ok := then.(interface{ driven() Optimizer }); ok && d.driven() != opt {
+		return nil, fmt.Errorf("nn: %s: the %s after the warm-up drives another optimizer (want the same one)", warmupKind, then.State().Kind)
 	}
 	w := &warmupSched{opt: opt, n: n, start: startFactor, then: then, base: then.LR()}
 	if math.IsNaN(w.base) || math.IsInf(w.base, 0) || w.base < 0 {

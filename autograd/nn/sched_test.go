@@ -241,6 +241,9 @@ func TestSchedulerErrors(t *testing.T) {
 		"warmup n 0":          func() (Scheduler, error) { return NewLinearWarmup(opt, 0, 0.1, mustSched(NewExponentialLR(opt, 0.9))) },
 		"warmup start 0":      func() (Scheduler, error) { return NewLinearWarmup(opt, 3, 0, mustSched(NewExponentialLR(opt, 0.9))) },
 		"warmup start 1.5":    func() (Scheduler, error) { return NewLinearWarmup(opt, 3, 1.5, mustSched(NewExponentialLR(opt, 0.9))) },
+		"warmup of another optimizer": func() (Scheduler, error) {
+			return NewLinearWarmup(opt, 3, 0.1, mustSched(NewCosineAnnealingLR(&lrOpt{lr: 0.5}, 10, 0)))
+		},
 		"warmup stepped": func() (Scheduler, error) {
 			s := mustSched(NewExponentialLR(opt, 0.9))
 			s.Step()
