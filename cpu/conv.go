@@ -843,15 +843,7 @@ func convBwdWeightGemm(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, c
 					run := min(kc-kq, P-o, packRunMax)
 					// rows grp*coutg+i0+q.. of sample n, positions [o, o+run): a transpose of
 					// h rows of dy (row stride P), as packA does for a row-major A
-					src, dd := dy[(n*cout+grp*coutg+i0+q)*P+o:], d[kq*mr:]
-					switch {
-					case h == 14 && mr == 14:
-						packT14(dd, src, P, run)
-					case h == 6 && mr == 6:
-						packT6(dd, src, P, run)
-					default:
-						packT(dd, src, P, run, mr, h)
-					}
+					packRows(d[kq*mr:], dy[(n*cout+grp*coutg+i0+q)*P+o:], P, run, mr, h)
 					kq += run
 				}
 			}

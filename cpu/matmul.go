@@ -420,14 +420,21 @@ func packA(dst, a []float32, m, n, i0, rows, k0, kc, mr int, transA bool) {
 			}
 			continue
 		}
-		switch src := a[(i0+q)*n+k0:]; { // A(i, k) = a[i*n+k]
-		case h == 14 && mr == 14:
-			packT14(d, src, n, kc)
-		case h == 6 && mr == 6:
-			packT6(d, src, n, kc)
-		default:
-			packT(d, src, n, kc, mr, h)
-		}
+		packRows(d, a[(i0+q)*n+k0:], n, kc, mr, h) // A(i, k) = a[i*n+k]
+	}
+}
+
+// packRows packs h rows of src (row stride ld, kc values each) as one panel of mr rows:
+// d[k*mr + i] = src[i*ld + k], rows h to mr zero (packT14 and packT6 for the micro-kernels'
+// full panels, packT otherwise).
+func packRows(d, src []float32, ld, kc, mr, h int) {
+	switch {
+	case h == 14 && mr == 14:
+		packT14(d, src, ld, kc)
+	case h == 6 && mr == 6:
+		packT6(d, src, ld, kc)
+	default:
+		packT(d, src, ld, kc, mr, h)
 	}
 }
 

@@ -582,8 +582,8 @@ func (p *pool2) maxPool(out maxOut, x []float32, lo, hi int) {
 	}
 }
 
-// step moves a cursor (channel c, row y, column x) of a grid of h rows of w columns n cells on,
-// within the row (x + n <= w).
+// nextCell moves a cursor (channel c, row y, column x) of a grid of h rows of w columns n cells
+// on, within the row (x + n <= w).
 func nextCell(c, y, x, n, h, w int) (int, int, int) {
 	if x += n; x < w {
 		return c, y, x
