@@ -1026,6 +1026,7 @@ type shiftConv struct {
 	boff          []int    // per step t = c*len(steps)+kk: 4*(c*cP + the box offset of kernel step kk), in bytes
 	nq            int      // positions computed: q(last output)+1, rounded up to nr
 	rows          [][2]int // per output row (all axes but the last): its q and its flat output index
+	srcRows       []int    // per source row (all axes but the last): the box position of its first cell
 }
 
 // newShiftConv plans a shiftConv of chans source channels of sizes src, padded by pad, with
@@ -1051,11 +1052,12 @@ func newShiftConv(src, pad, out [ConvMaxRank]int, taps [ConvMaxRank][]int, chans
 			sc.boff[c*len(steps)+kk] = 4 * off
 		}
 	}
-	last := 0
+	qLast := 0
 	for a := range ConvMaxRank {
-		last += (out[a] - 1) * sc.bst[a]
+		qLast += (out[a] - 1) * sc.bst[a]
 	}
-	sc.nq = roundUp(last+1, nr)
+	sc.nq = roundUp(qLast+1, nr)
+	// The rows' first cells: output rows at their grid position, source rows at their padded one.
 	var oc [ConvMaxRank]int
 	nRows := sc.outProd / out[ConvMaxRank-1]
 	sc.rows = make([][2]int, nRows)
@@ -1067,36 +1069,36 @@ func newShiftConv(src, pad, out [ConvMaxRank]int, taps [ConvMaxRank][]int, chans
 		}
 		sc.rows[r] = [2]int{q, r * out[ConvMaxRank-1]}
 	}
+	w := src[ConvMaxRank-1]
+	sc.srcRows = make([]int, sizesProd(src)/max(1, w))
+	for r := range sc.srcRows {
+		coords(&oc, r*w, &src)
+		q := 0
+		for a := range ConvMaxRank {
+			q += (oc[a] + pad[a]) * sc.bst[a]
+		}
+		sc.srcRows[r] = q
+	}
 	return sc
+}
+
+// sizesProd is the product of sizes.
+func sizesProd(sizes [ConvMaxRank]int) int {
+	n := 1
+	for _, d := range sizes {
+		n *= d
+	}
+	return n
 }
 
 // fillBox copies the source channels src (chans x srcProd) into box, zeroing the padding and
 // the nr cells of slack after the last channel that the last column panel reads.
 func (sc *shiftConv) fillBox(box, src []float32) {
 	clear(box)
-	last := ConvMaxRank - 1
-	w := sc.src[last]
-	rowsPer := 1
-	for a := range last {
-		rowsPer *= sc.src[a]
-	}
-	if w == 0 || rowsPer == 0 {
-		return
-	}
-	var ic [ConvMaxRank]int // the row's coordinates, the last one 0
+	w := sc.src[ConvMaxRank-1]
 	for c := range sc.chans {
-		for r := range rowsPer {
-			q := c*sc.cP + sc.pad[last]
-			for a := range last {
-				q += (ic[a] + sc.pad[a]) * sc.bst[a]
-			}
-			copy(box[q:q+w], src[(c*rowsPer+r)*w:][:w])
-			for a := last - 1; a >= 0; a-- {
-				if ic[a]++; ic[a] < sc.src[a] {
-					break
-				}
-				ic[a] = 0
-			}
+		for r, q := range sc.srcRows {
+			copy(box[c*sc.cP+q:][:w], src[(c*len(sc.srcRows)+r)*w:][:w])
 		}
 	}
 }
@@ -1152,10 +1154,7 @@ func convShift(k *gemmKernel, sc *shiftConv, dst, src []float32, batch, groups, 
 	mp := roundUp(rows, k.mr)
 	chunk := colChunks(sc.nq, batch*groups, k.nr)
 	nChunks := ceilDiv(sc.nq, chunk)
-	srcProd := 1
-	for a := range ConvMaxRank {
-		srcProd *= sc.src[a]
-	}
+	srcProd := sizesProd(sc.src)
 	// The groups' packed A, shared by their items.
 	aps := make([]float32, groups*mp*K)
 	for grp := range groups {
@@ -1276,30 +1275,16 @@ func convBwdWeightShift(k *gemmKernel, dw, x, dy []float32, g *convGeom, batch, 
 	box, dyT := sb.a, sb.b
 	segs := make([]int, 0, 2*chunkN*len(sc.rows))
 	tiles := make([]float32, items*mr*nr)
-	rowsIn := g.inProd / max(1, iw)
 	for grp := range groups {
 		for n0 := 0; n0 < batch; n0 += chunkN {
 			nc := min(chunkN, batch-n0)
 			Parallel(nc, max(1, (1<<15)/max(1, boxLen+P*coutg)), func(lo, hi int) {
-				var ic [ConvMaxRank]int
 				for n := lo; n < hi; n++ {
 					bn := box[n*boxLen : (n+1)*boxLen]
 					clear(bn)
 					xs := x[((n0+n)*cin+grp*C)*g.inProd:]
-					ic = [ConvMaxRank]int{}
-					for r := range rowsIn { // input row r (coordinates ic, the last 0)
-						q := g.p[last]
-						for a := range last {
-							q += (ic[a] + g.p[a]) * sc.bst[a]
-						}
-						// bn[(q+j)*C + c] = x[c][r*iw + j]
+					for r, q := range sc.srcRows { // bn[(q+j)*C + c] = x[c][r*iw + j]
 						packT(bn[q*C:][:iw*C], xs[r*iw:], g.inProd, iw, C, C)
-						for a := last - 1; a >= 0; a-- {
-							if ic[a]++; ic[a] < g.in[a] {
-								break
-							}
-							ic[a] = 0
-						}
 					}
 					// dY^T of the sample: dyT[o*coutg + co] = dy[co][o].
 					packT(dyT[n*P*coutg:(n+1)*P*coutg], dy[((n0+n)*cout+grp*coutg)*P:], P, P, coutg, coutg)
