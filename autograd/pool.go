@@ -17,8 +17,8 @@ type PoolParams = ops.PoolParams
 // its gradient goes to that element only (fixed order, no atomics). Where x requires grad, the
 // forward also keeps each output's argmax offset (ops.MaxPoolNDWithOffsets: one float per
 // output, as PyTorch keeps its indices; released once the backward has used it, or by Reset)
-// and the backward reads it
-// (ops.MaxPoolNDBackwardOffsets); elsewhere it computes the values only (ops.MaxPoolND).
+// and the backward reads it (ops.MaxPoolNDBackwardOffsets); elsewhere it computes the values
+// only (ops.MaxPoolND).
 func (t *Tape) MaxPool(x Var, p PoolParams) Var {
 	const op = "max_pool"
 	vx, ok := t.arg(op, x)

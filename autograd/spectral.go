@@ -152,23 +152,25 @@ func (t *Tape) Irfft(spec Var, n int) Var {
 
 // mulBins returns spec (batch spectra of n/2+1 bins, Rfft's packing) times the factor f(k, imag)
 // of each bin's real and imaginary part, each product rounded once (ops.Mul with the factors
-// rounded to float32).
+// rounded to float32; one spectrum's factors are uploaded and repeated on the device).
 func mulBins(spec *ops.Buffer, batch, n int, f func(k int, imag bool) float64) (*ops.Buffer, error) {
 	if batch == 0 {
 		return ops.Zeros(spec.Device(), 0)
 	}
 	bins := n/2 + 1
-	fs := make([]float32, batch*bins*2)
+	fs := make([]float32, bins*2)
 	for k := range bins {
 		fs[2*k], fs[2*k+1] = float32(f(k, false)), float32(f(k, true))
-	}
-	for b := 1; b < batch; b++ {
-		copy(fs[b*bins*2:(b+1)*bins*2], fs[:bins*2])
 	}
 	fb, err := ops.FromFloat32(spec.Device(), fs)
 	if err != nil {
 		return nil, err
 	}
 	defer fb.Release()
-	return ops.Mul(spec, fb)
+	tiled, err := ops.BroadcastVecToRows(fb, batch, bins*2)
+	if err != nil {
+		return nil, err
+	}
+	defer tiled.Release()
+	return ops.Mul(spec, tiled)
 }
